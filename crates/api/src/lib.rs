@@ -1,0 +1,28 @@
+//! The karpenter-capi API surface.
+//!
+//! Responsibility: the types every other crate shares, compatible with the manifests users
+//! already have for upstream Karpenter and its Cluster API provider:
+//! - [`nodepool`]: `karpenter.sh/v1` NodePool;
+//! - [`nodeclaim`]: `karpenter.sh/v1` NodeClaim;
+//! - [`nodeclass`]: `karpenter.cluster.x-k8s.io/v1alpha1` ClusterAPINodeClass;
+//! - [`capi`]: read-only views of the Cluster API `v1beta1` kinds we read;
+//! - [`common`]: shared building blocks (taints, requirements, durations, conditions);
+//! - [`well_known`]: every label / annotation / taint / finalizer / condition name;
+//! - [`crd`]: CRD generation and rendering;
+//! - [`schema`]: the schema vocabulary the CRDs share.
+//!
+//! No client and no I/O.
+
+pub mod capi;
+pub mod common;
+pub mod crd;
+pub mod nodeclaim;
+pub mod nodeclass;
+pub mod nodepool;
+pub mod schema;
+pub mod well_known;
+
+pub use capi::{Machine, MachineDeployment, MachineSet};
+pub use nodeclaim::{NodeClaim, NodeClaimSpec, NodeClaimStatus};
+pub use nodeclass::{ClusterAPINodeClass, ClusterAPINodeClassSpec, ClusterAPINodeClassStatus};
+pub use nodepool::{NodePool, NodePoolSpec, NodePoolStatus};

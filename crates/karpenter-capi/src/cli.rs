@@ -1,0 +1,121 @@
+//! The command line: subcommands and their flags (clap derive).
+//!
+//! Responsibility: describe every command and flag in one place, with environment-variable
+//! fallbacks named like upstream Karpenter's. Inputs: argv and environment. Outputs: [`Cli`].
+
+use std::fmt;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Karpenter, the just-in-time node autoprovisioner, with Cluster API MachineDeployments as
+/// instance types.
+#[derive(Debug, Parser)]
+#[command(name = "karpenter-capi", version = env!("CARGO_PKG_VERSION"), about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the CustomResourceDefinitions (NodePool, NodeClaim, ClusterAPINodeClass) as YAML.
+    Crds(CrdsArgs),
+    /// Print version information.
+    Version(VersionArgs),
+    /// Run the controller against a cluster (not implemented yet).
+    Run,
+    /// Run the controller on an embedded simulated cluster (not implemented yet).
+    Simulate,
+    /// Serve simulated management and workload clusters (not implemented yet).
+    Sim,
+    /// Show offline which NodeClaims a cluster dump would get (not implemented yet).
+    Plan,
+    /// Benchmarks (not implemented yet).
+    Bench,
+}
+
+impl Command {
+    /// The subcommand's name as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Crds(_) => "crds",
+            Self::Version(_) => "version",
+            Self::Run => "run",
+            Self::Simulate => "simulate",
+            Self::Sim => "sim",
+            Self::Plan => "plan",
+            Self::Bench => "bench",
+        }
+    }
+}
+
+/// Flags of `crds`.
+#[derive(Debug, Args)]
+pub struct CrdsArgs {
+    /// Write one file per CRD (`<group>_<plural>.yaml`) into this directory instead of printing
+    /// them, e.g. `charts/karpenter-capi/crds`.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<std::path::PathBuf>,
+}
+
+/// Flags of `version`.
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = VersionOutput::Text)]
+    pub output: VersionOutput,
+}
+
+/// Output formats of `version`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VersionOutput {
+    /// Human-readable.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// What `version` reports.
+#[derive(Debug)]
+pub struct VersionInfo {
+    /// Our version.
+    pub version: &'static str,
+    /// The Kubernetes API version our types are built against.
+    pub kubernetes_api: &'static str,
+    /// The API groups we serve.
+    pub api_groups: [&'static str; 2],
+}
+
+impl VersionInfo {
+    /// This build's information.
+    pub fn current() -> Self {
+        Self {
+            version: env!("CARGO_PKG_VERSION"),
+            kubernetes_api: "1.33",
+            api_groups: ["karpenter.sh/v1", "karpenter.cluster.x-k8s.io/v1alpha1"],
+        }
+    }
+
+    /// As a JSON object.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "version": self.version,
+            "kubernetesAPI": self.kubernetes_api,
+            "apiGroups": self.api_groups,
+        })
+    }
+}
+
+impl fmt::Display for VersionInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "karpenter-capi {} (Kubernetes API {}; serves {})",
+            self.version,
+            self.kubernetes_api,
+            self.api_groups.join(", ")
+        )
+    }
+}

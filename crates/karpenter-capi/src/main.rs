@@ -1,0 +1,66 @@
+//! `karpenter-capi`: Karpenter with Cluster API as its infrastructure provider.
+//!
+//! Responsibility: the composition root only — parse the command line, wire concrete
+//! implementations together, report errors. No logic lives here that a library crate could own.
+//! Inputs: argv and environment. Outputs: the chosen command's effect and exit status.
+
+mod cli;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Crds(args) => {
+            match args.output_dir {
+                None => std::io::stdout()
+                    .lock()
+                    .write_all(api::crd::render_all()?.as_bytes())?,
+                Some(dir) => {
+                    std::fs::create_dir_all(&dir)
+                        .with_context(|| format!("cannot create {}", dir.display()))?;
+                    for crd in api::crd::all() {
+                        let path = dir.join(api::crd::file_name(&crd));
+                        std::fs::write(&path, api::crd::render(&crd)?)
+                            .with_context(|| format!("cannot write {}", path.display()))?;
+                        println!("wrote {}", path.display());
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Version(args) => {
+            let info = cli::VersionInfo::current();
+            let text = if args.output == cli::VersionOutput::Json {
+                serde_json::to_string_pretty(&info.to_json())?
+            } else {
+                info.to_string()
+            };
+            println!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run | Command::Simulate | Command::Sim | Command::Plan | Command::Bench => {
+            let name = cli.command.name();
+            eprintln!(
+                "karpenter-capi {name}: not implemented yet (see the status table in README.md)"
+            );
+            Ok(ExitCode::from(2))
+        }
+    }
+}

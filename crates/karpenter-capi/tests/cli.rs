@@ -1,0 +1,86 @@
+//! The binary's commands as a user runs them.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::process::Command;
+
+fn karpenter_capi(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn crds_prints_three_parseable_custom_resource_definitions() {
+    let out = karpenter_capi(&["crds"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let kinds: Vec<&str> = docs
+        .iter()
+        .map(|d| d["spec"]["names"]["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["NodePool", "NodeClaim", "ClusterAPINodeClass"]);
+    assert!(docs.iter().all(|d| d["kind"] == "CustomResourceDefinition"));
+}
+
+#[test]
+fn crds_output_dir_writes_one_file_per_crd() {
+    let dir = std::env::temp_dir().join(format!("karpenter-capi-crds-{}", std::process::id()));
+    let out = karpenter_capi(&["crds", "--output-dir", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "karpenter.cluster.x-k8s.io_clusterapinodeclasses.yaml",
+            "karpenter.sh_nodeclaims.yaml",
+            "karpenter.sh_nodepools.yaml"
+        ]
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn version_prints_text_and_json() {
+    let out = karpenter_capi(&["version"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("karpenter-capi "));
+    let out = karpenter_capi(&["version", "--output", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn commands_not_built_yet_say_so_and_fail() {
+    for command in ["run", "simulate", "sim", "plan", "bench"] {
+        let out = karpenter_capi(&[command]);
+        assert_eq!(out.status.code(), Some(2), "{command} must exit non-zero");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("not implemented yet"),
+            "{command}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{command} printed as if it worked");
+    }
+}
