@@ -5,57 +5,27 @@
 //! Where we chose a key of our own (in the `karpenter.cluster.x-k8s.io` domain) the doc says so.
 
 /// Labels on NodeClaims and Nodes (and the well-known node labels scheduling understands).
+///
+/// The node-label keys the scheduler reasons about live in [`scheduling::labels`]; they are
+/// re-exported here under the names the controllers use, so each string exists once.
 pub mod labels {
-    /// The NodePool that owns a NodeClaim / Node.
-    pub const NODEPOOL: &str = "karpenter.sh/nodepool";
-    /// The capacity type: `on-demand`, `spot` or `reserved`.
-    pub const CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
-    /// Put on a Node (`"true"`) once registration has synced it.
-    pub const REGISTERED: &str = "karpenter.sh/registered";
-    /// Put on a Node (`"true"`) once it is initialized.
-    pub const INITIALIZED: &str = "karpenter.sh/initialized";
-    /// On a Node (`"true"`): registration does not copy NodeClaim taints onto it.
-    pub const DO_NOT_SYNC_TAINTS: &str = "karpenter.sh/do-not-sync-taints";
+    pub use scheduling::labels::{
+        ARCH, CAPACITY_TYPE, CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT,
+        CAPI_CAPACITY_CPU as CAPACITY_CPU, CAPI_CAPACITY_MEMORY as CAPACITY_MEMORY,
+        CAPI_INSTANCE_CPU as INSTANCE_CPU, CAPI_INSTANCE_FAMILY as INSTANCE_FAMILY,
+        CAPI_INSTANCE_MEMORY as INSTANCE_MEMORY, CAPI_INSTANCE_SIZE as INSTANCE_SIZE, HOSTNAME,
+        INSTANCE_TYPE, NODE_DO_NOT_SYNC_TAINTS as DO_NOT_SYNC_TAINTS,
+        NODE_INITIALIZED as INITIALIZED, NODE_POOL as NODEPOOL, NODE_REGISTERED as REGISTERED, OS,
+        TOPOLOGY_REGION as REGION, TOPOLOGY_ZONE as ZONE, WINDOWS_BUILD,
+    };
+
     /// Put on a Node (value `karpenter`) when termination taints it.
     pub const EXCLUDE_FROM_EXTERNAL_LOAD_BALANCERS: &str =
         "node.kubernetes.io/exclude-from-external-load-balancers";
-    /// Zone.
-    pub const ZONE: &str = "topology.kubernetes.io/zone";
-    /// Region.
-    pub const REGION: &str = "topology.kubernetes.io/region";
-    /// Instance type.
-    pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
-    /// CPU architecture.
-    pub const ARCH: &str = "kubernetes.io/arch";
-    /// Operating system.
-    pub const OS: &str = "kubernetes.io/os";
-    /// Windows build.
-    pub const WINDOWS_BUILD: &str = "node.kubernetes.io/windows-build";
-    /// Hostname.
-    pub const HOSTNAME: &str = "kubernetes.io/hostname";
-    /// Capacity-type values.
-    pub const CAPACITY_TYPE_ON_DEMAND: &str = "on-demand";
-    /// Capacity-type values.
-    pub const CAPACITY_TYPE_SPOT: &str = "spot";
-    /// Capacity-type values.
-    pub const CAPACITY_TYPE_RESERVED: &str = "reserved";
     /// The node-class label put on NodeClaims and Nodes of this provider:
     /// `<nodeClassRef.group>/<lowercase(kind)>` = nodeClassRef.name. Its presence on a Node marks
     /// the Node as managed by us.
     pub const NODECLASS: &str = "karpenter.cluster.x-k8s.io/clusterapinodeclass";
-    /// Provider labels registered as well-known (upstream registers them, never populates them;
-    /// they appear when a MachineDeployment's labels annotation sets them).
-    pub const INSTANCE_SIZE: &str = "karpenter.cluster.x-k8s.io/instance-size";
-    /// See [`INSTANCE_SIZE`].
-    pub const INSTANCE_FAMILY: &str = "karpenter.cluster.x-k8s.io/instance-family";
-    /// See [`INSTANCE_SIZE`].
-    pub const INSTANCE_MEMORY: &str = "karpenter.cluster.x-k8s.io/instance-memory";
-    /// See [`INSTANCE_SIZE`].
-    pub const INSTANCE_CPU: &str = "karpenter.cluster.x-k8s.io/instance-cpu";
-    /// See [`INSTANCE_SIZE`].
-    pub const CAPACITY_MEMORY: &str = "capacity.karpenter.cluster.x-k8s.io/memory";
-    /// See [`INSTANCE_SIZE`].
-    pub const CAPACITY_CPU: &str = "capacity.karpenter.cluster.x-k8s.io/cpu";
 }
 
 /// Annotations on Pods, Nodes, NodeClaims and NodePools.
@@ -234,19 +204,9 @@ pub mod capi {
     }
 }
 
-/// Resource names.
-pub mod resources {
-    /// CPU.
-    pub const CPU: &str = "cpu";
-    /// Memory.
-    pub const MEMORY: &str = "memory";
-    /// Ephemeral storage.
-    pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
-    /// Pod count.
-    pub const PODS: &str = "pods";
-    /// NodePool limit on the node count.
-    pub const NODES: &str = "nodes";
-}
+/// Resource names: see [`scheduling::resources::ResourceName`] (`CPU`, `MEMORY`,
+/// `EPHEMERAL_STORAGE`, `PODS`, and the NodePool limit `NODES`).
+pub use scheduling::resources::ResourceName;
 
 /// Event reasons.
 pub mod events {
