@@ -32,8 +32,8 @@ pub enum Command {
     Sim,
     /// Show offline which NodeClaims a cluster dump would get (not implemented yet).
     Plan,
-    /// Benchmarks (not implemented yet).
-    Bench,
+    /// Benchmarks.
+    Bench(BenchArgs),
 }
 
 impl Command {
@@ -46,7 +46,7 @@ impl Command {
             Self::Simulate => "simulate",
             Self::Sim => "sim",
             Self::Plan => "plan",
-            Self::Bench => "bench",
+            Self::Bench(_) => "bench",
         }
     }
 }
@@ -58,6 +58,22 @@ pub struct CrdsArgs {
     /// them, e.g. `charts/karpenter-capi/crds`.
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<std::path::PathBuf>,
+}
+
+/// `bench` subcommands.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Which benchmark.
+    #[command(subcommand)]
+    pub which: BenchCommand,
+}
+
+/// The benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Karpenter's scheduling benchmark: 400 fake instance types, one NodePool, an empty
+    /// cluster; times only the solve, on a freshly built scheduler each iteration.
+    Scheduling(crate::bench::SchedulingArgs),
 }
 
 /// Flags of `version`.

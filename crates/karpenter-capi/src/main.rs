@@ -4,6 +4,7 @@
 //! implementations together, report errors. No logic lives here that a library crate could own.
 //! Inputs: argv and environment. Outputs: the chosen command's effect and exit status.
 
+mod bench;
 mod cli;
 
 use std::io::Write;
@@ -55,7 +56,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{text}");
             Ok(ExitCode::SUCCESS)
         }
-        Command::Run | Command::Simulate | Command::Sim | Command::Plan | Command::Bench => {
+        Command::Bench(args) => match args.which {
+            cli::BenchCommand::Scheduling(args) => {
+                let report = bench::scheduling(&args)?;
+                println!("{}", bench::render(&report, args.output)?);
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+        Command::Run | Command::Simulate | Command::Sim | Command::Plan => {
             let name = cli.command.name();
             eprintln!(
                 "karpenter-capi {name}: not implemented yet (see the status table in README.md)"

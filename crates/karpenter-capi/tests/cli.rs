@@ -73,7 +73,7 @@ fn version_prints_text_and_json() {
 
 #[test]
 fn commands_not_built_yet_say_so_and_fail() {
-    for command in ["run", "simulate", "sim", "plan", "bench"] {
+    for command in ["run", "simulate", "sim", "plan"] {
         let out = karpenter_capi(&[command]);
         assert_eq!(out.status.code(), Some(2), "{command} must exit non-zero");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -83,4 +83,70 @@ fn commands_not_built_yet_say_so_and_fail() {
         );
         assert!(out.stdout.is_empty(), "{command} printed as if it worked");
     }
+}
+
+#[test]
+fn bench_scheduling_reports_json_with_the_agreed_keys() {
+    let out = karpenter_capi(&[
+        "bench",
+        "scheduling",
+        "--pods",
+        "50",
+        "--iterations",
+        "2",
+        "--output",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["pods"], 50);
+    assert_eq!(json["pods_scheduled"], 50, "{json}");
+    assert!(
+        json["nodeclaims"].as_u64().unwrap() >= 10,
+        "10 anti-affinity pods need 10 nodes"
+    );
+    assert!(json["seconds"].as_f64().unwrap() > 0.0);
+    assert!(json["pods_per_sec"].as_f64().unwrap() > 0.0);
+    for key in ["min", "mean", "max"] {
+        assert!(json["pods_per_nodeclaim"][key].is_number(), "{key}");
+    }
+}
+
+#[test]
+fn bench_scheduling_reads_the_seed_42_table() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/fixtures/bench/diverse-1000-seed42.tsv"
+    );
+    let out = karpenter_capi(&[
+        "bench",
+        "scheduling",
+        "--pods-file",
+        path,
+        "--iterations",
+        "1",
+        "--output",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["pods"], 1000);
+    assert_eq!(json["pods_scheduled"], 1000);
+}
+
+#[test]
+fn bench_scheduling_needs_a_workload() {
+    let out = karpenter_capi(&["bench", "scheduling"]);
+    assert!(!out.status.success());
+    let out = karpenter_capi(&["bench", "scheduling", "--pods-file", "/nonexistent.tsv"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.tsv"));
 }

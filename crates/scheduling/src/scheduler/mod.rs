@@ -1,0 +1,395 @@
+//! The provisioning scheduler: Karpenter core's bin-packing simulation (spec §3.4–§3.18).
+//!
+//! Responsibility: given NodePools with their instance types, the existing cluster and the
+//! pending pods, decide for every pod — in upstream's queue order — whether it fits an existing
+//! node, a NodeClaim already planned this round, or a new NodeClaim from the first NodePool (by
+//! weight) that can take it, relaxing the pod's preferences one step at a time when it fits
+//! nowhere. Deterministic: the same input always gives the same output.
+//! Inputs: [`NodePool`]s, a [`Cluster`], pods, [`Options`]. Outputs: [`Results`] — planned
+//! NodeClaims, bindings to existing nodes and per-pod errors.
+//!
+//! Placement order is upstream's: existing nodes (initialized first, then by name), then planned
+//! NodeClaims (fewest pods first, ties by age), then new NodeClaims per NodePool. Upstream
+//! evaluates candidates in parallel and takes the lowest index that succeeds; evaluating them in
+//! order gives the same answer.
+
+mod claim;
+mod daemons;
+mod existing;
+mod finalize;
+mod input;
+mod preferences;
+mod queue;
+mod template;
+
+use std::sync::Arc;
+
+use crate::labels::HOSTNAME;
+use crate::pod::Pod;
+use crate::requirements::Requirements;
+use crate::topology::{ClusterNode, DomainUniverse, Placement, Topology, TopologyInput};
+
+use claim::{Claim, FilterContext};
+use daemons::DaemonPod;
+use existing::ExistingCandidate;
+use template::{GroupOptions, Template};
+
+pub use crate::topology::PreferencePolicy;
+pub use input::{
+    Cluster, ExistingNode, ExistingNodeBinding, NodePool, Options, PlannedNodeClaim, PodError,
+    Results,
+};
+pub use template::DroppedPool;
+
+/// A pod's node requirements, computed once per (relaxed) pod.
+#[derive(Clone, Debug)]
+pub(crate) struct PodData {
+    /// nodeSelector + first required term (+ heaviest preferred term when respected).
+    pub(crate) requirements: Requirements,
+    /// nodeSelector + first required term.
+    pub(crate) strict_requirements: Requirements,
+}
+
+impl PodData {
+    fn new(pod: &Pod, policy: PreferencePolicy) -> Result<Self, String> {
+        let respect = policy == PreferencePolicy::Respect;
+        Ok(Self {
+            requirements: pod.requirements(respect).map_err(|e| e.to_string())?,
+            strict_requirements: pod.strict_requirements().map_err(|e| e.to_string())?,
+        })
+    }
+}
+
+/// One scheduling run over a batch of pods.
+#[derive(Debug)]
+pub struct Scheduler {
+    options: Options,
+    templates: Vec<Template>,
+    dropped: Vec<DroppedPool>,
+    existing: Vec<ExistingCandidate>,
+    claims: Vec<Claim>,
+    /// Claim indices ordered by (pod count, index): the order planned claims are tried in.
+    claim_order: Vec<usize>,
+    topology: Topology,
+    hostname_seq: usize,
+}
+
+impl Scheduler {
+    /// Prepares a run: templates, existing nodes with their remaining capacity, topology.
+    pub fn new(pools: &[NodePool], cluster: &Cluster, pods: &[Pod], options: Options) -> Self {
+        let daemons: Vec<DaemonPod> = cluster
+            .daemonset_pods
+            .iter()
+            .filter_map(|p| DaemonPod::new(p.clone()).ok())
+            .collect();
+        let (templates, dropped) =
+            template::build(pools, &daemons, &cluster.nodes, &options.well_known);
+        let mut nodes: Vec<&ExistingNode> = cluster.nodes.iter().collect();
+        nodes.sort_by(|a, b| {
+            b.initialized
+                .cmp(&a.initialized)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let existing = nodes
+            .into_iter()
+            .map(|node| {
+                let bound: Vec<&Pod> = cluster
+                    .pods
+                    .iter()
+                    .filter(|p| p.node_name.as_deref() == Some(&*node.name))
+                    .collect();
+                ExistingCandidate::new(node, &bound, &daemons)
+            })
+            .collect();
+        let topology = topology_for(&templates, cluster, pods, &options);
+        Self {
+            options,
+            templates,
+            dropped,
+            existing,
+            claims: Vec::new(),
+            claim_order: Vec::new(),
+            topology,
+            hostname_seq: 0,
+        }
+    }
+
+    /// NodePools that could not be used, and why.
+    pub fn dropped_pools(&self) -> &[DroppedPool] {
+        &self.dropped
+    }
+
+    /// Places `pods` (the batch this scheduler was built for) and returns the decisions.
+    pub fn solve(mut self, pods: &[Pod]) -> Results {
+        let data: Vec<Result<PodData, String>> = pods
+            .iter()
+            .map(|p| PodData::new(p, self.options.preference_policy))
+            .collect();
+        let mut errors: Vec<Option<String>> = vec![None; pods.len()];
+        let mut queue = queue::Queue::new(pods);
+        while let Some(i) = queue.pop() {
+            let (Some(pod), Some(data)) = (pods.get(i), data.get(i)) else {
+                continue;
+            };
+            let outcome = match data {
+                Ok(data) => self.place(pod, data),
+                Err(e) => Err(format!("invalid pod requirements: {e}")),
+            };
+            match outcome {
+                Ok(()) => {
+                    if let Some(slot) = errors.get_mut(i) {
+                        *slot = None;
+                    }
+                }
+                Err(e) => {
+                    if let Some(slot) = errors.get_mut(i) {
+                        *slot = Some(e);
+                    }
+                    queue.push_back(i);
+                }
+            }
+        }
+        finalize::results(self, pods, errors)
+    }
+
+    /// Tries the pod, relaxing its preferences one step per failure.
+    fn place(&mut self, original: &Pod, data: &PodData) -> Result<(), String> {
+        let first = match self.try_add(original, data) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        let tolerate_prefer_no_schedule =
+            self.templates.iter().any(Template::has_prefer_no_schedule);
+        let mut pod = original.clone();
+        let mut last = first;
+        while preferences::relax(
+            &mut pod,
+            self.options.preference_policy,
+            tolerate_prefer_no_schedule,
+        )
+        .is_some()
+        {
+            let relaxed = PodData::new(&pod, self.options.preference_policy)?;
+            self.topology.update(&pod);
+            match self.try_add(&pod, &relaxed) {
+                Ok(()) => return Ok(()),
+                Err(e) => last = e,
+            }
+        }
+        if pod != *original {
+            self.topology.update(original);
+        }
+        Err(last)
+    }
+
+    /// One attempt: existing nodes, then planned claims, then a new claim.
+    fn try_add(&mut self, pod: &Pod, data: &PodData) -> Result<(), String> {
+        for node in &mut self.existing {
+            if let Ok(requirements) = node.can_add(pod, data, &self.topology) {
+                node.add(pod);
+                self.topology
+                    .record(pod, Placement::existing_node(&requirements, node.taints()));
+                return Ok(());
+            }
+        }
+        for position in 0..self.claim_order.len() {
+            let Some(&index) = self.claim_order.get(position) else {
+                continue;
+            };
+            let Some(claim) = self.claims.get(index) else {
+                continue;
+            };
+            let Some(template) = self.templates.get(claim.template) else {
+                continue;
+            };
+            if let Ok(proposal) = claim.can_add(
+                pod,
+                data,
+                &filter_context(&self.options, template),
+                &self.topology,
+                false,
+            ) {
+                self.topology.record(
+                    pod,
+                    Placement::node_claim(
+                        &proposal.requirements,
+                        &template.taints,
+                        &self.options.well_known,
+                    ),
+                );
+                if let Some(claim) = self.claims.get_mut(index) {
+                    claim.add(pod, proposal, template);
+                }
+                self.reorder(position);
+                return Ok(());
+            }
+        }
+        if self.templates.is_empty() {
+            return Err(if self.dropped.is_empty() {
+                "no nodepools found".to_owned()
+            } else {
+                let reasons: Vec<String> = self
+                    .dropped
+                    .iter()
+                    .map(|d| format!("nodepool {:?}: {}", d.name, d.reason))
+                    .collect();
+                format!(
+                    "all available instance types were filtered out: {}",
+                    reasons.join("; ")
+                )
+            });
+        }
+        let mut errors = Vec::new();
+        for (t, template) in self.templates.iter().enumerate() {
+            let options = match within_limits(template) {
+                Ok(options) => options,
+                Err(e) => {
+                    errors.push(format!("nodepool {:?}: {e}", template.pool));
+                    continue;
+                }
+            };
+            self.hostname_seq += 1;
+            let hostname: Arc<str> =
+                Arc::from(format!("hostname-placeholder-{:04}", self.hostname_seq));
+            self.topology.register(HOSTNAME, &hostname);
+            let claim = Claim::new(t, template, options, hostname);
+            match claim.can_add(
+                pod,
+                data,
+                &filter_context(&self.options, template),
+                &self.topology,
+                true,
+            ) {
+                Ok(proposal) => {
+                    self.topology.record(
+                        pod,
+                        Placement::node_claim(
+                            &proposal.requirements,
+                            &template.taints,
+                            &self.options.well_known,
+                        ),
+                    );
+                    let mut claim = claim;
+                    claim.add(pod, proposal, template);
+                    let max = claim
+                        .instance_types()
+                        .fold(crate::resources::Resources::default(), |m, it| {
+                            m.max_with(it.capacity())
+                        });
+                    if let Some(template) = self.templates.get_mut(t)
+                        && let Some(remaining) = template.remaining.as_mut()
+                    {
+                        *remaining = remaining.difference(&max);
+                    }
+                    self.claims.push(claim);
+                    let index = self.claims.len() - 1;
+                    self.claim_order.insert(0, index);
+                    self.reorder(0);
+                    return Ok(());
+                }
+                Err(e) => errors.push(format!(
+                    "nodepool {:?}: {}",
+                    template.pool,
+                    e.unwrap_or_else(|| "cannot take the pod".into())
+                )),
+            }
+        }
+        Err(errors.join("; "))
+    }
+
+    /// Restores the (pod count, index) order after the claim at `position` gained a pod.
+    fn reorder(&mut self, mut position: usize) {
+        let key = |s: &Self, i: usize| s.claims.get(i).map(|c| (c.pods.len(), i));
+        while let (Some(&here), Some(&next)) = (
+            self.claim_order.get(position),
+            self.claim_order.get(position + 1),
+        ) {
+            if key(self, next) < key(self, here) {
+                self.claim_order.swap(position, position + 1);
+                position += 1;
+            } else {
+                break;
+            }
+        }
+    }
+}
+
+fn filter_context<'a>(options: &'a Options, template: &'a Template) -> FilterContext<'a> {
+    FilterContext {
+        template,
+        well_known: &options.well_known,
+        min_values_policy: options.min_values_policy,
+    }
+}
+
+/// The template's options without instance types that exceed what its limits leave.
+fn within_limits(template: &Template) -> Result<Vec<GroupOptions>, String> {
+    let Some(remaining) = &template.remaining else {
+        return Ok(template.options.clone());
+    };
+    if let Some(nodes) = remaining.get(&crate::resources::ResourceName::NODES)
+        && nodes.is_zero()
+    {
+        return Err("node limits have been exhausted for nodepool".into());
+    }
+    let options: Vec<GroupOptions> = template
+        .options
+        .iter()
+        .map(|g| GroupOptions {
+            group: g.group,
+            instance_types: g
+                .instance_types
+                .iter()
+                .filter(|it| {
+                    remaining.iter().all(|(name, left)| {
+                        *name == crate::resources::ResourceName::NODES
+                            || it.capacity().get_or_zero(name) <= left
+                    })
+                })
+                .cloned()
+                .collect(),
+        })
+        .filter(|g| !g.instance_types.is_empty())
+        .collect();
+    if options.is_empty() {
+        return Err("all available instance types exceed limits for nodepool".into());
+    }
+    Ok(options)
+}
+
+fn topology_for(
+    templates: &[Template],
+    cluster: &Cluster,
+    pods: &[Pod],
+    options: &Options,
+) -> Topology {
+    let mut universe = DomainUniverse::new();
+    for template in templates {
+        let its = template
+            .options
+            .iter()
+            .flat_map(|g| g.instance_types.iter());
+        universe.add_node_pool(
+            &template.requirements,
+            its.map(|it| it.requirements()),
+            &template.taints,
+        );
+    }
+    let nodes: Vec<ClusterNode> = cluster
+        .nodes
+        .iter()
+        .map(|n| ClusterNode {
+            name: n.name.clone(),
+            labels: n.labels.clone(),
+            taints: n.taints.clone(),
+        })
+        .collect();
+    Topology::new(TopologyInput {
+        policy: options.preference_policy,
+        universe: &universe,
+        nodes: &nodes,
+        pods: &cluster.pods,
+        namespaces: &cluster.namespaces,
+        batch: pods,
+    })
+}
