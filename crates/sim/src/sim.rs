@@ -1,0 +1,243 @@
+//! The simulated API server as a value.
+//!
+//! Responsibility: own the [`State`] behind one lock and expose every API operation as a
+//! method (each runs atomically under the lock), plus the knobs tests use: configuration,
+//! watch-history compaction, and a router to serve it.
+//! Inputs: [`SimConfig`], operation arguments. Outputs: served JSON, [`WatchStream`]s, an
+//! `axum::Router`.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::ApiResult;
+use crate::options::{ListOptions, WriteOptions};
+use crate::patch::PatchType;
+use crate::registry::Registry;
+use crate::semantics::WriteMode;
+use crate::state::{Endpoint, State};
+use crate::watch::{Signals, WatchStream};
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Watch events kept per resource; watches from older versions get 410 Expired.
+    pub watch_history: usize,
+    /// How often a watch that allows bookmarks gets a `BOOKMARK`.
+    pub bookmark_interval: Duration,
+    /// The `gitVersion` reported at `/version`.
+    pub version: String,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            watch_history: 1000,
+            bookmark_interval: Duration::from_secs(10),
+            version: "v1.33.0-sim".into(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    state: Mutex<State>,
+    config: SimConfig,
+    compactions: tokio::sync::watch::Sender<u64>,
+    closes: tokio::sync::watch::Sender<u64>,
+}
+
+/// An in-memory Kubernetes API server. Cheap to clone; clones share the state.
+#[derive(Debug, Clone)]
+pub struct Sim {
+    inner: Arc<Inner>,
+}
+
+impl Default for Sim {
+    fn default() -> Self {
+        Self::new(SimConfig::default())
+    }
+}
+
+impl Sim {
+    /// A server with the built-in resources and the default namespaces.
+    pub fn new(config: SimConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State::new(config.watch_history)),
+                compactions: tokio::sync::watch::channel(0).0,
+                closes: tokio::sync::watch::channel(0).0,
+                config,
+            }),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SimConfig {
+        &self.inner.config
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the state half-written in a way that
+        // matters more than losing the server, so keep serving.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// An `axum::Router` serving this server's API; also a tower `Service` usable in-process
+    /// (e.g. `kube::Client::new(sim.router(), "default")`).
+    pub fn router(&self) -> axum::Router {
+        crate::http::router(self.clone())
+    }
+
+    /// A snapshot of the served resource types.
+    pub fn registry(&self) -> Registry {
+        self.lock().registry.clone()
+    }
+
+    /// The resource type an endpoint serves, or 404.
+    pub fn resource_def(&self, ep: &Endpoint) -> ApiResult<crate::registry::ResourceDef> {
+        self.lock().resolve(ep)
+    }
+
+    /// The latest resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.lock().store.current_rv()
+    }
+
+    /// Drop all watch history (as an etcd compaction): open watches end with 410 Expired and
+    /// watches from older versions are refused with 410, so clients must relist.
+    pub fn compact(&self) {
+        self.lock().store.compact();
+        self.inner.compactions.send_modify(|n| *n += 1);
+    }
+
+    /// End every open watch (cleanly, as when the server shuts down); clients re-watch.
+    pub fn close_watches(&self) {
+        self.inner.closes.send_modify(|n| *n += 1);
+    }
+
+    /// Create.
+    pub fn create(&self, ep: &Endpoint, body: Value, opts: &WriteOptions) -> ApiResult<Value> {
+        self.lock().create(ep, body, opts)
+    }
+
+    /// Get.
+    pub fn get(&self, ep: &Endpoint, name: &str) -> ApiResult<Value> {
+        self.lock().get(ep, name)
+    }
+
+    /// List.
+    pub fn list(&self, ep: &Endpoint, opts: &ListOptions) -> ApiResult<Value> {
+        self.lock().list(ep, opts)
+    }
+
+    /// Replace (or replace the status). Returns the object and whether it was created.
+    pub fn update(
+        &self,
+        ep: &Endpoint,
+        name: &str,
+        body: Value,
+        mode: WriteMode,
+        opts: &WriteOptions,
+    ) -> ApiResult<(Value, bool)> {
+        self.lock().update(ep, name, body, mode, opts)
+    }
+
+    /// Patch (or patch the status). Returns the object and whether it was created.
+    pub fn patch(
+        &self,
+        ep: &Endpoint,
+        name: &str,
+        kind: PatchType,
+        body: &[u8],
+        mode: WriteMode,
+        opts: &WriteOptions,
+    ) -> ApiResult<(Value, bool)> {
+        self.lock().patch(ep, name, kind, body, mode, opts)
+    }
+
+    /// Delete one object with `DeleteOptions`.
+    pub fn delete(
+        &self,
+        ep: &Endpoint,
+        name: &str,
+        delete_options: &Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        self.lock().delete(ep, name, delete_options, opts)
+    }
+
+    /// Delete every matching object.
+    pub fn delete_collection(
+        &self,
+        ep: &Endpoint,
+        list: &ListOptions,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        self.lock().delete_collection(ep, list, opts)
+    }
+
+    /// Get a Scale.
+    pub fn get_scale(&self, ep: &Endpoint, name: &str) -> ApiResult<Value> {
+        self.lock().get_scale(ep, name)
+    }
+
+    /// Replace a Scale.
+    pub fn update_scale(
+        &self,
+        ep: &Endpoint,
+        name: &str,
+        scale: &Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        self.lock().update_scale(ep, name, scale, opts)
+    }
+
+    /// Patch a Scale.
+    pub fn patch_scale(
+        &self,
+        ep: &Endpoint,
+        name: &str,
+        kind: PatchType,
+        body: &[u8],
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        self.lock().patch_scale(ep, name, kind, body, opts)
+    }
+
+    /// Bind a pod to a node.
+    pub fn bind(
+        &self,
+        ep: &Endpoint,
+        name: &str,
+        binding: &Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        self.lock().bind(ep, name, binding, opts)
+    }
+
+    /// Evict a pod, honouring PodDisruptionBudgets.
+    pub fn evict(
+        &self,
+        ep: &Endpoint,
+        name: &str,
+        eviction: &Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        self.lock().evict(ep, name, eviction, opts)
+    }
+
+    /// Start a watch.
+    pub fn watch(&self, ep: &Endpoint, opts: ListOptions) -> ApiResult<WatchStream> {
+        let signals = Signals {
+            compactions: self.inner.compactions.subscribe(),
+            closes: self.inner.closes.subscribe(),
+        };
+        self.lock()
+            .watch(ep, opts, self.inner.config.bookmark_interval, signals)
+    }
+}

@@ -1,0 +1,478 @@
+//! The server's state and its create, read, list, update and patch operations.
+//!
+//! Responsibility: run one API operation against the store and registry, which the caller holds
+//! locked for the whole operation (so each operation is atomic, as an etcd transaction is):
+//! resolve the resource type, convert between served and stored forms, apply
+//! [`crate::semantics`], write, and keep CRD registrations in step with CRD objects.
+//! Inputs: an [`Endpoint`] and request bodies. Outputs: served objects, lists, or [`ApiError`]s.
+//! Deletes are in [`crate::lifecycle`], subresources in [`crate::subresources`], watches in
+//! [`crate::watch`].
+
+use serde_json::{Value, json};
+
+use crate::apply;
+use crate::convert::{to_served, to_stored};
+use crate::crd;
+use crate::error::{ApiError, ApiResult, GroupResource};
+use crate::object;
+use crate::options::{ContinueToken, ListOptions, WriteOptions};
+use crate::patch::{PatchError, PatchType, apply_patch};
+use crate::registry::{Registry, ResourceDef, Special, def_from_crd};
+use crate::semantics::{
+    WriteMode, check_namespace, check_resource_version, check_type, prepare_create, prepare_update,
+};
+use crate::store::Store;
+
+/// Which resource collection a request addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// Plural resource name.
+    pub plural: String,
+    /// Namespace from the URL, if any.
+    pub namespace: Option<String>,
+}
+
+impl Endpoint {
+    /// A namespaced endpoint.
+    pub fn namespaced(group: &str, version: &str, plural: &str, ns: &str) -> Self {
+        Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            plural: plural.to_owned(),
+            namespace: Some(ns.to_owned()),
+        }
+    }
+
+    /// A cluster-scoped (or all-namespaces) endpoint.
+    pub fn cluster(group: &str, version: &str, plural: &str) -> Self {
+        Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            plural: plural.to_owned(),
+            namespace: None,
+        }
+    }
+
+    fn ns(&self) -> &str {
+        self.namespace.as_deref().unwrap_or_default()
+    }
+}
+
+/// Everything the server keeps.
+#[derive(Debug)]
+pub struct State {
+    /// Objects.
+    pub store: Store,
+    /// Resource types.
+    pub registry: Registry,
+}
+
+/// `namespaces` as a store key.
+pub fn namespaces_key() -> GroupResource {
+    GroupResource::new("", "namespaces")
+}
+
+impl State {
+    /// A store with the built-in types and the default namespaces.
+    pub fn new(history: usize) -> Self {
+        let mut st = Self {
+            store: Store::new(history),
+            registry: Registry::with_builtins(),
+        };
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let ep = Endpoint::cluster("", "v1", "namespaces");
+            // Creating the default namespaces in an empty store cannot fail.
+            let _ = st.create(
+                &ep,
+                json!({"metadata": {"name": ns}}),
+                &WriteOptions::default(),
+            );
+        }
+        st
+    }
+
+    /// The resource type an endpoint serves.
+    pub fn resolve(&self, ep: &Endpoint) -> ApiResult<ResourceDef> {
+        let def = self
+            .registry
+            .find(&ep.group, &ep.version, &ep.plural)
+            .ok_or(ApiError::NoRoute)?;
+        if !def.namespaced && ep.namespace.is_some() {
+            return Err(ApiError::NoRoute);
+        }
+        Ok(def.clone())
+    }
+
+    /// The stored object, or 404.
+    pub fn stored(&self, def: &ResourceDef, ns: &str, name: &str) -> ApiResult<Value> {
+        let ns = if def.namespaced { ns } else { "" };
+        self.store
+            .get(&def.store, ns, name)
+            .cloned()
+            .ok_or_else(|| ApiError::NotFound {
+                resource: def.group_resource(),
+                name: name.to_owned(),
+            })
+    }
+
+    /// A request body turned into the stored form for this endpoint, with its name checked
+    /// against the URL's (`url_name`, for updates).
+    fn incoming(
+        &self,
+        def: &ResourceDef,
+        ep: &Endpoint,
+        mut body: Value,
+        url_name: Option<&str>,
+    ) -> ApiResult<Value> {
+        check_type(def, &ep.version, &mut body)?;
+        let mut obj = to_stored(def, body);
+        check_namespace(def, ep.namespace.as_deref(), &mut obj)?;
+        if let Some(url_name) = url_name {
+            let body_name = object::name(&obj).to_owned();
+            if body_name.is_empty() {
+                object::set_meta(&mut obj, "name", json!(url_name));
+            } else if body_name != url_name {
+                return Err(ApiError::BadRequest(format!(
+                    "the name of the object ({body_name}) does not match the name on the URL ({url_name})"
+                )));
+            }
+        }
+        Ok(obj)
+    }
+
+    /// POST: create an object.
+    pub fn create(&mut self, ep: &Endpoint, body: Value, opts: &WriteOptions) -> ApiResult<Value> {
+        let def = self.resolve(ep)?;
+        let obj = self.incoming(&def, ep, body, None)?;
+        self.create_stored(&def, &ep.version, obj, opts)
+    }
+
+    /// Create from an object already in stored form.
+    pub fn create_stored(
+        &mut self,
+        def: &ResourceDef,
+        version: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        let ns = object::namespace(&obj).to_owned();
+        if def.namespaced {
+            self.check_namespace_open(def, &ns, object::name(&obj))?;
+        }
+        if object::name(&obj).is_empty()
+            && let Some(prefix) = object::meta_str(&obj, "generateName").map(str::to_owned)
+        {
+            let free = (0..16)
+                .map(|_| format!("{prefix}{}", object::random_suffix()))
+                .find(|n| self.store.get(&def.store, &ns, n).is_none());
+            let Some(name) = free else {
+                return Err(ApiError::AlreadyExists {
+                    resource: def.group_resource(),
+                    name: prefix,
+                });
+            };
+            object::set_meta(&mut obj, "name", json!(name));
+        }
+        let name = object::name(&obj).to_owned();
+        if self.store.get(&def.store, &ns, &name).is_some() {
+            return Err(ApiError::AlreadyExists {
+                resource: def.group_resource(),
+                name,
+            });
+        }
+        let mut obj = prepare_create(def, obj)?;
+        structural(def, &mut obj);
+        let new_def = if def.special == Special::Crd {
+            let d = crd::prepare(&mut obj, &self.registry)?;
+            let status = crd::status(&obj, None);
+            object::as_map(&mut obj).insert("status".into(), status);
+            Some(d)
+        } else {
+            None
+        };
+        if let Some(manager) = &opts.field_manager
+            && obj
+                .get("metadata")
+                .and_then(|m| m.get("managedFields"))
+                .is_none()
+        {
+            let entry = json!([{"manager": manager, "operation": "Update",
+                "apiVersion": obj.get("apiVersion"), "time": object::now_rfc3339(),
+                "fieldsType": "FieldsV1", "fieldsV1": apply::fieldset(&obj)}]);
+            object::set_meta(&mut obj, "managedFields", entry);
+        }
+        if opts.dry_run {
+            return Ok(to_served(def, version, obj));
+        }
+        let stored = self.store.put(&def.store, obj, None);
+        if let Some(d) = new_def {
+            self.registry.insert(d);
+        }
+        self.after_write(def, object::namespace(&stored));
+        Ok(to_served(def, version, stored))
+    }
+
+    /// Namespaced creates need an existing namespace that is not terminating.
+    fn check_namespace_open(&self, def: &ResourceDef, ns: &str, name: &str) -> ApiResult<()> {
+        match self.store.get(&namespaces_key(), "", ns) {
+            None => Err(ApiError::NotFound {
+                resource: GroupResource::new("", "namespaces"),
+                name: ns.to_owned(),
+            }),
+            Some(n) if object::is_deleting(n) => Err(ApiError::Forbidden {
+                resource: def.group_resource(),
+                name: name.to_owned(),
+                why: format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
+            }),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// GET one object.
+    pub fn get(&self, ep: &Endpoint, name: &str) -> ApiResult<Value> {
+        let def = self.resolve(ep)?;
+        let obj = self.stored(&def, ep.ns(), name)?;
+        Ok(to_served(&def, &ep.version, obj))
+    }
+
+    /// The served objects matching the options, in key order, after the continue point.
+    pub fn matching(
+        &self,
+        def: &ResourceDef,
+        ep: &Endpoint,
+        opts: &ListOptions,
+    ) -> ApiResult<Vec<Value>> {
+        opts.fields
+            .check_supported(&def.all_field_labels())
+            .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        let after = opts.continue_from.as_ref().map(|c| &c.after);
+        Ok(self
+            .store
+            .list(&def.store, ep.namespace.as_deref(), after)
+            .map(|(_, obj)| to_served(def, &ep.version, obj.clone()))
+            .filter(|obj| opts.labels.matches(&object::labels(obj)) && opts.fields.matches(obj))
+            .collect())
+    }
+
+    /// GET a collection.
+    pub fn list(&self, ep: &Endpoint, opts: &ListOptions) -> ApiResult<Value> {
+        let def = self.resolve(ep)?;
+        let mut items = self.matching(&def, ep, opts)?;
+        let rv = opts
+            .continue_from
+            .as_ref()
+            .map_or(self.store.current_rv(), |c| c.rv);
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if opts.limit > 0 && items.len() > opts.limit {
+            let remaining = items.len() - opts.limit;
+            items.truncate(opts.limit);
+            if let Some(last) = items.last() {
+                let token = ContinueToken {
+                    rv,
+                    after: (
+                        object::namespace(last).to_owned(),
+                        object::name(last).to_owned(),
+                    ),
+                };
+                let m = object::as_map(&mut meta);
+                m.insert("continue".into(), json!(token.encode()));
+                if opts.labels.is_empty() && opts.fields.0.is_empty() {
+                    m.insert("remainingItemCount".into(), json!(remaining));
+                }
+            }
+        }
+        Ok(json!({
+            "kind": format!("{}List", def.kind),
+            "apiVersion": def.api_version(&ep.version),
+            "metadata": meta,
+            "items": items,
+        }))
+    }
+
+    /// PUT: replace an object (or its status). Returns the object and whether it was created.
+    pub fn update(
+        &mut self,
+        ep: &Endpoint,
+        name: &str,
+        body: Value,
+        mode: WriteMode,
+        opts: &WriteOptions,
+    ) -> ApiResult<(Value, bool)> {
+        let def = self.resolve(ep)?;
+        let obj = self.incoming(&def, ep, body, Some(name))?;
+        let Some(old) = self.store.get(&def.store, ep.ns(), name).cloned() else {
+            if def.create_on_update && mode == WriteMode::Main {
+                let mut fresh = obj;
+                object::set_meta(&mut fresh, "resourceVersion", Value::Null);
+                return Ok((self.create_stored(&def, &ep.version, fresh, opts)?, true));
+            }
+            return Err(ApiError::NotFound {
+                resource: def.group_resource(),
+                name: name.to_owned(),
+            });
+        };
+        check_resource_version(&def, &old, &obj)?;
+        let new = prepare_update(&def, &old, obj, mode)?;
+        Ok((self.commit(&def, &ep.version, old, new, mode, opts)?, false))
+    }
+
+    /// Write the result of an update: nothing if unchanged, removal if the last finalizer of a
+    /// deleting object went, a new version otherwise.
+    pub fn commit(
+        &mut self,
+        def: &ResourceDef,
+        version: &str,
+        old: Value,
+        mut new: Value,
+        mode: WriteMode,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        structural(def, &mut new);
+        let mut new_def = None;
+        if def.special == Special::Crd && mode == WriteMode::Main {
+            new_def = Some(crd::prepare(&mut new, &self.registry)?);
+            let status = crd::status(&new, old.get("status"));
+            object::as_map(&mut new).insert("status".into(), status);
+        }
+        if new == old {
+            return Ok(to_served(def, version, old));
+        }
+        if opts.dry_run {
+            return Ok(to_served(def, version, new));
+        }
+        if object::is_deleting(&new) && object::finalizers(&new).is_empty() {
+            let last = self.remove(def, object::namespace(&new), object::name(&new));
+            return Ok(to_served(def, version, last.unwrap_or(new)));
+        }
+        let stored = self.store.put(&def.store, new, Some(old));
+        if let Some(d) = new_def {
+            self.registry.insert(d);
+        }
+        self.after_write(def, object::namespace(&stored));
+        Ok(to_served(def, version, stored))
+    }
+
+    /// PATCH an object (or its status). Server-side apply may create it.
+    pub fn patch(
+        &mut self,
+        ep: &Endpoint,
+        name: &str,
+        kind: PatchType,
+        body: &[u8],
+        mode: WriteMode,
+        opts: &WriteOptions,
+    ) -> ApiResult<(Value, bool)> {
+        let def = self.resolve(ep)?;
+        if kind == PatchType::Apply {
+            return self.apply(&def, ep, name, body, mode, opts);
+        }
+        let old = self.stored(&def, ep.ns(), name)?;
+        let served = to_served(&def, &ep.version, old.clone());
+        let patched =
+            apply_patch(kind, &served, body, def.custom).map_err(|e| patch_error(&def, name, e))?;
+        let obj = self.incoming(&def, ep, patched, Some(name))?;
+        check_resource_version(&def, &old, &obj)?;
+        let new = prepare_update(&def, &old, obj, mode)?;
+        Ok((self.commit(&def, &ep.version, old, new, mode, opts)?, false))
+    }
+
+    fn apply(
+        &mut self,
+        def: &ResourceDef,
+        ep: &Endpoint,
+        name: &str,
+        body: &[u8],
+        mode: WriteMode,
+        opts: &WriteOptions,
+    ) -> ApiResult<(Value, bool)> {
+        let Some(manager) = opts.field_manager.clone() else {
+            return Err(ApiError::BadRequest(
+                "PATCH with application/apply-patch+yaml requires the fieldManager parameter"
+                    .into(),
+            ));
+        };
+        let applied: Value = serde_norway::from_slice(body)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?;
+        for field in ["apiVersion", "kind"] {
+            if applied.get(field).and_then(Value::as_str).is_none() {
+                return Err(ApiError::BadRequest(format!(
+                    "{field} must be set in an applied configuration"
+                )));
+            }
+        }
+        let applied = self.incoming(def, ep, applied, Some(name))?;
+        match self.store.get(&def.store, ep.ns(), name).cloned() {
+            None => {
+                if mode == WriteMode::Status {
+                    return Err(ApiError::NotFound {
+                        resource: def.group_resource(),
+                        name: name.to_owned(),
+                    });
+                }
+                let obj = apply::apply(None, applied, &manager);
+                Ok((self.create_stored(def, &ep.version, obj, opts)?, true))
+            }
+            Some(old) => {
+                check_resource_version(def, &old, &applied)?;
+                let merged = apply::apply(Some(&old), applied, &manager);
+                let new = prepare_update(def, &old, merged, mode)?;
+                Ok((self.commit(def, &ep.version, old, new, mode, opts)?, false))
+            }
+        }
+    }
+
+    /// Remove an object for good and do what follows from it: a CRD takes its custom resources
+    /// along; the last object of a terminating namespace lets the namespace go.
+    pub fn remove(&mut self, def: &ResourceDef, ns: &str, name: &str) -> Option<Value> {
+        let last = self.store.remove(&def.store, ns, name)?;
+        if def.special == Special::Crd
+            && let Some(custom) = def_from_crd(&last)
+        {
+            self.store.remove_all(&custom.store);
+            self.registry.remove(&custom.group_resource());
+        }
+        if def.namespaced {
+            self.after_write(def, ns);
+            self.finish_namespace_if_empty(ns);
+        }
+        Some(last)
+    }
+
+    /// Keep derived state current: disruption budgets follow their pods.
+    pub fn after_write(&mut self, def: &ResourceDef, ns: &str) {
+        let is_pdb = def.store == GroupResource::new("policy", "poddisruptionbudgets");
+        if def.special == Special::Pod || is_pdb {
+            self.refresh_budgets(ns);
+        }
+    }
+}
+
+/// Prune and default a custom resource with its CRD's schema.
+fn structural(def: &ResourceDef, obj: &mut Value) {
+    if !def.custom {
+        return;
+    }
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if let Some(schema) = def.schema_for(&api_version) {
+        crate::schema::apply(schema, obj);
+    }
+}
+
+/// A patch failure as the API reports it.
+fn patch_error(def: &ResourceDef, name: &str, e: PatchError) -> ApiError {
+    match e {
+        PatchError::Malformed(m) => ApiError::BadRequest(m),
+        PatchError::Failed(m) => ApiError::invalid(&def.kind, &def.group, name, m),
+        PatchError::Unsupported(m) => ApiError::UnsupportedMediaType(m),
+    }
+}

@@ -1,0 +1,331 @@
+//! Object storage with a global resourceVersion and per-resource watch history.
+//!
+//! Responsibility: keep objects by `(group, plural)` and `(namespace, name)`, stamp every write
+//! with the next value of one monotonically increasing resourceVersion (as etcd's revision),
+//! and record each write as a watch event in a bounded per-resource history that watchers
+//! replay from and subscribe to.
+//! Inputs: objects already validated by [`crate::semantics`]. Outputs: stored objects, ordered
+//! listings, [`StoredEvent`]s, and 410 Expired when a watch asks for a compacted version.
+//! No Kubernetes semantics live here beyond resourceVersion bookkeeping.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::object;
+use crate::registry::StoreKey;
+
+/// `(namespace, name)`; namespace is `""` for cluster-scoped objects. Orders as etcd keys do.
+pub type ObjKey = (String, String);
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Created.
+    Added,
+    /// Updated.
+    Modified,
+    /// Removed.
+    Deleted,
+}
+
+impl EventType {
+    /// The watch event `type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One write, as watchers see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// What happened.
+    pub kind: EventType,
+    /// The resourceVersion of the write.
+    pub rv: u64,
+    /// The object after the write (for deletes: its last state, with the delete's rv).
+    pub object: Value,
+    /// The object before the write, for updates and deletes.
+    pub old: Option<Value>,
+}
+
+/// The watch history of one resource.
+#[derive(Debug)]
+struct WatchLog {
+    events: VecDeque<Arc<StoredEvent>>,
+    /// Watches from a resourceVersion below this get 410 Expired.
+    oldest_valid: u64,
+    tx: broadcast::Sender<Arc<StoredEvent>>,
+}
+
+/// Capacity of each resource's live event channel; a watcher that falls this far behind is
+/// ended with 410 Expired, as kube-apiserver ends slow watchers.
+const CHANNEL_CAPACITY: usize = 4096;
+
+impl WatchLog {
+    fn new() -> Self {
+        Self {
+            events: VecDeque::new(),
+            oldest_valid: 0,
+            tx: broadcast::channel(CHANNEL_CAPACITY).0,
+        }
+    }
+}
+
+/// The requested resourceVersion is older than the retained history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("too old resource version: {requested} ({oldest})")]
+pub struct Expired {
+    /// What was asked for.
+    pub requested: u64,
+    /// The oldest version still served.
+    pub oldest: u64,
+}
+
+/// A watch's starting point: the retained events after the requested version, and a receiver of
+/// every later one.
+#[derive(Debug)]
+pub struct Subscription {
+    /// Retained events after the requested version, oldest first.
+    pub backlog: Vec<Arc<StoredEvent>>,
+    /// Later events.
+    pub rx: broadcast::Receiver<Arc<StoredEvent>>,
+}
+
+/// All objects.
+#[derive(Debug)]
+pub struct Store {
+    rv: u64,
+    objects: HashMap<StoreKey, BTreeMap<ObjKey, Value>>,
+    logs: HashMap<StoreKey, WatchLog>,
+    history_limit: usize,
+}
+
+impl Store {
+    /// An empty store keeping at most `history_limit` events per resource.
+    pub fn new(history_limit: usize) -> Self {
+        Self {
+            rv: 0,
+            objects: HashMap::new(),
+            logs: HashMap::new(),
+            history_limit: history_limit.max(1),
+        }
+    }
+
+    /// The latest resourceVersion.
+    pub fn current_rv(&self) -> u64 {
+        self.rv
+    }
+
+    /// One object.
+    pub fn get(&self, key: &StoreKey, ns: &str, name: &str) -> Option<&Value> {
+        self.objects
+            .get(key)?
+            .get(&(ns.to_owned(), name.to_owned()))
+    }
+
+    /// Objects in key order, in one namespace if given, starting after `after` if given.
+    pub fn list<'a>(
+        &'a self,
+        key: &StoreKey,
+        ns: Option<&'a str>,
+        after: Option<&ObjKey>,
+    ) -> impl Iterator<Item = (&'a ObjKey, &'a Value)> + 'a {
+        let range = self.objects.get(key).map(|m| match after {
+            Some(a) => m.range::<ObjKey, _>((
+                std::ops::Bound::Excluded(a.clone()),
+                std::ops::Bound::Unbounded,
+            )),
+            None => m.range::<ObjKey, _>(..),
+        });
+        range
+            .into_iter()
+            .flatten()
+            .filter(move |((obj_ns, _), _)| ns.is_none_or(|n| n == obj_ns))
+    }
+
+    /// Number of objects of a resource in a namespace (all namespaces if `None`).
+    pub fn count(&self, key: &StoreKey, ns: Option<&str>) -> usize {
+        self.list(key, ns, None).count()
+    }
+
+    /// Every resource that has objects in namespace `ns`.
+    pub fn keys_with_objects_in(&self, ns: &str) -> Vec<StoreKey> {
+        self.objects
+            .iter()
+            .filter(|(_, m)| m.keys().any(|(n, _)| n == ns))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Write an object (create if `old` is `None`), stamping the next resourceVersion. Returns
+    /// the stored object.
+    pub fn put(&mut self, key: &StoreKey, mut obj: Value, old: Option<Value>) -> Value {
+        self.rv += 1;
+        object::set_meta(&mut obj, "resourceVersion", json!(self.rv.to_string()));
+        let k = (
+            object::namespace(&obj).to_owned(),
+            object::name(&obj).to_owned(),
+        );
+        self.objects
+            .entry(key.clone())
+            .or_default()
+            .insert(k, obj.clone());
+        let kind = if old.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.record(key, kind, obj.clone(), old);
+        obj
+    }
+
+    /// Remove an object, stamping its last state with the next resourceVersion. Returns that
+    /// state.
+    pub fn remove(&mut self, key: &StoreKey, ns: &str, name: &str) -> Option<Value> {
+        let old = self
+            .objects
+            .get_mut(key)?
+            .remove(&(ns.to_owned(), name.to_owned()))?;
+        self.rv += 1;
+        let mut last = old.clone();
+        object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
+        self.record(key, EventType::Deleted, last.clone(), Some(old));
+        Some(last)
+    }
+
+    /// Remove every object of a resource (its type went away), recording deletes.
+    pub fn remove_all(&mut self, key: &StoreKey) -> Vec<Value> {
+        let keys: Vec<ObjKey> = self
+            .objects
+            .get(key)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        keys.iter()
+            .filter_map(|(ns, name)| self.remove(key, ns, name))
+            .collect()
+    }
+
+    fn record(&mut self, key: &StoreKey, kind: EventType, object: Value, old: Option<Value>) {
+        let limit = self.history_limit;
+        let log = self.logs.entry(key.clone()).or_insert_with(WatchLog::new);
+        let event = Arc::new(StoredEvent {
+            kind,
+            rv: self.rv,
+            object,
+            old,
+        });
+        log.events.push_back(event.clone());
+        while log.events.len() > limit {
+            if let Some(dropped) = log.events.pop_front() {
+                log.oldest_valid = dropped.rv;
+            }
+        }
+        // No receivers is fine.
+        let _ = log.tx.send(event);
+    }
+
+    /// Start watching a resource after resourceVersion `from`.
+    pub fn subscribe(&mut self, key: &StoreKey, from: u64) -> Result<Subscription, Expired> {
+        let log = self.logs.entry(key.clone()).or_insert_with(WatchLog::new);
+        if from < log.oldest_valid {
+            return Err(Expired {
+                requested: from,
+                oldest: log.oldest_valid,
+            });
+        }
+        Ok(Subscription {
+            backlog: log.events.iter().filter(|e| e.rv > from).cloned().collect(),
+            rx: log.tx.subscribe(),
+        })
+    }
+
+    /// Drop all watch history, as an etcd compaction would: watches from any version before the
+    /// current one get 410 Expired.
+    pub fn compact(&mut self) {
+        let rv = self.rv;
+        for log in self.logs.values_mut() {
+            log.events.clear();
+            log.oldest_valid = rv;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> StoreKey {
+        StoreKey::new("", "configmaps")
+    }
+
+    fn cm(ns: &str, name: &str) -> Value {
+        json!({"metadata": {"namespace": ns, "name": name}})
+    }
+
+    #[test]
+    fn every_write_gets_the_next_version() {
+        let mut s = Store::new(10);
+        let a = s.put(&key(), cm("d", "a"), None);
+        let b = s.put(&StoreKey::new("", "pods"), cm("d", "b"), None);
+        assert_eq!(object::resource_version(&a), "1");
+        assert_eq!(object::resource_version(&b), "2");
+        let gone = s.remove(&key(), "d", "a").unwrap();
+        assert_eq!(object::resource_version(&gone), "3");
+        assert_eq!(s.current_rv(), 3);
+        assert!(s.get(&key(), "d", "a").is_none());
+    }
+
+    #[test]
+    fn lists_in_key_order_with_namespace_and_start() {
+        let mut s = Store::new(10);
+        for (ns, n) in [("b", "x"), ("a", "z"), ("a", "y")] {
+            s.put(&key(), cm(ns, n), None);
+        }
+        let names: Vec<_> = s.list(&key(), None, None).map(|(k, _)| k.clone()).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("a".into(), "y".into()),
+                ("a".into(), "z".into()),
+                ("b".into(), "x".into())
+            ]
+        );
+        assert_eq!(s.list(&key(), Some("a"), None).count(), 2);
+        let after = ("a".to_owned(), "y".to_owned());
+        assert_eq!(s.list(&key(), None, Some(&after)).count(), 2);
+    }
+
+    #[test]
+    fn history_is_bounded_and_expires() {
+        let mut s = Store::new(2);
+        for n in ["a", "b", "c"] {
+            s.put(&key(), cm("d", n), None);
+        }
+        assert_eq!(s.subscribe(&key(), 0).unwrap_err().oldest, 1);
+        let sub = s.subscribe(&key(), 1).unwrap();
+        assert_eq!(
+            sub.backlog.iter().map(|e| e.rv).collect::<Vec<_>>(),
+            vec![2, 3]
+        );
+        s.compact();
+        assert!(s.subscribe(&key(), 2).is_err());
+        assert!(s.subscribe(&key(), 3).unwrap().backlog.is_empty());
+    }
+
+    #[tokio::test]
+    async fn subscribers_receive_later_writes() {
+        let mut s = Store::new(10);
+        let mut sub = s.subscribe(&key(), 0).unwrap();
+        s.put(&key(), cm("d", "a"), None);
+        let ev = sub.rx.recv().await.unwrap();
+        assert_eq!(ev.kind, EventType::Added);
+        assert_eq!(ev.rv, 1);
+    }
+}

@@ -1,0 +1,257 @@
+//! The real `kubectl` against a served sim: apply a CRD and a custom resource from YAML, get
+//! as YAML, scale, watch (ADDED then MODIFIED), delete, api-resources, and apply/get of a
+//! built-in kind. Skipped, saying so, when `kubectl` is not on PATH.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+/// Guard against a hung kubectl: fail instead of waiting forever.
+const HANG: Duration = Duration::from_secs(60);
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    cache: tempfile::TempDir,
+}
+
+struct Output {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Kubectl {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("kubectl");
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.cache.path())
+            .args(args)
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        let out = tokio::time::timeout(HANG, self.command(args).output())
+            .await
+            .expect("kubectl hung")
+            .expect("kubectl runs");
+        Output {
+            ok: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert!(
+            out.ok,
+            "kubectl {args:?} failed:\n{}\n{}",
+            out.stdout, out.stderr
+        );
+        out.stdout
+    }
+}
+
+async fn kubectl_available() -> bool {
+    match Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .await
+    {
+        Ok(out) => out.status.success(),
+        Err(_) => false,
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+const NODEPOOL: &str = "apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  replicas: 1
+  template:
+    spec:
+      nodeClassRef:
+        group: karpenter.cluster.x-k8s.io
+        kind: ClusterAPINodeClass
+        name: default
+      requirements: []
+";
+
+const CONFIGMAP: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  labels:
+    app: demo
+data:
+  mode: fast
+";
+
+/// Read JSON documents from a stream until `done` says enough.
+async fn read_json_until(
+    out: &mut tokio::process::ChildStdout,
+    mut done: impl FnMut(&[Value]) -> bool,
+) -> Vec<Value> {
+    let mut buf = Vec::new();
+    let mut chunk = [0_u8; 8192];
+    loop {
+        let Ok(read) = tokio::time::timeout(HANG, out.read(&mut chunk)).await else {
+            panic!("no watch output after: {}", String::from_utf8_lossy(&buf));
+        };
+        let n = read.unwrap();
+        assert!(
+            n > 0,
+            "kubectl get -w ended early: {}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.extend_from_slice(&chunk[..n]);
+        let docs: Vec<Value> = serde_json::Deserializer::from_slice(&buf)
+            .into_iter::<Value>()
+            .map_while(Result::ok)
+            .collect();
+        if done(&docs) {
+            return docs;
+        }
+    }
+}
+
+fn event_types(docs: &[Value]) -> Vec<String> {
+    docs.iter()
+        .map(|d| d["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_drives_a_served_sim() {
+    if !kubectl_available().await {
+        eprintln!("SKIPPED: kubectl is not on PATH");
+        return;
+    }
+    let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let k = Kubectl {
+        kubeconfig: server.kubeconfig_path().to_owned(),
+        cache: tempfile::tempdir().unwrap(),
+    };
+    let files = tempfile::tempdir().unwrap();
+    let crd = api::crd::all()
+        .into_iter()
+        .find(|c| c.spec.names.kind == "NodePool")
+        .unwrap();
+    let crd_file = write(files.path(), "crd.yaml", &api::crd::render(&crd).unwrap());
+    let pool_file = write(files.path(), "pool.yaml", NODEPOOL);
+
+    let out = k.ok(&["apply", "-f", &crd_file]).await;
+    assert!(out.contains("created"), "{out}");
+    let out = k.ok(&["apply", "-f", &pool_file]).await;
+    assert!(
+        out.contains("nodepool.karpenter.sh/default created"),
+        "{out}"
+    );
+
+    let yaml = k.ok(&["get", "nodepool", "default", "-o", "yaml"]).await;
+    let obj: Value = serde_norway::from_str(&yaml).unwrap();
+    assert_eq!(obj["kind"], "NodePool");
+    assert_eq!(obj["spec"]["replicas"], 1);
+    assert_eq!(obj["metadata"]["generation"], 1);
+    assert!(obj["metadata"]["uid"].is_string());
+
+    let mut watch = k
+        .command(&[
+            "get",
+            "nodepools",
+            "-w",
+            "--output-watch-events",
+            "-o",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = watch.stdout.take().unwrap();
+    let added = read_json_until(&mut stdout, |d| !d.is_empty()).await;
+    assert_eq!(event_types(&added), vec!["ADDED"]);
+
+    let out = k
+        .ok(&["scale", "nodepool", "default", "--replicas=3"])
+        .await;
+    assert!(out.contains("scaled"), "{out}");
+    let modified = read_json_until(&mut stdout, |d| !d.is_empty()).await;
+    assert_eq!(event_types(&modified), vec!["MODIFIED"]);
+    assert_eq!(modified[0]["object"]["spec"]["replicas"], 3);
+    watch.kill().await.unwrap();
+
+    let replicas = k
+        .ok(&[
+            "get",
+            "nodepool",
+            "default",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ])
+        .await;
+    assert_eq!(replicas, "3");
+    // Re-applying patches (client-side apply) back to the file's replicas.
+    let out = k.ok(&["apply", "-f", &pool_file]).await;
+    assert!(out.contains("configured"), "{out}");
+
+    let resources = k.ok(&["api-resources"]).await;
+    let line = resources
+        .lines()
+        .find(|l| l.starts_with("nodepools"))
+        .unwrap();
+    assert!(
+        line.contains("karpenter.sh/v1") && line.contains("NodePool"),
+        "{line}"
+    );
+    assert!(
+        resources
+            .lines()
+            .any(|l| l.starts_with("pods ") && l.contains("po"))
+    );
+
+    let out = k.ok(&["delete", "nodepool", "default"]).await;
+    assert!(out.contains("deleted"), "{out}");
+    let gone = k.run(&["get", "nodepool", "default"]).await;
+    assert!(!gone.ok);
+    assert!(
+        gone.stderr.contains("NotFound") || gone.stderr.contains("not found"),
+        "{}",
+        gone.stderr
+    );
+
+    // Built-in kinds through apply (JSON on the wire) and get.
+    let cm_file = write(files.path(), "cm.yaml", CONFIGMAP);
+    k.ok(&["apply", "-f", &cm_file]).await;
+    let out = k.ok(&["apply", "-f", &cm_file]).await;
+    assert!(out.contains("unchanged"), "{out}");
+    let names = k
+        .ok(&["get", "configmaps", "-l", "app=demo", "-o", "name"])
+        .await;
+    assert_eq!(names.trim(), "configmap/settings");
+    let ns = k.ok(&["get", "namespaces", "-o", "name"]).await;
+    assert!(ns.contains("namespace/kube-system"), "{ns}");
+
+    server.shutdown().await.unwrap();
+}
