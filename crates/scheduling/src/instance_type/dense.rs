@@ -73,14 +73,23 @@ impl Dense {
     }
 
     /// Raises every quantity of `self` to at least `other`'s (absent names count as zero): the
-    /// element-wise maximum, used as an upper bound over several allocatables.
-    pub(crate) fn raise_to(&mut self, other: &Dense) {
+    /// element-wise maximum, used as an upper bound over several allocatables. Returns whether
+    /// anything was raised.
+    pub(crate) fn raise_to(&mut self, other: &Dense) -> bool {
+        let mut raised = false;
         for (mine, theirs) in self.slots.iter_mut().zip(other.slots.iter()) {
-            *mine = (*mine).max(*theirs);
+            if *theirs > *mine {
+                *mine = *theirs;
+                raised = true;
+            }
+        }
+        if other.other.is_empty() && !self.negative {
+            return raised;
         }
         for (name, quantity) in &other.other {
             if quantity > self.other.get_or_zero(name) {
                 self.other.insert(name.clone(), quantity);
+                raised = true;
             }
         }
         self.negative = self.slots.iter().any(|v| *v < 0)
@@ -88,6 +97,19 @@ impl Dense {
                 .other
                 .iter()
                 .any(|(_, quantity)| quantity.is_negative());
+        raised
+    }
+
+    /// Whether some non-zero quantity of `self` equals `max`'s (`self` is one of the lists `max`
+    /// is the element-wise maximum of).
+    pub(crate) fn attains_any(&self, max: &Dense) -> bool {
+        self.slots
+            .iter()
+            .zip(max.slots.iter())
+            .any(|(mine, top)| *mine != 0 && mine == top)
+            || self.other.iter().any(|(name, quantity)| {
+                !quantity.is_zero() && max.other.get(name) == Some(quantity)
+            })
     }
 
     fn add(&mut self, list: &Resources) {

@@ -42,8 +42,9 @@ pub(crate) struct Claim {
     /// Per resource, the most any remaining option could still hold (allocatable − group
     /// overhead): a pod whose requests plus ours exceed it cannot fit any option.
     headroom: Dense,
-    /// How many options [`Self::headroom`] was computed from (options only ever shrink).
-    option_count: usize,
+    /// The options that set some maximum of [`Self::headroom`] (a superset of them): options
+    /// only ever shrink, so while all of these remain the headroom is unchanged.
+    leaders: Vec<*const InstanceType>,
     /// [`Self::requests`] in fixed-slot form, for the headroom check.
     dense_requests: Dense,
 }
@@ -84,12 +85,16 @@ impl Claim {
             min_values_relaxed: false,
             checked_against: template.requirements.clone(),
             headroom: Dense::default(),
-            option_count: 0,
+            leaders: Vec::new(),
             dense_requests: Dense::default(),
         };
-        claim.headroom = headroom(template, &claim.options);
-        claim.option_count = claim.options.iter().map(|g| g.instance_types.len()).sum();
+        (claim.headroom, claim.leaders) = headroom(template, &claim.options);
         claim
+    }
+
+    /// The claim's placeholder hostname.
+    pub(crate) fn hostname(&self) -> &str {
+        &self.hostname
     }
 
     /// Whether `pod` can join this claim; the proposal to commit if so. With `explain == false`
@@ -104,9 +109,6 @@ impl Claim {
         explain: bool,
     ) -> Result<Proposal, Option<String>> {
         let reject = |message: &dyn Fn() -> String| explain.then(message);
-        if !explain && topology.rejects_host(pod, &self.hostname) {
-            return Err(None);
-        }
         if !self
             .dense_requests
             .plus(&pod.requests)
@@ -190,10 +192,13 @@ impl Claim {
         self.dense_requests = Dense::new(&self.requests);
         self.host_ports.extend(pod.host_ports.iter().cloned());
         self.pods.push(pod.uid.clone());
-        let count: usize = self.options.iter().map(|g| g.instance_types.len()).sum();
-        if count != self.option_count {
-            self.option_count = count;
-            self.headroom = headroom(template, &self.options);
+        let all_leaders_remain = self.leaders.iter().all(|&leader| {
+            self.options
+                .iter()
+                .any(|g| g.instance_types.iter().any(|it| Arc::as_ptr(it) == leader))
+        });
+        if !all_leaders_remain {
+            (self.headroom, self.leaders) = headroom(template, &self.options);
         }
     }
 
@@ -204,23 +209,34 @@ impl Claim {
 }
 
 /// Per resource, the most any option can hold (allocatable minus its group's overhead), as an
-/// element-wise maximum: a necessary condition for any option to hold the requests.
-fn headroom(template: &Template, options: &[GroupOptions]) -> Dense {
+/// element-wise maximum — a necessary condition for any option to hold the requests — and the
+/// options that attain some component of it: while they all remain, the maximum is unchanged.
+fn headroom(template: &Template, options: &[GroupOptions]) -> (Dense, Vec<*const InstanceType>) {
+    let available = |group: &GroupOptions, it: &InstanceType| -> Option<Dense> {
+        let overhead = template.overheads.get(group.group).map(|o| &o.requests);
+        let dense = match overhead {
+            Some(overhead) if !overhead.is_empty() => it.dense_allocatable().minus(overhead),
+            _ => it.dense_allocatable().clone(),
+        };
+        (!dense.is_negative()).then_some(dense)
+    };
     let mut max = Dense::default();
     for group in options {
-        let overhead = template.overheads.get(group.group).map(|o| &o.requests);
         for it in &group.instance_types {
-            let allocatable = it.dense_allocatable();
-            let available = match overhead {
-                Some(overhead) if !overhead.is_empty() => allocatable.minus(overhead),
-                _ => allocatable.clone(),
-            };
-            if !available.is_negative() {
-                max.raise_to(&available);
+            if let Some(a) = available(group, it) {
+                max.raise_to(&a);
             }
         }
     }
-    max
+    let mut leaders = Vec::new();
+    for group in options {
+        for it in &group.instance_types {
+            if available(group, it).is_some_and(|a| a.attains_any(&max)) {
+                leaders.push(Arc::as_ptr(it));
+            }
+        }
+    }
+    (max, leaders)
 }
 
 fn resources_error(total: &Resources) -> String {

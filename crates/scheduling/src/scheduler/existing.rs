@@ -33,7 +33,10 @@ pub(crate) struct ExistingCandidate {
 impl ExistingCandidate {
     pub(crate) fn new(node: &ExistingNode, bound: &[&Pod], daemons: &[DaemonPod]) -> Self {
         let mut requirements = Requirements::from_labels(node.labels.iter());
-        requirements.add(Requirement::in_values(HOSTNAME, [node.name.clone()]));
+        // The hostname domain is the label; the node name only when the label is missing.
+        if !node.labels.contains_key(HOSTNAME) {
+            requirements.add(Requirement::in_values(HOSTNAME, [node.name.clone()]));
+        }
         let mut used = Resources::default();
         let mut host_ports = Vec::new();
         for pod in bound.iter().filter(|p| !p.terminal_or_terminating) {

@@ -4,14 +4,17 @@
 //! hostname, registered, initialized), add the smallest DaemonSet overhead among its remaining
 //! option groups to its requests, order its instance types by price and truncate them to the
 //! configured maximum (re-checking minValues: a NodeClaim that no longer meets them is dropped
-//! and its pods fail), and narrow `instance-type` / `capacity-type` to what the options offer.
+//! and its pods fail). Narrowing `instance-type` / `capacity-type` to what the options offer is
+//! left to [`PlannedNodeClaim::launch_requirements`], run only for NodeClaims actually created
+//! (upstream does it when converting to a NodeClaim, not in Solve).
 //! Inputs: the scheduler after the solve loop. Outputs: [`Results`].
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use crate::instance_type::{InstanceType, MinValuesPolicy, OfferingMatcher};
-use crate::labels::{CAPACITY_TYPE, HOSTNAME, INSTANCE_TYPE, NODE_INITIALIZED, NODE_REGISTERED};
+use crate::labels::{CAPACITY_TYPE, HOSTNAME, NODE_INITIALIZED, NODE_REGISTERED, TOPOLOGY_ZONE};
 use crate::pod::Pod;
 use crate::requirements::{Requirement, Requirements};
 use crate::resources::Resources;
@@ -35,6 +38,9 @@ pub(super) fn results(
         ..
     } = scheduler;
     let index_of = |uid: &Arc<str>| pods.iter().position(|p| &p.uid == uid);
+    type PriceCache =
+        FxHashMap<(usize, Vec<Option<Requirement>>), FxHashMap<*const InstanceType, f64>>;
+    let mut price_cache: PriceCache = FxHashMap::default();
     let mut new_node_claims = Vec::with_capacity(claims.len());
     for claim in claims {
         let Some(template) = templates.get(claim.template) else {
@@ -60,11 +66,34 @@ pub(super) fn results(
             requests.merge(&overhead);
         }
         let mut instance_types: Vec<Arc<InstanceType>> = claim.instance_types().cloned().collect();
-        crate::instance_type::order_by_price(
-            &mut instance_types,
-            &requirements,
-            &options.well_known,
-        );
+        // Templates list their instance types cheapest first and claims keep that order, so
+        // only a claim whose offering requirements narrowed (zone, capacity type) or that spans
+        // several overhead groups needs sorting again.
+        let offering_keys_unchanged = [TOPOLOGY_ZONE, CAPACITY_TYPE]
+            .iter()
+            .all(|k| requirements.get(k) == template.requirements.get(k));
+        if claim.options.len() > 1 || !offering_keys_unchanged {
+            // An instance type's price depends only on the requirements of offering keys:
+            // memoise it per template and distinct offering requirements.
+            let key: Vec<Option<Requirement>> = template
+                .offering_keys
+                .iter()
+                .map(|k| requirements.get(k).cloned())
+                .collect();
+            let prices = price_cache.entry((claim.template, key)).or_default();
+            let matcher = OfferingMatcher::new(&requirements, &options.well_known);
+            let mut keyed: Vec<(f64, Arc<InstanceType>)> = instance_types
+                .into_iter()
+                .map(|it| {
+                    let price = *prices
+                        .entry(Arc::as_ptr(&it))
+                        .or_insert_with(|| matcher.cheapest_available_price(&it));
+                    (price, it)
+                })
+                .collect();
+            keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name().cmp(b.1.name())));
+            instance_types = keyed.into_iter().map(|(_, it)| it).collect();
+        }
         instance_types.truncate(options.max_instance_types);
         if requirements.has_min_values()
             && options.min_values_policy == MinValuesPolicy::Strict
@@ -76,22 +105,6 @@ pub(super) fn results(
                 }
             }
             continue;
-        }
-        let names: Vec<Arc<str>> = instance_types
-            .iter()
-            .map(|it| it.name_arc().clone())
-            .collect();
-        requirements.add(Requirement::in_values(INSTANCE_TYPE, names));
-        let matcher = OfferingMatcher::new(&requirements, &options.well_known);
-        let capacity_types: BTreeSet<&str> = instance_types
-            .iter()
-            .flat_map(|it| matcher.compatible(it))
-            .filter(|o| o.available)
-            .filter_map(|o| o.capacity_type())
-            .collect();
-        if !capacity_types.is_empty() {
-            let capacity_types = Requirement::in_values(CAPACITY_TYPE, capacity_types);
-            requirements.add(capacity_types);
         }
         new_node_claims.push(PlannedNodeClaim {
             node_pool: template.pool.clone(),

@@ -5,13 +5,13 @@
 //! errors) of [`super::Scheduler`].
 //! Inputs/outputs: values only; adapters build the inputs, controllers act on the outputs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::instance_type::{InstanceType, MinValuesPolicy};
-use crate::labels::WellKnownLabels;
+use crate::instance_type::{InstanceType, MinValuesPolicy, OfferingMatcher};
+use crate::labels::{CAPACITY_TYPE, INSTANCE_TYPE, WellKnownLabels};
 use crate::pod::{Labels, Pod};
-use crate::requirements::Requirements;
+use crate::requirements::{Requirement, Requirements};
 use crate::resources::Resources;
 use crate::taints::Taint;
 
@@ -99,7 +99,7 @@ pub struct PlannedNodeClaim {
     /// The NodePool it comes from.
     pub node_pool: Arc<str>,
     /// Final requirements (without the placeholder hostname and the simulation-only
-    /// registered/initialized keys).
+    /// registered/initialized keys); see [`Self::launch_requirements`] for the NodeClaim's.
     pub requirements: Requirements,
     /// Instance-type options, cheapest first.
     pub instance_types: Vec<Arc<InstanceType>>,
@@ -115,6 +115,34 @@ pub struct PlannedNodeClaim {
     pub pods: Vec<Arc<str>>,
     /// Whether minValues had to be lowered (best-effort policy).
     pub min_values_relaxed: bool,
+}
+
+impl PlannedNodeClaim {
+    /// The requirements to create the NodeClaim with: [`Self::requirements`] narrowed to
+    /// `node.kubernetes.io/instance-type In [the options]` (its minValues kept) and
+    /// `karpenter.sh/capacity-type In [what the options' available compatible offerings
+    /// offer]`.
+    pub fn launch_requirements(&self, well_known: &WellKnownLabels) -> Requirements {
+        let mut requirements = self.requirements.clone();
+        let names: Vec<Arc<str>> = self
+            .instance_types
+            .iter()
+            .map(|it| it.name_arc().clone())
+            .collect();
+        requirements.add(Requirement::in_values(INSTANCE_TYPE, names));
+        let matcher = OfferingMatcher::new(&self.requirements, well_known);
+        let capacity_types: BTreeSet<&str> = self
+            .instance_types
+            .iter()
+            .flat_map(|it| matcher.compatible(it))
+            .filter(|o| o.available)
+            .filter_map(|o| o.capacity_type())
+            .collect();
+        if !capacity_types.is_empty() {
+            requirements.add(Requirement::in_values(CAPACITY_TYPE, capacity_types));
+        }
+        requirements
+    }
 }
 
 /// Pods that fit on an existing node.

@@ -82,8 +82,13 @@ impl Scheduler {
             .iter()
             .filter_map(|p| DaemonPod::new(p.clone()).ok())
             .collect();
-        let (templates, dropped) =
-            template::build(pools, &daemons, &cluster.nodes, &options.well_known);
+        let (templates, dropped) = template::build(
+            pools,
+            &daemons,
+            &cluster.nodes,
+            &options.well_known,
+            options.min_values_policy,
+        );
         let mut nodes: Vec<&ExistingNode> = cluster.nodes.iter().collect();
         nodes.sort_by(|a, b| {
             b.initialized
@@ -192,23 +197,29 @@ impl Scheduler {
                 return Ok(());
             }
         }
-        for position in 0..self.claim_order.len() {
-            let Some(&index) = self.claim_order.get(position) else {
-                continue;
-            };
+        let hosts = self.topology.host_filter(pod);
+        let mut accepted = None;
+        for (position, &index) in self.claim_order.iter().enumerate() {
             let Some(claim) = self.claims.get(index) else {
                 continue;
             };
+            if !hosts.is_empty() && hosts.rejects(claim.hostname()) {
+                continue;
+            }
             let Some(template) = self.templates.get(claim.template) else {
                 continue;
             };
-            if let Ok(proposal) = claim.can_add(
-                pod,
-                data,
-                &filter_context(&self.options, template),
-                &self.topology,
-                false,
-            ) {
+            let ctx = filter_context(&self.options, template);
+            if let Ok(proposal) = claim.can_add(pod, data, &ctx, &self.topology, false) {
+                accepted = Some((position, index, proposal));
+                break;
+            }
+        }
+        drop(hosts);
+        if let Some((position, index, proposal)) = accepted {
+            if let Some(claim) = self.claims.get_mut(index)
+                && let Some(template) = self.templates.get(claim.template)
+            {
                 self.topology.record(
                     pod,
                     Placement::node_claim(
@@ -217,12 +228,10 @@ impl Scheduler {
                         &self.options.well_known,
                     ),
                 );
-                if let Some(claim) = self.claims.get_mut(index) {
-                    claim.add(pod, proposal, template);
-                }
-                self.reorder(position);
-                return Ok(());
+                claim.add(pod, proposal, template);
             }
+            self.reorder(position);
+            return Ok(());
         }
         if self.templates.is_empty() {
             return Err(if self.dropped.is_empty() {
@@ -340,11 +349,12 @@ fn within_limits(template: &Template) -> Result<Vec<GroupOptions>, String> {
             instance_types: g
                 .instance_types
                 .iter()
+                // Instance types have no `nodes` capacity (0): a pool already over its node limit
+                // (remaining < 0) keeps none, as upstream.
                 .filter(|it| {
-                    remaining.iter().all(|(name, left)| {
-                        *name == crate::resources::ResourceName::NODES
-                            || it.capacity().get_or_zero(name) <= left
-                    })
+                    remaining
+                        .iter()
+                        .all(|(name, left)| it.capacity().get_or_zero(name) <= left)
                 })
                 .cloned()
                 .collect(),

@@ -5,7 +5,8 @@
 //! heaviest preferred pod-affinity term; (3) the heaviest preferred pod-anti-affinity term;
 //! (4) the heaviest preferred node-affinity term; (5) one ScheduleAnyway topology spread
 //! constraint; (6) if some NodePool has a PreferNoSchedule taint, tolerate PreferNoSchedule.
-//! Under the Ignore policy only step 1 applies (preferences were never considered).
+//! Under the Ignore policy steps 2–5 do not apply (preferences were never considered); steps 1
+//! and 6 do, as in upstream's code (the spec's summary says only step 1).
 //! Inputs: a mutable pod. Outputs: a description of what was relaxed, or `None` when nothing is
 //! left to relax.
 
@@ -38,9 +39,27 @@ pub(crate) fn relax(
         pod.required_node_affinity.remove(0);
         return Some("removed the first required node-affinity term".into());
     }
-    if policy == PreferencePolicy::Ignore {
-        return None;
+    if policy == PreferencePolicy::Respect
+        && let Some(relaxed) = relax_preference(pod)
+    {
+        return Some(relaxed);
     }
+    let toleration = Toleration {
+        key: String::new(),
+        operator: TolerationOperator::Exists,
+        value: String::new(),
+        effect: Some(TaintEffect::PreferNoSchedule),
+        toleration_seconds: None,
+    };
+    if tolerate_prefer_no_schedule && !pod.tolerations.contains(&toleration) {
+        pod.tolerations.push(toleration);
+        return Some("tolerated PreferNoSchedule taints".into());
+    }
+    None
+}
+
+/// Steps 2–5: the soft constraints only the Respect policy considers.
+fn relax_preference(pod: &mut Pod) -> Option<String> {
     if let Some(i) = heaviest(&pod.pod_affinity.preferred, |t| t.weight) {
         pod.pod_affinity.preferred.remove(i);
         return Some("removed a preferred pod-affinity term".into());
@@ -60,17 +79,6 @@ pub(crate) fn relax(
     {
         pod.topology_spread_constraints.remove(i);
         return Some("removed a ScheduleAnyway topology spread constraint".into());
-    }
-    let toleration = Toleration {
-        key: String::new(),
-        operator: TolerationOperator::Exists,
-        value: String::new(),
-        effect: Some(TaintEffect::PreferNoSchedule),
-        toleration_seconds: None,
-    };
-    if tolerate_prefer_no_schedule && !pod.tolerations.contains(&toleration) {
-        pod.tolerations.push(toleration);
-        return Some("tolerated PreferNoSchedule taints".into());
     }
     None
 }

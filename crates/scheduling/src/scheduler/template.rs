@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::instance_type::InstanceType;
+use crate::instance_type::{InstanceType, MinValuesPolicy};
 use crate::labels::{NODE_INITIALIZED, NODE_POOL, NODE_REGISTERED, WellKnownLabels};
 use crate::requirements::{Requirement, Requirements};
 use crate::resources::{ResourceName, Resources};
@@ -41,6 +41,9 @@ pub(crate) struct Template {
     /// `spec.limits` minus existing capacity, minus what planned NodeClaims may take; `None`
     /// when the pool has no limits.
     pub(crate) remaining: Option<Resources>,
+    /// Every key any offering of the template's instance types constrains: the only
+    /// requirements an offering's compatibility (and so a price) can depend on.
+    pub(crate) offering_keys: Vec<Arc<str>>,
 }
 
 /// Why a NodePool cannot be used this round.
@@ -58,6 +61,7 @@ pub(crate) fn build(
     daemons: &[DaemonPod],
     nodes: &[ExistingNode],
     well_known: &WellKnownLabels,
+    min_values_policy: MinValuesPolicy,
 ) -> (Vec<Template>, Vec<DroppedPool>) {
     let mut order: Vec<&NodePool> = pools.iter().collect();
     order.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| b.name.cmp(&a.name)));
@@ -81,7 +85,10 @@ pub(crate) fn build(
             })
             .cloned()
             .collect();
-        let candidates = if requirements.has_min_values() {
+        // Under BestEffort a shortfall is relaxed per NodeClaim (and reported there) instead.
+        let candidates = if requirements.has_min_values()
+            && min_values_policy == MinValuesPolicy::Strict
+        {
             match crate::instance_type::satisfies_min_values(&candidates, &requirements) {
                 Ok(_) => candidates,
                 Err(e) => {
@@ -104,6 +111,15 @@ pub(crate) fn build(
             });
             continue;
         }
+        let mut candidates = candidates;
+        crate::instance_type::order_by_price(&mut candidates, &requirements, well_known);
+        let offering_keys: Vec<Arc<str>> = candidates
+            .iter()
+            .flat_map(|it| it.offerings().iter())
+            .flat_map(|o| o.requirements.keys().map(Arc::from))
+            .collect::<std::collections::BTreeSet<Arc<str>>>()
+            .into_iter()
+            .collect();
         let (overheads, assignment) = template_groups(
             daemons,
             &pool.taints,
@@ -147,6 +163,7 @@ pub(crate) fn build(
             overheads,
             options,
             remaining,
+            offering_keys,
         });
     }
     (templates, dropped)

@@ -10,7 +10,9 @@
 //! lists current.
 //! Inputs: the [`Topology`] state and pods. Outputs: group ids.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use super::Topology;

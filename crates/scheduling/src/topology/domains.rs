@@ -7,7 +7,7 @@
 //! Inputs: domain names registered or recorded by the owning group. Outputs: counts, iteration,
 //! a sorted snapshot for error messages.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use crate::requirements::Requirement;

@@ -42,7 +42,9 @@ mod group;
 mod input;
 mod node_filter;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 pub use error::TopologyError;
@@ -85,6 +87,41 @@ struct Registered {
     order: Vec<Arc<str>>,
 }
 
+/// A pod's hostname anti-affinity and hostname spread constraints (its own and other pods'),
+/// for allocation-free pre-checks of candidate hosts. See [`Topology::host_filter`].
+#[derive(Debug)]
+pub struct HostFilter<'a> {
+    checks: Vec<(&'a Group, HostCheck)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum HostCheck {
+    AntiAffinity,
+    Spread { own: i64, max_skew: i64 },
+}
+
+impl HostFilter<'_> {
+    /// Whether a candidate whose hostname is `hostname` is certainly refused: some hostname
+    /// anti-affinity group already has a pod there, or a hostname spread group would exceed
+    /// its skew. Exact (the same as [`Topology::add_requirements`] failing on that group);
+    /// `false` decides nothing.
+    #[must_use]
+    pub fn rejects(&self, hostname: &str) -> bool {
+        self.checks.iter().any(|(group, check)| match *check {
+            HostCheck::AntiAffinity => group.domains.count(hostname) > 0,
+            HostCheck::Spread { own, max_skew } => {
+                i64::from(group.domains.count(hostname)) + own > max_skew
+            }
+        })
+    }
+
+    /// Whether the pod has no hostname constraint at all.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.checks.is_empty()
+    }
+}
+
 /// The topology state of one scheduling run. See the module docs.
 #[derive(Debug, Clone)]
 pub struct Topology {
@@ -113,10 +150,10 @@ impl Topology {
             cluster,
             excluded,
             groups: Vec::new(),
-            group_ids: HashMap::new(),
+            group_ids: HashMap::default(),
             inverse: Vec::new(),
-            inverse_ids: HashMap::new(),
-            pods: HashMap::with_capacity(input.batch.len()),
+            inverse_ids: HashMap::default(),
+            pods: HashMap::with_capacity_and_hasher(input.batch.len(), Default::default()),
             registered: BTreeMap::new(),
         };
         for node in input.nodes {
@@ -165,34 +202,39 @@ impl Topology {
         }
     }
 
-    /// Whether placing `pod` on the host named `hostname` is certainly refused by a hostname
-    /// anti-affinity group (the pod's own or another pod's) or a hostname spread group: an exact,
-    /// allocation-free pre-check for the scheduler's many failing attempts. `false` means "not
-    /// decided here": ask [`Self::add_requirements`].
+    /// The pod's hostname constraints, looked up once so that many candidate hosts can be
+    /// pre-checked cheaply with [`HostFilter::rejects`].
     #[must_use]
-    pub fn rejects_host(&self, pod: &Pod, hostname: &str) -> bool {
-        let Some(entry) = self.pods.get(&*pod.uid) else {
-            return false;
-        };
-        let inverse = entry
-            .inverse_selecting
-            .iter()
-            .filter_map(|&i| self.inverse.get(i))
-            .any(|g| g.hostname && g.domains.count(hostname) > 0);
-        inverse
-            || entry.owned.iter().any(|&(i, selects)| {
-                self.groups.get(i).is_some_and(|g| {
-                    g.hostname
-                        && match g.kind() {
-                            TopologyType::PodAntiAffinity => g.domains.count(hostname) > 0,
-                            TopologyType::Spread => {
-                                i64::from(g.domains.count(hostname)) + i64::from(selects)
-                                    > i64::from(g.spec.max_skew)
-                            }
-                            TopologyType::PodAffinity => false,
-                        }
-                })
-            })
+    pub fn host_filter(&self, pod: &Pod) -> HostFilter<'_> {
+        let mut checks = Vec::new();
+        if let Some(entry) = self.pods.get(&*pod.uid) {
+            for group in entry
+                .inverse_selecting
+                .iter()
+                .filter_map(|&i| self.inverse.get(i))
+            {
+                if group.hostname {
+                    checks.push((group, HostCheck::AntiAffinity));
+                }
+            }
+            for &(i, selects) in &entry.owned {
+                let Some(group) = self.groups.get(i).filter(|g| g.hostname) else {
+                    continue;
+                };
+                match group.kind() {
+                    TopologyType::PodAntiAffinity => checks.push((group, HostCheck::AntiAffinity)),
+                    TopologyType::Spread => checks.push((
+                        group,
+                        HostCheck::Spread {
+                            own: i64::from(selects),
+                            max_skew: i64::from(group.spec.max_skew),
+                        },
+                    )),
+                    TopologyType::PodAffinity => {}
+                }
+            }
+        }
+        HostFilter { checks }
     }
 
     /// The requirements topology adds for placing `pod` on a candidate whose requirements are
