@@ -1,0 +1,30 @@
+//! The Cluster API provider of karpenter-capi.
+//!
+//! Responsibility: turn Cluster API MachineDeployments (in the management cluster) and a
+//! ClusterAPINodeClass (in the workload cluster) into what Karpenter schedules with. For now only
+//! the pure parts, with no client and no async:
+//! - [`selection`]: which MachineDeployments a NodeClass may use (member label AND selector,
+//!   namespace and cluster scoping, paused detection);
+//! - [`annotations`]: typed, panic-free parsers for the cluster-autoscaler scale-from-zero
+//!   annotations, min/max size and price;
+//! - [`instance_types`]: MachineDeployments (+ their infrastructure templates) → a [`Catalogue`]
+//!   of instance types with offerings, each offering remembering its MachineDeployment, plus
+//!   the MachineDeployments excluded for bad input.
+//!
+//! Inputs: `api` objects and JSON values. Outputs: `scheduling` instance types and typed
+//! problems. Nothing here panics on user input: bad input is a value the caller reports.
+
+pub mod annotations;
+pub mod instance_types;
+pub mod selection;
+
+#[cfg(test)]
+mod testing;
+
+pub use annotations::{AnnotationError, AnnotationErrorKind, MachineDeploymentAnnotations};
+pub use instance_types::{
+    Catalogue, CatalogueEntry, InvalidMachineDeployment, MachineDeploymentInput,
+    MachineDeploymentRef, NameSource, NodeClassError, OfferingOrigin, PriceSource, Unavailable,
+    build_catalogue,
+};
+pub use selection::{Scope, Selector, SelectorError, is_member, is_paused, select};
