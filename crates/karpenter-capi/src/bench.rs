@@ -96,6 +96,11 @@ pub struct Report {
     pub seconds: f64,
     /// Pods per second over all solves.
     pub pods_per_sec: f64,
+    /// CPU time the solving thread spent, seconds (Linux; absent elsewhere). On a busy machine
+    /// this is the stable figure: wall time includes waiting for a core.
+    pub cpu_seconds: Option<f64>,
+    /// Pods per second of solving-thread CPU time.
+    pub pods_per_cpu_sec: Option<f64>,
     /// Pods per NodeClaim in the first solve.
     pub pods_per_nodeclaim: PodsPerNodeClaim,
     /// What ran.
@@ -150,12 +155,18 @@ pub fn scheduling(args: &SchedulingArgs) -> anyhow::Result<Report> {
     let pools = [benchmark_node_pool(instance_types)];
     let cluster = Cluster::default();
     let mut elapsed = Duration::ZERO;
+    let mut cpu = Some(Duration::ZERO);
     let mut first = None;
     for _ in 0..args.iterations {
         let scheduler = Scheduler::new(&pools, &cluster, &pods, options(policy));
+        let cpu_start = thread_cpu_time();
         let start = Instant::now();
         let results = scheduler.solve(&pods);
         elapsed += start.elapsed();
+        cpu = match (cpu, cpu_start, thread_cpu_time()) {
+            (Some(total), Some(a), Some(b)) => Some(total + b.saturating_sub(a)),
+            _ => None,
+        };
         first.get_or_insert(results);
     }
     let Some(results) = first else {
@@ -168,7 +179,10 @@ pub fn scheduling(args: &SchedulingArgs) -> anyhow::Result<Report> {
         .collect();
     let seconds = elapsed.as_secs_f64();
     let total = pods.len() as f64 * f64::from(args.iterations);
+    let cpu_seconds = cpu.map(|d| d.as_secs_f64());
     Ok(Report {
+        cpu_seconds,
+        pods_per_cpu_sec: cpu_seconds.filter(|s| *s > 0.0).map(|s| total / s),
         pods: pods.len(),
         pods_scheduled: results.pods_on_new_node_claims(),
         pods_unschedulable: results.errors.len(),
@@ -194,13 +208,20 @@ pub fn scheduling(args: &SchedulingArgs) -> anyhow::Result<Report> {
     })
 }
 
+/// CPU time of the calling thread, from `/proc/thread-self/schedstat` (nanoseconds on CPU).
+fn thread_cpu_time() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(nanos))
+}
+
 /// Renders a report.
 pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
     Ok(match output {
         Output::Json => serde_json::to_string_pretty(report)?,
         Output::Text => format!(
             "workload: {} ({} pods, preferences {})\n\
-             pods/s: {:.0} ({} solves in {:.3}s)\n\
+             pods/s: {:.0} ({} solves in {:.3}s{})\n\
              nodeclaims: {} for {} pods ({} unschedulable)\n\
              pods per nodeclaim: min {} / mean {:.2} / max {}",
             report.workload,
@@ -209,6 +230,11 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
             report.pods_per_sec,
             report.iterations,
             report.seconds,
+            match (report.cpu_seconds, report.pods_per_cpu_sec) {
+                (Some(cpu), Some(rate)) =>
+                    format!("; {rate:.0} pods per CPU-second, {cpu:.3}s CPU"),
+                _ => String::new(),
+            },
             report.nodeclaims,
             report.pods_scheduled,
             report.pods_unschedulable,
