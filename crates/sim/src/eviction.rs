@@ -14,12 +14,12 @@
 
 use serde_json::{Value, json};
 
+use crate::deletion::{DeleteOptions, Preconditions};
 use crate::error::{ApiError, ApiResult, GroupResource};
 use crate::object;
 use crate::options::WriteOptions;
 use crate::pdb;
 use crate::registry::{ResourceDef, Special};
-use crate::semantics::Preconditions;
 use crate::state::{Endpoint, State};
 
 fn pdb_key() -> GroupResource {
@@ -128,7 +128,12 @@ impl State {
             version: def.preferred_version().to_owned(),
             ..ep.clone()
         };
-        self.delete(&pod_ep, name, delete_options, opts)?;
+        self.delete(
+            &pod_ep,
+            name,
+            &DeleteOptions::from_body(delete_options)?,
+            opts,
+        )?;
         Ok(
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
         )

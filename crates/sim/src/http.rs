@@ -3,7 +3,8 @@
 //! Responsibility: decode HTTP requests (method, path, query, `Content-Type`, body), call the
 //! matching [`Sim`] operation, and encode the answer: JSON objects with kube-apiserver's status
 //! codes (201 on create), errors as `Status` objects, watches as a stream of newline-separated
-//! watch events.
+//! watch events. Before dispatching, it asks the server's fault injector ([`crate::fault`])
+//! whether to delay or fail the request, or break the watch.
 //! Inputs: `http::Request`s. Outputs: `http::Response`s. No API semantics live here.
 
 use std::convert::Infallible;
@@ -15,7 +16,9 @@ use axum::response::Response;
 use http::{Method, StatusCode, header};
 use serde_json::{Value, json};
 
+use crate::deletion::DeleteOptions;
 use crate::error::{ApiError, ApiResult};
+use crate::fault::{Decision, Verb};
 use crate::options::{ListOptions, Query, WriteOptions, parse_query};
 use crate::patch::PatchType;
 use crate::route::{self, Route};
@@ -27,12 +30,56 @@ use crate::{discovery, openapi, table};
 /// Largest request body accepted.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
-/// The router serving `sim`.
-pub fn router(sim: Sim) -> Router {
-    Router::new().fallback(handle).with_state(sim)
+/// What a router serves: the server, and whether its faults apply.
+#[derive(Debug, Clone)]
+struct Served {
+    sim: Sim,
+    faults: bool,
 }
 
-async fn handle(State(sim): State<Sim>, req: Request) -> Response {
+/// The router serving `sim`, injecting its faults if `faults`.
+pub fn router(sim: Sim, faults: bool) -> Router {
+    Router::new()
+        .fallback(handle)
+        .with_state(Served { sim, faults })
+}
+
+/// The verb of a request to a resource path.
+fn verb(method: &Method, name: Option<&str>, watch: bool) -> Option<Verb> {
+    Some(match (method.as_str(), name) {
+        ("GET", _) if watch => Verb::Watch,
+        ("GET", Some(_)) => Verb::Get,
+        ("GET", None) => Verb::List,
+        ("POST", _) => Verb::Create,
+        ("PUT", _) => Verb::Update,
+        ("PATCH", _) => Verb::Patch,
+        ("DELETE", Some(_)) => Verb::Delete,
+        ("DELETE", None) => Verb::DeleteCollection,
+        _ => return None,
+    })
+}
+
+/// The faults for a request, if it addresses a resource.
+fn faults_for(sim: &Sim, parts: &http::request::Parts) -> Decision {
+    let Some(Route::Resource {
+        ep,
+        name,
+        sub,
+        watch,
+    }) = route::parse(parts.uri.path())
+    else {
+        return Decision::default();
+    };
+    let q = parse_query(parts.uri.query());
+    let watching = watch || q.get("watch").is_some_and(|w| w == "true" || w == "1");
+    match verb(&parts.method, name.as_deref(), watching) {
+        Some(v) => sim.faults().decide(v, &ep, name.as_deref(), sub.as_deref()),
+        None => Decision::default(),
+    }
+}
+
+async fn handle(State(served): State<Served>, req: Request) -> Response {
+    let sim = served.sim;
     let (parts, body) = req.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(b) => b,
@@ -42,7 +89,18 @@ async fn handle(State(sim): State<Sim>, req: Request) -> Response {
             )));
         }
     };
-    match dispatch(&sim, &parts, &bytes) {
+    let decision = if served.faults {
+        faults_for(&sim, &parts)
+    } else {
+        Decision::default()
+    };
+    if !decision.latency.is_zero() {
+        tokio::time::sleep(decision.latency).await;
+    }
+    if let Some(e) = &decision.error {
+        return error_response(e);
+    }
+    match dispatch(&sim, &parts, &bytes, &decision) {
         Ok(r) => r,
         Err(e) => error_response(&e),
     }
@@ -59,9 +117,14 @@ fn json_response(code: u16, v: &Value) -> Response {
     resp
 }
 
-/// An error as a `Status` response.
+/// An error as a `Status` response (429s say when to retry).
 pub fn error_response(e: &ApiError) -> Response {
-    json_response(e.code(), &e.status())
+    let mut resp = json_response(e.code(), &e.status());
+    if e.code() == 429 {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+    }
+    resp
 }
 
 fn header_str(parts: &http::request::Parts, name: header::HeaderName) -> &str {
@@ -96,7 +159,12 @@ fn body_object(parts: &http::request::Parts, bytes: &[u8]) -> ApiResult<Value> {
     }
 }
 
-fn dispatch(sim: &Sim, parts: &http::request::Parts, bytes: &Bytes) -> ApiResult<Response> {
+fn dispatch(
+    sim: &Sim,
+    parts: &http::request::Parts,
+    bytes: &Bytes,
+    faults: &Decision,
+) -> ApiResult<Response> {
     let route = route::parse(parts.uri.path()).ok_or(ApiError::NoRoute)?;
     let get_only = |v: Value| {
         if parts.method == Method::GET {
@@ -135,31 +203,55 @@ fn dispatch(sim: &Sim, parts: &http::request::Parts, bytes: &Bytes) -> ApiResult
             watch,
         } => {
             let q = parse_query(parts.uri.query());
-            resource(
-                sim,
+            let req = ResourceRequest {
                 parts,
-                &q,
+                q: &q,
                 bytes,
-                &ep,
-                name.as_deref(),
-                sub.as_deref(),
-                watch,
-            )
+                ep: &ep,
+                faults,
+            };
+            resource(sim, &req, name.as_deref(), sub.as_deref(), watch)
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn resource(
-    sim: &Sim,
+/// A request to a resource path.
+struct ResourceRequest<'a> {
+    parts: &'a http::request::Parts,
+    q: &'a Query,
+    bytes: &'a Bytes,
+    ep: &'a Endpoint,
+    faults: &'a Decision,
+}
+
+/// The `DeleteOptions` of a DELETE: the body (if any) over the query parameters.
+fn delete_options(
     parts: &http::request::Parts,
     q: &Query,
-    bytes: &Bytes,
-    ep: &Endpoint,
+    bytes: &[u8],
+) -> ApiResult<DeleteOptions> {
+    let body = if bytes.is_empty() {
+        json!({})
+    } else {
+        body_object(parts, bytes)?
+    };
+    DeleteOptions::parse(&body, q)
+}
+
+fn resource(
+    sim: &Sim,
+    req: &ResourceRequest<'_>,
     name: Option<&str>,
     sub: Option<&str>,
     watch_path: bool,
 ) -> ApiResult<Response> {
+    let ResourceRequest {
+        parts,
+        q,
+        bytes,
+        ep,
+        faults,
+    } = *req;
     let def = sim.resource_def(ep)?;
     let opts = WriteOptions::parse(q)?;
     let patch_type = || {
@@ -187,7 +279,7 @@ fn resource(
         (None, None) if *method == Method::GET => {
             let list = ListOptions::parse(q)?;
             if list.watch || watch_path {
-                return watch_response(sim, ep, list, as_table);
+                return watch_response(sim, ep, list, as_table, faults);
             }
             Ok(json_response(200, &printed(sim.list(ep, &list)?)))
         }
@@ -197,9 +289,10 @@ fn resource(
         )),
         (None, None) if *method == Method::DELETE => {
             let list = ListOptions::parse(q)?;
+            let options = delete_options(parts, q, bytes)?;
             Ok(json_response(
                 200,
-                &sim.delete_collection(ep, &list, &opts)?,
+                &sim.delete_collection(ep, &list, &options, &opts)?,
             ))
         }
         (None, Some(n)) if *method == Method::GET => {
@@ -207,7 +300,7 @@ fn resource(
                 let mut list = ListOptions::parse(q)?;
                 list.fields = crate::selectors::FieldSelector::parse(&format!("metadata.name={n}"))
                     .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-                return watch_response(sim, ep, list, as_table);
+                return watch_response(sim, ep, list, as_table, faults);
             }
             Ok(json_response(200, &printed(sim.get(ep, n)?)))
         }
@@ -238,15 +331,8 @@ fn resource(
                     &opts,
                 )?)),
                 "DELETE" if mode == WriteMode::Main => {
-                    let delete_options = if bytes.is_empty() {
-                        json!({})
-                    } else {
-                        body_object(parts, bytes)?
-                    };
-                    Ok(json_response(
-                        200,
-                        &sim.delete(ep, n, &delete_options, &opts)?,
-                    ))
+                    let options = delete_options(parts, q, bytes)?;
+                    Ok(json_response(200, &sim.delete(ep, n, &options, &opts)?))
                 }
                 _ => Err(ApiError::MethodNotAllowed),
             }
@@ -281,17 +367,40 @@ fn watch_response(
     ep: &Endpoint,
     list: ListOptions,
     as_table: Option<(crate::registry::ResourceDef, table::Include)>,
+    faults: &Decision,
 ) -> ApiResult<Response> {
-    let stream = sim.watch(ep, list)?;
-    let body = futures::stream::unfold((stream, as_table), |(mut s, as_table)| async move {
-        let mut ev = s.next().await?;
-        if let Some((def, include)) = &as_table {
-            ev = table::event_to_table(def, ev, *include);
-        }
-        let mut line = ev.to_string().into_bytes();
-        line.push(b'\n');
-        Some((Ok::<_, Infallible>(Bytes::from(line)), (s, as_table)))
-    });
+    let stream = if faults.gone {
+        None
+    } else {
+        Some(sim.watch(ep, list)?)
+    };
+    let broken = faults
+        .gone
+        .then(|| crate::watch::expired_event("too old resource version (injected fault)"));
+    let rate = faults.disconnect_rate;
+    let state = (stream, broken, as_table, sim.clone(), false);
+    let body = futures::stream::unfold(
+        state,
+        move |(mut s, mut broken, as_table, sim, ended)| async move {
+            if ended {
+                return None;
+            }
+            let mut ev = match broken.take() {
+                Some(ev) => ev,
+                None => s.as_mut()?.next().await?,
+            };
+            if let Some((def, include)) = &as_table {
+                ev = table::event_to_table(def, ev, *include);
+            }
+            let mut line = ev.to_string().into_bytes();
+            line.push(b'\n');
+            let end = s.is_none() || sim.faults().disconnect_now(rate);
+            Some((
+                Ok::<_, Infallible>(Bytes::from(line)),
+                (s, broken, as_table, sim, end),
+            ))
+        },
+    );
     let mut resp = Response::new(Body::from_stream(body));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

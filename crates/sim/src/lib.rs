@@ -1,23 +1,29 @@
-//! `sim`: an in-memory Kubernetes API server for controller and end-to-end tests.
+//! `sim`: an in-memory Kubernetes API server, and a simulated world around it, for controller
+//! and end-to-end tests.
 //!
 //! The real controller talks to it over HTTP exactly as to kube-apiserver — in-process through
 //! [`Sim::router`] (a tower `Service`, so `kube::Client::new(sim.router(), "default")` needs no
 //! TCP), or over `http://127.0.0.1:<port>` with a kubeconfig for `kubectl` and `kube::Config`
-//! ([`serve`]).
+//! ([`serve`]). The [`world`] adds what a cluster pair would run — Cluster API in a management
+//! cluster; kube-scheduler, kubelets and workload controllers in a workload cluster — as
+//! controllers that only use `kube::Client`s ([`World`], [`serve_world`],
+//! [`run_world_against`]).
 //!
 //! Modules, from pure logic to I/O:
 //! - [`error`]: `Status` errors; [`object`]: JSON field access; [`selectors`]: label and field
 //!   selectors; [`patch`], [`apply`]: patches and server-side apply; [`scale`]: the Scale view;
 //!   [`options`]: query parameters; [`route`]: URL paths; [`schema`]: CRD schema pruning and
-//!   defaulting.
+//!   defaulting; [`deletion`]: `DeleteOptions`, grace periods, delete plans; [`rng`]: the
+//!   seeded random numbers.
 //! - [`registry`], [`builtins`], [`crd`]: the served resource types; [`convert`]: versions.
 //! - [`semantics`]: generic-registry write rules; [`store`]: objects, resourceVersions, watch
 //!   history.
 //! - [`pdb`]: disruption budget arithmetic.
-//! - [`state`], [`lifecycle`], [`subresources`], [`eviction`], [`watch`]: operations on the locked state;
-//!   [`sim`]: the shared server value.
-//! - [`discovery`], [`openapi`], [`table`], [`http`]: the HTTP API; [`server`]: TCP serving and kubeconfig files.
-
+//! - [`state`], [`lifecycle`], [`gc`], [`subresources`], [`eviction`], [`watch`]: operations on
+//!   the locked state; [`sim`]: the shared server value; [`fault`]: fault injection.
+//! - [`discovery`], [`openapi`], [`table`], [`http`]: the HTTP API; [`server`]: TCP serving and
+//!   kubeconfig files.
+//! - [`world`]: the simulated controllers.
 //!
 //! Fidelity notes (what is approximated or missing; each module says more):
 //! - Objects are JSON; only CRD schemas prune and default ([`schema`]); built-in kinds get a
@@ -26,8 +32,9 @@
 //!   are now (no MVCC snapshot) under the first page's resourceVersion; `resourceVersionMatch`
 //!   is ignored.
 //! - Strategic merge patch and server-side apply are approximations ([`patch`], [`apply`]).
-//! - Deletes ignore `propagationPolicy` and `gracePeriodSeconds` (no garbage collector, no
-//!   graceful pod termination yet); CRD and namespace cleanup happen synchronously.
+//! - The garbage collector ([`gc`]), CRD and namespace cleanup run synchronously inside the
+//!   request that triggers them; graceful pod deletion waits for a delete with a shorter grace
+//!   period (kubelet-lite's) or the server's timer ([`lifecycle`]).
 //! - Request bodies must be JSON or YAML: protobuf/CBOR get 415, so `kubectl create
 //!   configmap|deployment …` (typed, protobuf) does not work, while `kubectl apply -f` does.
 //! - No authentication, authorization, admission webhooks, or aggregated discovery.
@@ -36,9 +43,12 @@ pub mod apply;
 pub mod builtins;
 pub mod convert;
 pub mod crd;
+pub mod deletion;
 pub mod discovery;
 pub mod error;
 pub mod eviction;
+pub mod fault;
+pub mod gc;
 pub mod http;
 pub mod lifecycle;
 pub mod object;
@@ -47,6 +57,7 @@ pub mod options;
 pub mod patch;
 pub mod pdb;
 pub mod registry;
+pub mod rng;
 pub mod route;
 pub mod scale;
 pub mod schema;
@@ -59,8 +70,13 @@ pub mod store;
 pub mod subresources;
 pub mod table;
 pub mod watch;
+pub mod world;
 
 pub use error::{ApiError, ApiResult};
 pub use server::{RunningServer, serve, serve_pair};
 pub use sim::{Sim, SimConfig};
 pub use state::Endpoint;
+pub use world::{
+    Controllers, RunningWorld, ServeWorldConfig, World, WorldConfig, run_world_against,
+    serve_world, start_controllers,
+};

@@ -1,22 +1,46 @@
-//! Deletion: finalizers, preconditions, collections and namespace termination.
+//! Deletion: finalizers, grace periods, propagation, collections and namespace termination.
 //!
 //! Responsibility: DELETE of one object or a collection, and the namespace lifecycle. An object
 //! with finalizers gets `deletionTimestamp` (and `generation + 1`) and stays until an update
-//! removes its last finalizer; one without is removed at once. A deleted namespace turns
+//! removes its last finalizer; one without is removed at once. A bound, unfinished pod deleted
+//! with a grace period gets `deletionTimestamp` (now + grace) and `deletionGracePeriodSeconds`
+//! and stays until a delete with a shorter period (the kubelet's, with 0) removes it, or the
+//! server's timer does when the period is over ([`crate::sim`]). Foreground and orphan
+//! propagation of an object with dependents hand over to [`crate::gc`]; removal of any object
+//! triggers the background collection of its dependents. A deleted namespace turns
 //! `Terminating`, everything in it is deleted (honouring finalizers), and it goes once empty —
 //! what the namespace controller does, done synchronously.
-//! Inputs: an [`Endpoint`], a name, `DeleteOptions`. Outputs: the object (when it stays, or for
-//! custom resources) or a success `Status`, or an [`crate::error::ApiError`].
+//! Inputs: an [`Endpoint`], a name, [`DeleteOptions`]. Outputs: the object (when it stays, or for
+//! custom resources) or a success `Status`, or an [`crate::error::ApiError`]; graceful deletions
+//! queue a [`Reap`] for the server's timer.
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::convert::to_served;
+use crate::deletion::{DeleteAction, DeleteOptions, Propagation, grace_period, plan_delete};
 use crate::error::{ApiResult, success_status};
 use crate::object;
 use crate::options::{ListOptions, WriteOptions};
-use crate::registry::{ResourceDef, Special};
-use crate::semantics::{DeleteAction, Preconditions, plan_delete};
+use crate::registry::{ResourceDef, Special, StoreKey};
 use crate::state::{Endpoint, State, namespaces_key};
+
+/// A graceful deletion whose period runs out: the object (if it is still this one) is then
+/// deleted with grace period 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reap {
+    /// Where it is stored.
+    pub key: StoreKey,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its uid.
+    pub uid: String,
+    /// When, from now.
+    pub after: Duration,
+}
 
 impl State {
     /// DELETE one object.
@@ -24,26 +48,86 @@ impl State {
         &mut self,
         ep: &Endpoint,
         name: &str,
-        delete_options: &Value,
+        options: &DeleteOptions,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
         let def = self.resolve(ep)?;
         let old = self.stored(&def, ep.namespace.as_deref().unwrap_or_default(), name)?;
-        Preconditions::from_delete_options(delete_options).check(&def, &old)?;
-        Ok(self.delete_object(&def, &ep.version, old, opts))
+        options.preconditions.check(&def, &old)?;
+        let opts = WriteOptions {
+            dry_run: opts.dry_run || options.dry_run,
+            ..opts.clone()
+        };
+        Ok(self.delete_object(&def, &ep.version, old, options, &opts))
     }
 
-    /// Delete a stored object according to its finalizers.
-    fn delete_object(
+    /// The end of a graceful deletion: delete the object with grace period 0 if it is still
+    /// the same one.
+    pub fn reap(&mut self, reap: &Reap) {
+        let Some(old) = self
+            .store
+            .get(&reap.key, &reap.namespace, &reap.name)
+            .cloned()
+        else {
+            return;
+        };
+        if object::uid(&old) != reap.uid || !object::is_deleting(&old) {
+            return;
+        }
+        let Some(def) = self.def_for_store(&reap.key) else {
+            return;
+        };
+        let version = def.preferred_version().to_owned();
+        let now = DeleteOptions {
+            grace_period_seconds: Some(0),
+            ..DeleteOptions::default()
+        };
+        self.delete_object(&def, &version, old, &now, &WriteOptions::default());
+    }
+
+    fn queue_reap(&mut self, def: &ResourceDef, obj: &Value, grace: i64) {
+        if grace <= 0 {
+            return;
+        }
+        self.reaps.push(Reap {
+            key: def.store.clone(),
+            namespace: object::namespace(obj).to_owned(),
+            name: object::name(obj).to_owned(),
+            uid: object::uid(obj).to_owned(),
+            after: Duration::from_secs(grace.unsigned_abs()),
+        });
+    }
+
+    /// Delete a stored object according to its finalizers, grace period and the propagation
+    /// policy.
+    pub fn delete_object(
         &mut self,
         def: &ResourceDef,
         version: &str,
         old: Value,
+        options: &DeleteOptions,
         opts: &WriteOptions,
     ) -> Value {
         let terminating_namespace = def.special == Special::Namespace;
-        match plan_delete(&old, terminating_namespace) {
+        let grace = grace_period(def, &old, options.grace_period_seconds);
+        let uid = object::uid(&old).to_owned();
+        let propagation = options.propagation.unwrap_or(Propagation::Background);
+        let gc_finalizer = if self.store.dependents_of(&uid).is_empty() {
+            None
+        } else {
+            propagation.finalizer()
+        };
+        match plan_delete(&old, grace, gc_finalizer, terminating_namespace) {
             DeleteAction::AlreadyDeleting => to_served(def, version, old),
+            DeleteAction::Shorten(shorter) => {
+                if opts.dry_run {
+                    return to_served(def, version, shorter);
+                }
+                let stored = self.store.put(&def.store, shorter, Some(old));
+                self.after_write(def, object::namespace(&stored));
+                self.queue_reap(def, &stored, grace);
+                to_served(def, version, stored)
+            }
             DeleteAction::MarkDeleting(mut marked) => {
                 if opts.dry_run {
                     return to_served(def, version, marked);
@@ -53,22 +137,32 @@ impl State {
                 }
                 let stored = self.store.put(&def.store, marked, Some(old));
                 self.after_write(def, object::namespace(&stored));
+                self.queue_reap(def, &stored, grace);
                 if terminating_namespace {
                     let ns = object::name(&stored).to_owned();
                     self.empty_namespace(&ns);
-                    let current = self.store.get(&def.store, "", &ns).cloned();
-                    return to_served(def, version, current.unwrap_or(stored));
                 }
-                to_served(def, version, stored)
+                match (gc_finalizer.is_some(), propagation) {
+                    (true, Propagation::Foreground) => self.delete_dependents_in_foreground(&uid),
+                    (true, Propagation::Orphan) => self.orphan_dependents(&uid),
+                    _ => {}
+                }
+                let (ns, name) = (object::namespace(&stored), object::name(&stored));
+                match self.store.get(&def.store, ns, name) {
+                    Some(current) if object::uid(current) == uid => {
+                        to_served(def, version, current.clone())
+                    }
+                    _ if def.custom || terminating_namespace => to_served(def, version, stored),
+                    _ => success_status(&def.group_resource(), name, &uid),
+                }
             }
             DeleteAction::Remove => {
                 if opts.dry_run {
                     return to_served(def, version, old);
                 }
-                let (ns, name, uid) = (
+                let (ns, name) = (
                     object::namespace(&old).to_owned(),
                     object::name(&old).to_owned(),
-                    object::uid(&old).to_owned(),
                 );
                 let last = self.remove(def, &ns, &name).unwrap_or(old);
                 if def.custom {
@@ -85,8 +179,13 @@ impl State {
         &mut self,
         ep: &Endpoint,
         list: &ListOptions,
+        options: &DeleteOptions,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
+        let opts = &WriteOptions {
+            dry_run: opts.dry_run || options.dry_run,
+            ..opts.clone()
+        };
         let def = self.resolve(ep)?;
         let targets = self.matching(&def, ep, list)?;
         let mut items = Vec::new();
@@ -94,7 +193,7 @@ impl State {
             let Ok(old) = self.stored(&def, object::namespace(&t), object::name(&t)) else {
                 continue;
             };
-            let result = self.delete_object(&def, &ep.version, old.clone(), opts);
+            let result = self.delete_object(&def, &ep.version, old.clone(), options, opts);
             items.push(if result.get("kind") == Some(&json!("Status")) {
                 to_served(&def, &ep.version, old)
             } else {
@@ -112,12 +211,7 @@ impl State {
     /// Delete everything in a terminating namespace, then the namespace if nothing is left.
     fn empty_namespace(&mut self, ns: &str) {
         for key in self.store.keys_with_objects_in(ns) {
-            let Some(def) = self
-                .registry
-                .iter()
-                .find(|d| d.store == key && d.group == key.group)
-                .cloned()
-            else {
+            let Some(def) = self.def_for_store(&key) else {
                 continue;
             };
             let objects: Vec<Value> = self
@@ -127,7 +221,13 @@ impl State {
                 .collect();
             for old in objects {
                 let version = def.preferred_version().to_owned();
-                self.delete_object(&def, &version, old, &WriteOptions::default());
+                self.delete_object(
+                    &def,
+                    &version,
+                    old,
+                    &DeleteOptions::default(),
+                    &WriteOptions::default(),
+                );
             }
         }
         self.finish_namespace_if_empty(ns);

@@ -130,6 +130,33 @@ pub fn now_rfc3339() -> String {
         .to_string()
 }
 
+/// The time `seconds` from now (RFC 3339, seconds, UTC): a graceful deletion's
+/// `deletionTimestamp`.
+pub fn rfc3339_in(seconds: i64) -> String {
+    let now = jiff::Timestamp::now();
+    now.checked_add(jiff::SignedDuration::from_secs(seconds))
+        .unwrap_or(now)
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// `metadata.ownerReferences`.
+pub fn owner_refs(obj: &Value) -> Vec<Value> {
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The uids of `metadata.ownerReferences`.
+pub fn owner_uids(obj: &Value) -> Vec<String> {
+    owner_refs(obj)
+        .iter()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
 /// The current time as `metav1.MicroTime`.
 pub fn now_micro() -> String {
     jiff::Timestamp::now()

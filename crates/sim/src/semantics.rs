@@ -3,8 +3,8 @@
 //! Responsibility: turn a create, update or delete request into the object to store, as the
 //! generic registry and the built-in strategies do: system metadata (uid, creationTimestamp,
 //! generation), name validation, optimistic concurrency on `metadata.resourceVersion`, status
-//! subresource rules, finalizers and deletionTimestamp, delete preconditions, and the few
-//! defaults built-in kinds get on create.
+//! subresource rules, and the few defaults built-in kinds get on create (deletes are planned in
+//! [`crate::deletion`]).
 //! Inputs: the resource type, the stored object (if any), the request body. Outputs: the object
 //! to write, or an [`ApiError`]. Pure: no storage, no I/O.
 
@@ -326,88 +326,6 @@ fn drop_empty(meta: &mut Map<String, Value>, fields: &[&str]) {
     }
 }
 
-/// `DeleteOptions.preconditions`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Preconditions {
-    /// Required uid.
-    pub uid: Option<String>,
-    /// Required resourceVersion.
-    pub resource_version: Option<String>,
-}
-
-impl Preconditions {
-    /// From a `DeleteOptions` body.
-    pub fn from_delete_options(opts: &Value) -> Self {
-        let p = opts.get("preconditions");
-        let field = |k: &str| {
-            p.and_then(|p| p.get(k))
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-        };
-        Self {
-            uid: field("uid"),
-            resource_version: field("resourceVersion"),
-        }
-    }
-
-    /// Check them against the stored object.
-    pub fn check(&self, def: &ResourceDef, obj: &Value) -> ApiResult<()> {
-        let fail = |why: String| ApiError::Conflict {
-            resource: def.group_resource(),
-            name: object::name(obj).to_owned(),
-            why,
-        };
-        if let Some(uid) = &self.uid
-            && uid != object::uid(obj)
-        {
-            return Err(fail(format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                object::uid(obj)
-            )));
-        }
-        if let Some(rv) = &self.resource_version
-            && rv != object::resource_version(obj)
-        {
-            return Err(fail(format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                object::resource_version(obj)
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// What a delete does to an object.
-#[derive(Debug, Clone, PartialEq)]
-pub enum DeleteAction {
-    /// Remove it now.
-    Remove,
-    /// It has finalizers: mark it deleting (this object) and keep it.
-    MarkDeleting(Value),
-    /// It is already deleting: nothing changes.
-    AlreadyDeleting,
-}
-
-/// Decide what a delete does.
-pub fn plan_delete(obj: &Value, force_graceful: bool) -> DeleteAction {
-    if object::is_deleting(obj) {
-        return DeleteAction::AlreadyDeleting;
-    }
-    if object::finalizers(obj).is_empty() && !force_graceful {
-        return DeleteAction::Remove;
-    }
-    let mut marked = obj.clone();
-    let meta = object::metadata_mut(&mut marked);
-    meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
-    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-    let g = object::generation(obj);
-    if g > 0 {
-        meta.insert("generation".into(), json!(g + 1));
-    }
-    DeleteAction::MarkDeleting(marked)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -494,29 +412,5 @@ mod tests {
                 .code(),
             422
         );
-    }
-
-    #[test]
-    fn delete_plans() {
-        let plain = json!({"metadata": {"name": "c"}});
-        assert_eq!(plan_delete(&plain, false), DeleteAction::Remove);
-        let fin = json!({"metadata": {"name": "c", "finalizers": ["x"], "generation": 3}});
-        let DeleteAction::MarkDeleting(marked) = plan_delete(&fin, false) else {
-            panic!("expected mark")
-        };
-        assert!(object::is_deleting(&marked));
-        assert_eq!(marked["metadata"]["generation"], 4);
-        assert_eq!(plan_delete(&marked, false), DeleteAction::AlreadyDeleting);
-    }
-
-    #[test]
-    fn preconditions() {
-        let d = def("", "configmaps");
-        let obj = json!({"metadata": {"name": "c", "uid": "u1", "resourceVersion": "3"}});
-        let ok = Preconditions::from_delete_options(&json!({"preconditions": {"uid": "u1"}}));
-        assert!(ok.check(&d, &obj).is_ok());
-        let bad =
-            Preconditions::from_delete_options(&json!({"preconditions": {"resourceVersion": "2"}}));
-        assert_eq!(bad.check(&d, &obj).unwrap_err().code(), 409);
     }
 }

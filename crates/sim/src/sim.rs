@@ -2,16 +2,21 @@
 //!
 //! Responsibility: own the [`State`] behind one lock and expose every API operation as a
 //! method (each runs atomically under the lock), plus the knobs tests use: configuration,
-//! watch-history compaction, and a router to serve it.
+//! watch-history compaction, fault injection ([`crate::fault`]), and a router to serve it.
+//! After each write it starts a tokio timer for every graceful deletion the write began, which
+//! finishes the deletion when the grace period is over (if a tokio runtime is running).
 //! Inputs: [`SimConfig`], operation arguments. Outputs: served JSON, [`WatchStream`]s, an
 //! `axum::Router`.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::deletion::DeleteOptions;
 use crate::error::ApiResult;
+use crate::fault::{FaultConfig, Faults};
+use crate::lifecycle::Reap;
 use crate::options::{ListOptions, WriteOptions};
 use crate::patch::PatchType;
 use crate::registry::Registry;
@@ -28,6 +33,12 @@ pub struct SimConfig {
     pub bookmark_interval: Duration,
     /// The `gitVersion` reported at `/version`.
     pub version: String,
+    /// Whether a graceful pod deletion finishes by itself when its grace period is over (as
+    /// if the kubelet or the pod garbage collector did it). Off, such pods stay until deleted
+    /// with a shorter grace period.
+    pub reap_graceful_deletions: bool,
+    /// Injected faults (none by default).
+    pub faults: FaultConfig,
 }
 
 impl Default for SimConfig {
@@ -36,6 +47,8 @@ impl Default for SimConfig {
             watch_history: 1000,
             bookmark_interval: Duration::from_secs(10),
             version: "v1.33.0-sim".into(),
+            reap_graceful_deletions: true,
+            faults: FaultConfig::default(),
         }
     }
 }
@@ -44,6 +57,7 @@ impl Default for SimConfig {
 struct Inner {
     state: Mutex<State>,
     config: SimConfig,
+    faults: Faults,
     compactions: tokio::sync::watch::Sender<u64>,
     closes: tokio::sync::watch::Sender<u64>,
 }
@@ -66,6 +80,7 @@ impl Sim {
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(State::new(config.watch_history)),
+                faults: Faults::new(config.faults.clone()),
                 compactions: tokio::sync::watch::channel(0).0,
                 closes: tokio::sync::watch::channel(0).0,
                 config,
@@ -87,10 +102,55 @@ impl Sim {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// An `axum::Router` serving this server's API; also a tower `Service` usable in-process
-    /// (e.g. `kube::Client::new(sim.router(), "default")`).
+    /// Run a write under the lock, then start the timers of the graceful deletions it began.
+    fn write<T>(&self, op: impl FnOnce(&mut State) -> T) -> T {
+        let (out, reaps) = {
+            let mut st = self.lock();
+            let out = op(&mut st);
+            (out, std::mem::take(&mut st.reaps))
+        };
+        self.schedule(reaps);
+        out
+    }
+
+    fn schedule(&self, reaps: Vec<Reap>) {
+        if reaps.is_empty() || !self.inner.config.reap_graceful_deletions {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        for reap in reaps {
+            let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+            runtime.spawn(async move {
+                tokio::time::sleep(reap.after).await;
+                if let Some(inner) = weak.upgrade() {
+                    Sim { inner }.write(|st| st.reap(&reap));
+                }
+            });
+        }
+    }
+
+    /// An `axum::Router` serving this server's API, with the injected faults; also a tower
+    /// `Service` usable in-process (e.g. `kube::Client::new(sim.router(), "default")`).
     pub fn router(&self) -> axum::Router {
-        crate::http::router(self.clone())
+        crate::http::router(self.clone(), true)
+    }
+
+    /// A router that never injects faults: for the simulated world's own controllers, so
+    /// faults hit only the system under test.
+    pub fn router_without_faults(&self) -> axum::Router {
+        crate::http::router(self.clone(), false)
+    }
+
+    /// The fault injector.
+    pub fn faults(&self) -> &Faults {
+        &self.inner.faults
+    }
+
+    /// Replace the injected faults (restarting their random sequence from the new seed).
+    pub fn set_faults(&self, config: FaultConfig) {
+        self.inner.faults.set(config);
     }
 
     /// A snapshot of the served resource types.
@@ -122,7 +182,7 @@ impl Sim {
 
     /// Create.
     pub fn create(&self, ep: &Endpoint, body: Value, opts: &WriteOptions) -> ApiResult<Value> {
-        self.lock().create(ep, body, opts)
+        self.write(|st| st.create(ep, body, opts))
     }
 
     /// Get.
@@ -144,7 +204,7 @@ impl Sim {
         mode: WriteMode,
         opts: &WriteOptions,
     ) -> ApiResult<(Value, bool)> {
-        self.lock().update(ep, name, body, mode, opts)
+        self.write(|st| st.update(ep, name, body, mode, opts))
     }
 
     /// Patch (or patch the status). Returns the object and whether it was created.
@@ -157,7 +217,7 @@ impl Sim {
         mode: WriteMode,
         opts: &WriteOptions,
     ) -> ApiResult<(Value, bool)> {
-        self.lock().patch(ep, name, kind, body, mode, opts)
+        self.write(|st| st.patch(ep, name, kind, body, mode, opts))
     }
 
     /// Delete one object with `DeleteOptions`.
@@ -165,10 +225,10 @@ impl Sim {
         &self,
         ep: &Endpoint,
         name: &str,
-        delete_options: &Value,
+        options: &DeleteOptions,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        self.lock().delete(ep, name, delete_options, opts)
+        self.write(|st| st.delete(ep, name, options, opts))
     }
 
     /// Delete every matching object.
@@ -176,9 +236,10 @@ impl Sim {
         &self,
         ep: &Endpoint,
         list: &ListOptions,
+        options: &DeleteOptions,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        self.lock().delete_collection(ep, list, opts)
+        self.write(|st| st.delete_collection(ep, list, options, opts))
     }
 
     /// Get a Scale.
@@ -194,7 +255,7 @@ impl Sim {
         scale: &Value,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        self.lock().update_scale(ep, name, scale, opts)
+        self.write(|st| st.update_scale(ep, name, scale, opts))
     }
 
     /// Patch a Scale.
@@ -206,7 +267,7 @@ impl Sim {
         body: &[u8],
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        self.lock().patch_scale(ep, name, kind, body, opts)
+        self.write(|st| st.patch_scale(ep, name, kind, body, opts))
     }
 
     /// Bind a pod to a node.
@@ -217,7 +278,7 @@ impl Sim {
         binding: &Value,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        self.lock().bind(ep, name, binding, opts)
+        self.write(|st| st.bind(ep, name, binding, opts))
     }
 
     /// Evict a pod, honouring PodDisruptionBudgets.
@@ -228,7 +289,7 @@ impl Sim {
         eviction: &Value,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        self.lock().evict(ep, name, eviction, opts)
+        self.write(|st| st.evict(ep, name, eviction, opts))
     }
 
     /// Start a watch.

@@ -69,6 +69,8 @@ pub struct State {
     pub store: Store,
     /// Resource types.
     pub registry: Registry,
+    /// Graceful deletions started by the last operations, for the server's timer to finish.
+    pub reaps: Vec<crate::lifecycle::Reap>,
 }
 
 /// `namespaces` as a store key.
@@ -82,6 +84,7 @@ impl State {
         let mut st = Self {
             store: Store::new(history),
             registry: Registry::with_builtins(),
+            reaps: Vec::new(),
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let ep = Endpoint::cluster("", "v1", "namespaces");
@@ -346,15 +349,30 @@ impl State {
         if opts.dry_run {
             return Ok(to_served(def, version, new));
         }
-        if object::is_deleting(&new) && object::finalizers(&new).is_empty() {
+        if object::is_deleting(&new)
+            && object::finalizers(&new).is_empty()
+            && crate::deletion::current_grace(&new) == 0
+        {
             let last = self.remove(def, object::namespace(&new), object::name(&new));
             return Ok(to_served(def, version, last.unwrap_or(new)));
         }
+        let released: Vec<String> = {
+            let now = object::owner_uids(&new);
+            object::owner_uids(&old)
+                .into_iter()
+                .filter(|u| !now.contains(u))
+                .collect()
+        };
         let stored = self.store.put(&def.store, new, Some(old));
         if let Some(d) = new_def {
             self.registry.insert(d);
         }
         self.after_write(def, object::namespace(&stored));
+        if !released.is_empty() {
+            let gone = json!({"metadata": {"ownerReferences": released
+                .iter().map(|u| json!({"uid": u})).collect::<Vec<_>>()}});
+            self.dependent_removed(&gone);
+        }
         Ok(to_served(def, version, stored))
     }
 
@@ -428,17 +446,27 @@ impl State {
     }
 
     /// Remove an object for good and do what follows from it: a CRD takes its custom resources
-    /// along; the last object of a terminating namespace lets the namespace go.
+    /// along; the garbage collector deletes or releases its dependents and lets owners waiting
+    /// for it go ([`crate::gc`]); the last object of a terminating namespace lets the namespace
+    /// go.
     pub fn remove(&mut self, def: &ResourceDef, ns: &str, name: &str) -> Option<Value> {
         let last = self.store.remove(&def.store, ns, name)?;
         if def.special == Special::Crd
             && let Some(custom) = def_from_crd(&last)
         {
-            self.store.remove_all(&custom.store);
+            let removed = self.store.remove_all(&custom.store);
             self.registry.remove(&custom.group_resource());
+            for gone in &removed {
+                self.owner_removed(object::uid(gone));
+                self.dependent_removed(gone);
+            }
         }
         if def.namespaced {
             self.after_write(def, ns);
+        }
+        self.owner_removed(object::uid(&last));
+        self.dependent_removed(&last);
+        if def.namespaced {
             self.finish_namespace_if_empty(ns);
         }
         Some(last)

@@ -6,9 +6,10 @@
 //! replay from and subscribe to.
 //! Inputs: objects already validated by [`crate::semantics`]. Outputs: stored objects, ordered
 //! listings, [`StoredEvent`]s, and 410 Expired when a watch asks for a compacted version.
-//! No Kubernetes semantics live here beyond resourceVersion bookkeeping.
+//! It also indexes objects by uid and by the uids of their owner references, for the garbage
+//! collector. No Kubernetes semantics live here beyond resourceVersion bookkeeping.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -98,6 +99,9 @@ pub struct Subscription {
     pub rx: broadcast::Receiver<Arc<StoredEvent>>,
 }
 
+/// Where an object is: its resource and key.
+pub type Location = (StoreKey, ObjKey);
+
 /// All objects.
 #[derive(Debug)]
 pub struct Store {
@@ -105,6 +109,8 @@ pub struct Store {
     objects: HashMap<StoreKey, BTreeMap<ObjKey, Value>>,
     logs: HashMap<StoreKey, WatchLog>,
     history_limit: usize,
+    by_uid: HashMap<String, Location>,
+    dependents: HashMap<String, BTreeSet<Location>>,
 }
 
 impl Store {
@@ -115,6 +121,69 @@ impl Store {
             objects: HashMap::new(),
             logs: HashMap::new(),
             history_limit: history_limit.max(1),
+            by_uid: HashMap::new(),
+            dependents: HashMap::new(),
+        }
+    }
+
+    /// Where the object with this uid is, if it exists.
+    pub fn locate(&self, uid: &str) -> Option<&Location> {
+        self.by_uid.get(uid)
+    }
+
+    /// The object with this uid, if it exists.
+    pub fn get_by_uid(&self, uid: &str) -> Option<&Value> {
+        let (key, (ns, name)) = self.by_uid.get(uid)?;
+        self.get(key, ns, name)
+    }
+
+    /// Where the objects that have an owner reference to `uid` are.
+    pub fn dependents_of(&self, uid: &str) -> Vec<Location> {
+        self.dependents
+            .get(uid)
+            .map(|d| d.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn index(&mut self, key: &StoreKey, obj: &Value) {
+        let loc = (
+            key.clone(),
+            (
+                object::namespace(obj).to_owned(),
+                object::name(obj).to_owned(),
+            ),
+        );
+        let uid = object::uid(obj);
+        if !uid.is_empty() {
+            self.by_uid.insert(uid.to_owned(), loc.clone());
+        }
+        for owner in object::owner_uids(obj) {
+            self.dependents
+                .entry(owner)
+                .or_default()
+                .insert(loc.clone());
+        }
+    }
+
+    fn unindex(&mut self, key: &StoreKey, obj: &Value) {
+        let loc = (
+            key.clone(),
+            (
+                object::namespace(obj).to_owned(),
+                object::name(obj).to_owned(),
+            ),
+        );
+        let uid = object::uid(obj);
+        if self.by_uid.get(uid) == Some(&loc) {
+            self.by_uid.remove(uid);
+        }
+        for owner in object::owner_uids(obj) {
+            if let Some(set) = self.dependents.get_mut(&owner) {
+                set.remove(&loc);
+                if set.is_empty() {
+                    self.dependents.remove(&owner);
+                }
+            }
         }
     }
 
@@ -173,10 +242,15 @@ impl Store {
             object::namespace(&obj).to_owned(),
             object::name(&obj).to_owned(),
         );
-        self.objects
+        let replaced = self
+            .objects
             .entry(key.clone())
             .or_default()
             .insert(k, obj.clone());
+        if let Some(prev) = &replaced {
+            self.unindex(key, prev);
+        }
+        self.index(key, &obj);
         let kind = if old.is_some() {
             EventType::Modified
         } else {
@@ -193,6 +267,7 @@ impl Store {
             .objects
             .get_mut(key)?
             .remove(&(ns.to_owned(), name.to_owned()))?;
+        self.unindex(key, &old);
         self.rv += 1;
         let mut last = old.clone();
         object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
@@ -317,6 +392,24 @@ mod tests {
         s.compact();
         assert!(s.subscribe(&key(), 2).is_err());
         assert!(s.subscribe(&key(), 3).unwrap().backlog.is_empty());
+    }
+
+    #[test]
+    fn owner_references_are_indexed() {
+        let mut s = Store::new(10);
+        let owner = json!({"metadata": {"namespace": "d", "name": "o", "uid": "u-o"}});
+        let dep = json!({"metadata": {"namespace": "d", "name": "x", "uid": "u-x",
+            "ownerReferences": [{"uid": "u-o"}]}});
+        s.put(&key(), owner, None);
+        let stored = s.put(&key(), dep, None);
+        assert_eq!(s.dependents_of("u-o").len(), 1);
+        assert_eq!(object::name(s.get_by_uid("u-x").unwrap()), "x");
+        let mut orphan = stored.clone();
+        object::set_meta(&mut orphan, "ownerReferences", Value::Null);
+        s.put(&key(), orphan, Some(stored));
+        assert!(s.dependents_of("u-o").is_empty());
+        s.remove(&key(), "d", "x");
+        assert!(s.get_by_uid("u-x").is_none());
     }
 
     #[tokio::test]

@@ -58,7 +58,10 @@ async fn evictions_respect_min_available() {
     assert_eq!(status.disruptions_allowed, 1);
 
     pods.evict("a", &EvictParams::default()).await.unwrap();
-    assert_eq!(api_err(pods.get("a").await).code, 404);
+    // A running pod terminates gracefully: it stays, marked, until its grace period is over.
+    let evicted = pods.get("a").await.unwrap();
+    assert!(evicted.metadata.deletion_timestamp.is_some());
+    assert_eq!(evicted.metadata.deletion_grace_period_seconds, Some(30));
     assert_eq!(allowed(&pdbs.get("web").await.unwrap()), 0);
 
     let refused = api_err(pods.evict("b", &EvictParams::default()).await);

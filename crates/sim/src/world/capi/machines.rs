@@ -1,0 +1,353 @@
+//! The Machine controller and the simulated infrastructure behind it.
+//!
+//! Responsibility: walk each Machine (management cluster) through CAPI's phases with
+//! configurable delays counted from when this controller first saw it — `Pending`, then
+//! `Provisioning` (bootstrap ready), then `Provisioned` with `spec.providerID =
+//! sim:///<zone>/<name>` (infrastructure ready), then `Running` once its Node was registered in
+//! the workload cluster ([`super::super::node_template`]) and `status.nodeRef` set — and keep
+//! its `NodeHealthy`/`Ready` conditions following the Node's readiness. A deleting Machine
+//! turns `Deleting`; after the deletion delay its Node is deleted and its finalizer removed.
+//! Nodes with a `sim:///` providerID whose Machine no longer exists are deleted too (the
+//! instance is gone). Failure knobs (config rates drawn per Machine name from the seed, or the
+//! [`annotations`] on the Machine or its MachineDeployment): never get a providerID; go
+//! `Failed` with `failureReason`/`failureMessage`; slow provisioning or deletion.
+//! Inputs: Machines, MachineDeployments (management), Nodes (workload). Outputs: Machine
+//! spec/status/finalizer patches, Node creates and deletes.
+//! Approximations: no drain before the Node is deleted (Karpenter drains first); phase times
+//! are kept in memory, so a restarted controller starts the delays over.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use api::well_known::capi as keys;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::object;
+use crate::world::WorldError;
+use crate::world::config::{CapiConfig, annotations};
+use crate::world::driver::{PassResult, Reconciler};
+use crate::world::node_template;
+use crate::world::objects::{
+    self as o, code, condition_true, ignore_not_found, list_json, parse_duration,
+    patch_status_if_changed, text,
+};
+
+use super::phases::{Failure, conditions, failure, knob};
+use super::sets::MACHINE_FINALIZER;
+
+/// The Machine controller.
+pub struct Machines {
+    management: kube::Client,
+    workload: kube::Client,
+    config: CapiConfig,
+    seen: HashMap<String, Instant>,
+    provisioned: HashMap<String, Instant>,
+    deleting: HashMap<String, Instant>,
+    orphans: HashMap<String, Instant>,
+}
+
+impl std::fmt::Debug for Machines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Machines").finish_non_exhaustive()
+    }
+}
+
+fn until(at: Instant, now: Instant) -> Option<Duration> {
+    Some(at.saturating_duration_since(now))
+}
+
+impl Machines {
+    /// Over a management and a workload cluster.
+    pub fn new(management: kube::Client, workload: kube::Client, config: CapiConfig) -> Self {
+        Self {
+            management,
+            workload,
+            config,
+            seen: HashMap::new(),
+            provisioned: HashMap::new(),
+            deleting: HashMap::new(),
+            orphans: HashMap::new(),
+        }
+    }
+
+    fn delay(&self, m: &Value, md: Option<&Value>, key: &str, default: Duration) -> Duration {
+        knob(m, md, key)
+            .and_then(|d| parse_duration(&d))
+            .unwrap_or(default)
+    }
+
+    async fn set_finalizers(
+        &self,
+        m: &Value,
+        finalizers: Vec<String>,
+    ) -> Result<Option<Duration>, WorldError> {
+        let api = o::namespaced(&self.management, object::namespace(m), &o::machines());
+        let value = if finalizers.is_empty() {
+            Value::Null
+        } else {
+            json!(finalizers)
+        };
+        let patch = json!({"metadata": {"finalizers": value,
+            "resourceVersion": object::resource_version(m)}});
+        match api
+            .patch(
+                object::name(m),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => Ok(None),
+            Err(e) if code(&e) == Some(409) => Ok(Some(Duration::from_millis(100))),
+            Err(e) if code(&e) == Some(404) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn finish_deletion(
+        &mut self,
+        m: &Value,
+        md: Option<&Value>,
+        nodes: &[Value],
+        now: Instant,
+    ) -> Result<Option<Duration>, WorldError> {
+        let uid = object::uid(m).to_owned();
+        let since = *self.deleting.entry(uid).or_insert(now);
+        if !object::finalizers(m).iter().any(|f| f == MACHINE_FINALIZER) {
+            return Ok(None);
+        }
+        let api = o::namespaced(&self.management, object::namespace(m), &o::machines());
+        patch_status_if_changed(&api, m, json!({"phase": "Deleting"})).await?;
+        let due = since
+            + self.delay(
+                m,
+                md,
+                annotations::DELETION_DELAY,
+                self.config.deletion_delay,
+            );
+        if now < due {
+            return Ok(until(due, now));
+        }
+        let provider_id = text(m, ".spec.providerID");
+        let node = text(m, ".status.nodeRef.name")
+            .map(str::to_owned)
+            .or_else(|| {
+                nodes
+                    .iter()
+                    .find(|n| provider_id.is_some() && text(n, ".spec.providerID") == provider_id)
+                    .map(|n| object::name(n).to_owned())
+            });
+        if let Some(node) = node {
+            let nodes: Api<Node> = Api::all(self.workload.clone());
+            ignore_not_found(nodes.delete(&node, &DeleteParams::default()).await)?;
+        }
+        let fresh = serde_json::to_value(match api.get(object::name(m)).await {
+            Ok(f) => f,
+            Err(e) if code(&e) == Some(404) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        })?;
+        let rest = object::finalizers(&fresh)
+            .into_iter()
+            .filter(|f| f != MACHINE_FINALIZER)
+            .collect();
+        self.set_finalizers(&fresh, rest).await
+    }
+
+    async fn reconcile(
+        &mut self,
+        m: &Value,
+        md: Option<&Value>,
+        nodes: &[Value],
+        now: Instant,
+    ) -> Result<Option<Duration>, WorldError> {
+        if object::is_deleting(m) {
+            return self.finish_deletion(m, md, nodes, now).await;
+        }
+        let finalizers = object::finalizers(m);
+        if !finalizers.iter().any(|f| f == MACHINE_FINALIZER) {
+            let mut with = finalizers;
+            with.push(MACHINE_FINALIZER.to_owned());
+            return Ok(self.set_finalizers(m, with).await?.or(Some(Duration::ZERO)));
+        }
+        let uid = object::uid(m).to_owned();
+        let name = object::name(m);
+        let api = o::namespaced(&self.management, object::namespace(m), &o::machines());
+        let t0 = *self.seen.entry(uid.clone()).or_insert(now);
+        let boot_at = t0 + self.config.bootstrap_delay;
+        let bootstrapped = now >= boot_at;
+        let pid_at = t0
+            + self.delay(
+                m,
+                md,
+                annotations::PROVIDER_ID_DELAY,
+                self.config.provider_id_delay,
+            );
+        let fails = failure(m, md, &self.config);
+        let Some(provider_id) = text(m, ".spec.providerID") else {
+            if fails == Some(Failure::Failed) && bootstrapped {
+                let status = json!({"phase": "Failed", "failureReason": "CreateError",
+                    "failureMessage": "simulated infrastructure failure: the instance could not be created",
+                    "bootstrapReady": true, "infrastructureReady": false,
+                    "conditions": conditions(m, true, false, None)});
+                patch_status_if_changed(&api, m, status).await?;
+                return Ok(None);
+            }
+            if fails.is_some() || now < pid_at {
+                let status = json!({
+                    "phase": if bootstrapped { "Provisioning" } else { "Pending" },
+                    "bootstrapReady": bootstrapped, "infrastructureReady": false,
+                    "conditions": conditions(m, bootstrapped, false, None)});
+                patch_status_if_changed(&api, m, status).await?;
+                return Ok(match (bootstrapped, fails) {
+                    (false, _) => until(boot_at, now),
+                    (true, None) => until(pid_at, now),
+                    (true, Some(_)) => None,
+                });
+            }
+            let zone = node_template::zone(m, md);
+            let pid = node_template::provider_id(zone.as_deref(), name);
+            let patch = json!({"spec": {"providerID": pid}});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            self.provisioned.insert(uid, now);
+            let status = json!({"phase": "Provisioned", "bootstrapReady": true,
+                "infrastructureReady": true, "conditions": conditions(m, true, true, None)});
+            patch_status_if_changed(&api, m, status).await?;
+            return Ok(Some(self.config.node_join_delay));
+        };
+        let provisioned = *self.provisioned.entry(uid).or_insert(now);
+        let node = nodes.iter().find(|n| {
+            text(n, ".spec.providerID") == Some(provider_id)
+                || Some(object::name(n)) == text(m, ".status.nodeRef.name")
+        });
+        let node = match (node, m.pointer("/status/nodeRef")) {
+            (Some(n), _) => Some(n.clone()),
+            (None, Some(_)) => None,
+            (None, None) => {
+                let join_at = provisioned + self.config.node_join_delay;
+                if now < join_at {
+                    return Ok(until(join_at, now));
+                }
+                Some(self.register_node(m, md, provider_id).await?)
+            }
+        };
+        let mut status = json!({"phase": "Running", "bootstrapReady": true,
+            "infrastructureReady": true,
+            "conditions": conditions(m, true, true, Some(node.as_ref().is_some_and(|n| condition_true(n, "Ready"))))});
+        if let Some(n) = &node {
+            object::set_path(
+                &mut status,
+                ".nodeRef",
+                json!({"apiVersion": "v1", "kind": "Node",
+                "name": object::name(n), "uid": object::uid(n)}),
+            );
+        }
+        patch_status_if_changed(&api, m, status).await?;
+        Ok(None)
+    }
+
+    /// Create the Machine's Node (or find the one already there).
+    async fn register_node(
+        &self,
+        m: &Value,
+        md: Option<&Value>,
+        provider_id: &str,
+    ) -> Result<Value, WorldError> {
+        let nodes: Api<Node> = Api::all(self.workload.clone());
+        let node: Node =
+            serde_json::from_value(node_template::node(m, md, provider_id, &self.config.node))?;
+        let created = match nodes.create(&PostParams::default(), &node).await {
+            Ok(n) => n,
+            Err(e) if code(&e) == Some(409) => nodes.get(object::name(m)).await?,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(serde_json::to_value(created)?)
+    }
+
+    /// Delete Nodes of simulated instances whose Machine is gone.
+    async fn collect_orphans(
+        &mut self,
+        machines: &[Value],
+        nodes: &[Value],
+        now: Instant,
+    ) -> Result<Option<Duration>, WorldError> {
+        let mut next = None;
+        let mut orphans = HashMap::new();
+        for n in nodes {
+            let sim = text(n, ".spec.providerID").is_some_and(|p| p.starts_with("sim:///"));
+            let ann = o::annotations(n);
+            let (Some(machine), Some(ns)) = (
+                ann.get(keys::NODE_MACHINE),
+                ann.get(keys::NODE_CLUSTER_NAMESPACE),
+            ) else {
+                continue;
+            };
+            let exists = machines
+                .iter()
+                .any(|m| object::name(m) == machine && object::namespace(m) == ns);
+            if !sim || exists || object::is_deleting(n) {
+                continue;
+            }
+            let name = object::name(n).to_owned();
+            let since = self.orphans.get(&name).copied().unwrap_or(now);
+            orphans.insert(name.clone(), since);
+            let due = since + self.config.deletion_delay;
+            if now >= due {
+                let api: Api<Node> = Api::all(self.workload.clone());
+                ignore_not_found(api.delete(&name, &DeleteParams::default()).await)?;
+            } else {
+                let wait = due.saturating_duration_since(now);
+                next = Some(next.map_or(wait, |n: Duration| n.min(wait)));
+            }
+        }
+        self.orphans = orphans;
+        Ok(next)
+    }
+}
+
+impl Reconciler for Machines {
+    fn name(&self) -> &'static str {
+        "capi-machines"
+    }
+
+    async fn pass(&mut self) -> PassResult {
+        let now = Instant::now();
+        let machines = list_json(&o::all(&self.management, &o::machines())).await?;
+        let mds = list_json(&o::all(&self.management, &o::machine_deployments())).await?;
+        let node_api: Api<Node> = Api::all(self.workload.clone());
+        let nodes: Vec<Value> = node_api
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()?;
+        let live: std::collections::HashSet<&str> = machines.iter().map(object::uid).collect();
+        for map in [&mut self.seen, &mut self.provisioned, &mut self.deleting] {
+            map.retain(|uid, _| live.contains(uid.as_str()));
+        }
+        let mut next: Option<Duration> = None;
+        let mut first_error = None;
+        for m in &machines {
+            let md = o::labels(m).get(keys::DEPLOYMENT_NAME).and_then(|d| {
+                mds.iter().find(|md| {
+                    object::name(md) == d && object::namespace(md) == object::namespace(m)
+                })
+            });
+            match self.reconcile(m, md, &nodes, now).await {
+                Ok(Some(d)) => next = Some(next.map_or(d, |n| n.min(d))),
+                Ok(None) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(d) = self.collect_orphans(&machines, &nodes, now).await? {
+            next = Some(next.map_or(d, |n| n.min(d)));
+        }
+        first_error.map_or(Ok(next), Err)
+    }
+}

@@ -1,0 +1,239 @@
+//! The MachineSet controller (management cluster), simplified.
+//!
+//! Responsibility: keep each MachineSet's Machines (those whose controller owner reference is
+//! the set) at `spec.replicas`, counting Machines that are being deleted as CAPI does (so a
+//! deleted Machine is replaced only once it is gone). New Machines get `generateName:
+//! <set>-`, the template's labels and annotations plus `cluster.x-k8s.io/set-name`,
+//! `deployment-name` and `cluster-name`, the template's spec with `clusterName`, a controller
+//! owner reference to the set and the `machine.cluster.x-k8s.io` finalizer. Scale-down deletes,
+//! in this order: Machines annotated `cluster.x-k8s.io/delete-machine`, then failed ones, then
+//! ones without a Node, then the newest (ties by name, descending) — CAPI's `Newest` policy
+//! with its must/better-delete priorities. Status: `replicas`, `fullyLabeledReplicas`,
+//! `readyReplicas` and `availableReplicas` (Machines whose `Ready` condition is true),
+//! `observedGeneration`, `selector`.
+//! Inputs: MachineSets and Machines (fresh lists). Outputs: Machine creates and deletes,
+//! MachineSet status patches.
+
+use std::cmp::Reverse;
+
+use api::well_known::capi as keys;
+use kube::api::{DeleteParams, DynamicObject, PostParams};
+use serde_json::{Value, json};
+
+use crate::object;
+use crate::world::WorldError;
+use crate::world::driver::{PassResult, Reconciler};
+use crate::world::objects::{
+    self as o, annotations, condition_true, controller_ref, controller_uid, ignore_not_found,
+    labels, list_json, patch_status_if_changed, selector_string, string_map, text,
+};
+
+/// The finalizer CAPI's Machine controller puts on Machines.
+pub const MACHINE_FINALIZER: &str = "machine.cluster.x-k8s.io";
+
+/// The MachineSet controller.
+pub struct Sets {
+    client: kube::Client,
+}
+
+impl std::fmt::Debug for Sets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sets").finish_non_exhaustive()
+    }
+}
+
+impl Sets {
+    /// Over a management cluster.
+    pub fn new(client: kube::Client) -> Self {
+        Self { client }
+    }
+}
+
+/// Deletion priority of a Machine on scale-down: lower goes first.
+fn priority(machine: &Value) -> u8 {
+    if object::is_deleting(machine) {
+        0
+    } else if annotations(machine).contains_key(keys::DELETE_MACHINE) {
+        1
+    } else if text(machine, ".status.phase") == Some("Failed")
+        || text(machine, ".status.failureReason").is_some()
+    {
+        2
+    } else if machine.pointer("/status/nodeRef").is_none() {
+        3
+    } else {
+        4
+    }
+}
+
+/// The `n` Machines a scale-down removes, first first.
+pub fn to_delete<'a>(machines: &[&'a Value], n: usize) -> Vec<&'a Value> {
+    let mut sorted = machines.to_vec();
+    sorted.sort_by_key(|m| {
+        (
+            priority(m),
+            Reverse(
+                text(m, ".metadata.creationTimestamp")
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+            Reverse(object::name(m).to_owned()),
+        )
+    });
+    sorted.into_iter().take(n).collect()
+}
+
+/// A new Machine for a set.
+pub fn new_machine(ms: &Value) -> Value {
+    let template = ms.pointer("/spec/template").cloned().unwrap_or(json!({}));
+    let mut machine_labels = string_map(&template, ".metadata.labels");
+    machine_labels.insert(keys::SET_NAME.to_owned(), object::name(ms).to_owned());
+    if let Some(md) = labels(ms).get(keys::DEPLOYMENT_NAME) {
+        machine_labels.insert(keys::DEPLOYMENT_NAME.to_owned(), md.clone());
+    }
+    let cluster = text(ms, ".spec.clusterName").unwrap_or_default();
+    machine_labels.insert(keys::CLUSTER_NAME.to_owned(), cluster.to_owned());
+    let mut spec = template.get("spec").cloned().unwrap_or(json!({}));
+    object::set_path(&mut spec, ".clusterName", json!(cluster));
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "Machine",
+        "metadata": {
+            "generateName": format!("{}-", object::name(ms)),
+            "namespace": object::namespace(ms),
+            "labels": machine_labels,
+            "annotations": string_map(&template, ".metadata.annotations"),
+            "ownerReferences": [controller_ref(ms)],
+            "finalizers": [MACHINE_FINALIZER],
+        },
+        "spec": spec,
+    })
+}
+
+impl Sets {
+    async fn reconcile(&self, ms: &Value, machines: &[Value]) -> Result<(), WorldError> {
+        if object::is_deleting(ms) || super::deployments::paused(ms) {
+            return Ok(());
+        }
+        let ns = object::namespace(ms);
+        let uid = object::uid(ms);
+        let api = o::namespaced(&self.client, ns, &o::machines());
+        let owned: Vec<&Value> = machines
+            .iter()
+            .filter(|m| controller_uid(m).as_deref() == Some(uid))
+            .collect();
+        let desired = ms
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(1)
+            .max(0);
+        let desired = usize::try_from(desired).unwrap_or(usize::MAX);
+        if owned.len() < desired {
+            for _ in owned.len()..desired {
+                let m: DynamicObject = serde_json::from_value(new_machine(ms))?;
+                api.create(&PostParams::default(), &m).await?;
+            }
+        } else if owned.len() > desired {
+            for m in to_delete(&owned, owned.len() - desired) {
+                if !object::is_deleting(m) {
+                    ignore_not_found(api.delete(object::name(m), &DeleteParams::default()).await)?;
+                }
+            }
+        }
+        let count = i64::try_from(owned.len()).unwrap_or(i64::MAX);
+        let ready = owned.iter().filter(|m| condition_true(m, "Ready")).count();
+        let ready = i64::try_from(ready).unwrap_or(i64::MAX);
+        let status = json!({
+            "replicas": count,
+            "fullyLabeledReplicas": count,
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "observedGeneration": object::generation(ms),
+            "selector": selector_string(&string_map(ms, ".spec.selector.matchLabels")),
+        });
+        let sets = o::namespaced(&self.client, ns, &o::machine_sets());
+        patch_status_if_changed(&sets, ms, status).await
+    }
+}
+
+impl Reconciler for Sets {
+    fn name(&self) -> &'static str {
+        "capi-machinesets"
+    }
+
+    async fn pass(&mut self) -> PassResult {
+        let sets = list_json(&o::all(&self.client, &o::machine_sets())).await?;
+        let machines = list_json(&o::all(&self.client, &o::machines())).await?;
+        let mut first_error = None;
+        for ms in &sets {
+            if let Err(e) = self.reconcile(ms, &machines).await {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(None), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(name: &str, created: &str, extra: Value) -> Value {
+        let mut v = json!({"metadata": {"name": name, "creationTimestamp": created},
+            "status": {"nodeRef": {"name": name}}});
+        json_patch::merge(&mut v, &extra);
+        v
+    }
+
+    #[test]
+    fn scale_down_order() {
+        let old = m("a", "2024-01-01T00:00:00Z", json!({}));
+        let new = m("b", "2024-01-02T00:00:00Z", json!({}));
+        let marked = m(
+            "c",
+            "2024-01-01T00:00:00Z",
+            json!({"metadata": {"annotations": {keys::DELETE_MACHINE: "yes"}}}),
+        );
+        let pending = m(
+            "d",
+            "2024-01-01T00:00:00Z",
+            json!({"status": {"nodeRef": null}}),
+        );
+        let failed = m(
+            "e",
+            "2024-01-01T00:00:00Z",
+            json!({"status": {"phase": "Failed"}}),
+        );
+        let all = [&old, &new, &marked, &pending, &failed];
+        let names = |n| {
+            to_delete(&all, n)
+                .iter()
+                .map(|m| object::name(m).to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(1), vec!["c"]);
+        assert_eq!(names(5), vec!["c", "e", "d", "b", "a"]);
+    }
+
+    #[test]
+    fn machines_inherit_the_template() {
+        let ms = json!({"metadata": {"name": "md-x", "namespace": "ns", "uid": "u",
+            "labels": {keys::DEPLOYMENT_NAME: "md"}},
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineSet",
+            "spec": {"clusterName": "c", "template": {
+                "metadata": {"labels": {"node-role.kubernetes.io/worker": ""}, "annotations": {"a": "b"}},
+                "spec": {"bootstrap": {"dataSecretName": "s"}, "failureDomain": "z1"}}}});
+        let m = new_machine(&ms);
+        assert_eq!(m["metadata"]["generateName"], "md-x-");
+        assert_eq!(m["metadata"]["labels"][keys::SET_NAME], "md-x");
+        assert_eq!(m["metadata"]["labels"][keys::DEPLOYMENT_NAME], "md");
+        assert_eq!(
+            m["metadata"]["labels"]["node-role.kubernetes.io/worker"],
+            ""
+        );
+        assert_eq!(m["metadata"]["annotations"]["a"], "b");
+        assert_eq!(m["metadata"]["ownerReferences"][0]["kind"], "MachineSet");
+        assert_eq!(m["spec"]["failureDomain"], "z1");
+        assert_eq!(m["spec"]["clusterName"], "c");
+    }
+}

@@ -1,0 +1,163 @@
+//! Configuration of the simulated world: which controllers run, their delays, and the failure
+//! knobs.
+//!
+//! Responsibility: plain settings with realistic-but-fast defaults, and the annotations that
+//! override them per MachineDeployment or Machine.
+//! Inputs: none. Outputs: [`WorldConfig`] and its parts.
+
+use std::time::Duration;
+
+use crate::sim::SimConfig;
+
+use super::node_template::NodeOptions;
+
+/// Annotations (on a Machine, or on its MachineDeployment) that steer the simulated
+/// infrastructure of that Machine. The Machine's own annotation wins.
+pub mod annotations {
+    /// `NoProviderID` (the instance never appears) or `Failed` (the Machine goes `Failed`
+    /// with a failureReason and failureMessage).
+    pub const FAILURE: &str = "sim.karpenter-capi.dev/failure";
+    /// How long after creation the providerID appears (`90s`, `5m`, …).
+    pub const PROVIDER_ID_DELAY: &str = "sim.karpenter-capi.dev/provider-id-delay";
+    /// How long a deleting Machine takes to go (and take its Node along).
+    pub const DELETION_DELAY: &str = "sim.karpenter-capi.dev/deletion-delay";
+    /// [`FAILURE`] value: never provisioned.
+    pub const NO_PROVIDER_ID: &str = "NoProviderID";
+    /// [`FAILURE`] value: provisioning failed.
+    pub const FAILED: &str = "Failed";
+}
+
+/// The simulated Cluster API controllers and infrastructure (management cluster, creating
+/// Nodes in the workload cluster).
+#[derive(Debug, Clone)]
+pub struct CapiConfig {
+    /// Run them.
+    pub enabled: bool,
+    /// Machine created → `Provisioning` (bootstrap data ready).
+    pub bootstrap_delay: Duration,
+    /// Machine created → `spec.providerID` set, `Provisioned`.
+    pub provider_id_delay: Duration,
+    /// providerID set → Node registered in the workload cluster, `status.nodeRef`, `Running`.
+    pub node_join_delay: Duration,
+    /// Machine deleting → its Node deleted and the Machine gone.
+    pub deletion_delay: Duration,
+    /// Probability that a Machine never gets a providerID.
+    pub no_provider_id_rate: f64,
+    /// Probability that a Machine goes `Failed`.
+    pub failed_rate: f64,
+    /// Seed of those draws (made per Machine name).
+    pub seed: u64,
+    /// How Nodes are made.
+    pub node: NodeOptions,
+    /// Full pass at least this often.
+    pub resync: Duration,
+}
+
+impl Default for CapiConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            bootstrap_delay: Duration::from_secs(1),
+            provider_id_delay: Duration::from_secs(5),
+            node_join_delay: Duration::from_secs(2),
+            deletion_delay: Duration::from_secs(1),
+            no_provider_id_rate: 0.0,
+            failed_rate: 0.0,
+            seed: 0,
+            node: NodeOptions::default(),
+            resync: Duration::from_secs(30),
+        }
+    }
+}
+
+/// kube-scheduler-lite (workload cluster).
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    /// Run it.
+    pub enabled: bool,
+    /// Pods with this `spec.schedulerName` are scheduled.
+    pub scheduler_name: String,
+    /// Unschedulable pods are retried at least this often (and on every pod or node change).
+    pub retry_interval: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            scheduler_name: "default-scheduler".into(),
+            retry_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// kubelet-lite, with the node-lifecycle and pod garbage collection bits (workload cluster).
+#[derive(Debug, Clone)]
+pub struct KubeletConfig {
+    /// Run it.
+    pub enabled: bool,
+    /// Node seen → Ready (and the `not-ready` taint removed).
+    pub node_ready_delay: Duration,
+    /// Pod bound to a Ready node → Running and Ready.
+    pub pod_start_delay: Duration,
+    /// Pod deleting (graceful) → removed (the kubelet's final delete).
+    pub pod_termination_delay: Duration,
+    /// Evict pods that do not tolerate a `NoExecute` taint of their node (taint manager).
+    pub evict_untolerated_no_execute: bool,
+    /// Force-delete pods bound to nodes that no longer exist (pod GC).
+    pub pod_gc: bool,
+    /// Full pass at least this often.
+    pub resync: Duration,
+}
+
+impl Default for KubeletConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            node_ready_delay: Duration::from_secs(2),
+            pod_start_delay: Duration::from_secs(1),
+            pod_termination_delay: Duration::from_secs(1),
+            evict_untolerated_no_execute: true,
+            pod_gc: true,
+            resync: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Deployment → ReplicaSet → Pod and DaemonSet controllers (workload cluster).
+#[derive(Debug, Clone)]
+pub struct WorkloadsConfig {
+    /// Run the Deployment and ReplicaSet controllers.
+    pub deployments: bool,
+    /// Run the DaemonSet controller.
+    pub daemonsets: bool,
+    /// Full pass at least this often.
+    pub resync: Duration,
+}
+
+impl Default for WorkloadsConfig {
+    fn default() -> Self {
+        Self {
+            deployments: true,
+            daemonsets: true,
+            resync: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The whole world.
+#[derive(Debug, Clone, Default)]
+pub struct WorldConfig {
+    /// Cluster API.
+    pub capi: CapiConfig,
+    /// kube-scheduler-lite.
+    pub scheduler: SchedulerConfig,
+    /// kubelet-lite.
+    pub kubelet: KubeletConfig,
+    /// Workload controllers.
+    pub workloads: WorkloadsConfig,
+    /// The management API server's settings (when the world starts its own servers).
+    pub management: SimConfig,
+    /// The workload API server's settings (when the world starts its own servers).
+    pub workload: SimConfig,
+}

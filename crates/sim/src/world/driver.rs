@@ -1,0 +1,149 @@
+//! The loop every world controller runs, and the watches that wake it.
+//!
+//! Responsibility: run a [`Reconciler`]'s level-triggered pass again whenever one of its
+//! watches (kube-runtime watchers, so any API server works) reports a change, when a deadline
+//! the pass asked for comes, or every resync interval; record each controller's passes and
+//! last error in [`Health`]. Passes read fresh lists from the API server, so a pass never acts
+//! on a stale cache; the watches only say *when* to look.
+//! Inputs: a reconciler, watch targets, a resync interval. Outputs: spawned tokio tasks.
+//! All waiting uses tokio time, so tests may run with paused time.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use super::WorldError;
+
+/// What a pass returns: when it wants to run again at the latest (something falls due), or an
+/// error (the pass is retried soon).
+pub type PassResult = Result<Option<Duration>, WorldError>;
+
+/// A level-triggered controller: each pass looks at the whole world and fixes what differs.
+pub trait Reconciler: Send + 'static {
+    /// The controller's name, for [`Health`].
+    fn name(&self) -> &'static str;
+    /// One pass.
+    fn pass(&mut self) -> impl Future<Output = PassResult> + Send;
+}
+
+/// How one controller is doing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ControllerHealth {
+    /// Passes that succeeded.
+    pub passes: u64,
+    /// Passes that failed.
+    pub failures: u64,
+    /// The last failure's message.
+    pub last_error: Option<String>,
+}
+
+/// Every controller's health, shared with the tasks.
+#[derive(Debug, Clone, Default)]
+pub struct Health(Arc<Mutex<BTreeMap<&'static str, ControllerHealth>>>);
+
+impl Health {
+    fn update(&self, name: &'static str, f: impl FnOnce(&mut ControllerHealth)) {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(map.entry(name).or_default());
+    }
+
+    /// A snapshot, by controller name.
+    pub fn snapshot(&self) -> BTreeMap<&'static str, ControllerHealth> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// How long a failed pass waits before the next try (unless woken earlier).
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
+
+/// Run a reconciler until the task is aborted.
+pub async fn drive<R: Reconciler>(
+    mut reconciler: R,
+    wake: Arc<Notify>,
+    resync: Duration,
+    health: Health,
+) {
+    let name = reconciler.name();
+    loop {
+        let wait = match reconciler.pass().await {
+            Ok(next) => {
+                health.update(name, |h| h.passes += 1);
+                next.map_or(resync, |d| d.min(resync))
+            }
+            Err(e) => {
+                health.update(name, |h| {
+                    h.failures += 1;
+                    h.last_error = Some(e.to_string());
+                });
+                RETRY_AFTER_ERROR.min(resync)
+            }
+        };
+        tokio::select! {
+            () = wake.notified() => {}
+            () = tokio::time::sleep(wait.max(Duration::from_millis(1))) => {}
+        }
+    }
+}
+
+/// Watch a resource and wake `wake` on every event.
+pub fn watch<K>(api: Api<K>, wake: Arc<Notify>) -> JoinHandle<()>
+where
+    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        while let Some(event) = events.next().await {
+            if event.is_ok() {
+                wake.notify_one();
+            }
+        }
+    })
+}
+
+/// A controller's tasks: its loop and its watches.
+#[derive(Debug, Default)]
+pub struct Tasks(pub Vec<JoinHandle<()>>);
+
+impl Tasks {
+    /// Start a reconciler woken by the watches `watches` starts (each given the shared wake-up).
+    pub fn start<R: Reconciler>(
+        &mut self,
+        reconciler: R,
+        resync: Duration,
+        health: &Health,
+        watches: impl FnOnce(&Arc<Notify>) -> Vec<JoinHandle<()>>,
+    ) {
+        let wake = Arc::new(Notify::new());
+        self.0.extend(watches(&wake));
+        self.0.push(tokio::spawn(drive(
+            reconciler,
+            wake,
+            resync,
+            health.clone(),
+        )));
+    }
+
+    /// Abort every task.
+    pub fn abort(&self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
+}

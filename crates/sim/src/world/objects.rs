@@ -1,0 +1,267 @@
+//! Helpers the world controllers share: the Cluster API resources as dynamic `Api`s, JSON field
+//! access, owner references, merge-patch diffs, durations, and API error codes.
+//!
+//! Responsibility: small pure functions and thin wrappers, so each controller reads as what it
+//! does. CAPI objects are handled as JSON (`DynamicObject`), never through the api crate's lossy
+//! read-only structs, so writes (always patches) never drop fields.
+//! Inputs: objects as JSON, kube clients. Outputs: values, `Api`s.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, ListParams, ObjectList};
+use kube::discovery::ApiResource;
+use serde_json::{Map, Value, json};
+
+use super::WorldError;
+
+/// `cluster.x-k8s.io/v1beta1` MachineDeployments.
+pub fn machine_deployments() -> ApiResource {
+    ApiResource::erase::<api::MachineDeployment>(&())
+}
+
+/// `cluster.x-k8s.io/v1beta1` MachineSets.
+pub fn machine_sets() -> ApiResource {
+    ApiResource::erase::<api::MachineSet>(&())
+}
+
+/// `cluster.x-k8s.io/v1beta1` Machines.
+pub fn machines() -> ApiResource {
+    ApiResource::erase::<api::Machine>(&())
+}
+
+/// A dynamic `Api` over all namespaces.
+pub fn all(client: &kube::Client, resource: &ApiResource) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), resource)
+}
+
+/// A dynamic `Api` in one namespace.
+pub fn namespaced(client: &kube::Client, ns: &str, resource: &ApiResource) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, resource)
+}
+
+/// Every object of a dynamic `Api`, as JSON.
+pub async fn list_json(api: &Api<DynamicObject>) -> Result<Vec<Value>, WorldError> {
+    let list: ObjectList<DynamicObject> = api.list(&ListParams::default()).await?;
+    list.items
+        .into_iter()
+        .map(|o| serde_json::to_value(o).map_err(WorldError::from))
+        .collect()
+}
+
+/// The string at a dotted path.
+pub fn text<'a>(obj: &'a Value, path: &str) -> Option<&'a str> {
+    crate::object::get_path(obj, path).and_then(Value::as_str)
+}
+
+/// The string map at a dotted path (labels, annotations, matchLabels).
+pub fn string_map(obj: &Value, path: &str) -> BTreeMap<String, String> {
+    crate::object::get_path(obj, path)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `metadata.labels`.
+pub fn labels(obj: &Value) -> BTreeMap<String, String> {
+    string_map(obj, ".metadata.labels")
+}
+
+/// `metadata.annotations`.
+pub fn annotations(obj: &Value) -> BTreeMap<String, String> {
+    string_map(obj, ".metadata.annotations")
+}
+
+/// The uid of the owner reference marked `controller: true`, if any.
+pub fn controller_uid(obj: &Value) -> Option<String> {
+    crate::object::owner_refs(obj)
+        .into_iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|r| r.get("uid").and_then(Value::as_str).map(str::to_owned))
+}
+
+/// A controller owner reference to `owner` (which must carry apiVersion and kind).
+pub fn controller_ref(owner: &Value) -> Value {
+    json!({
+        "apiVersion": owner.get("apiVersion").cloned().unwrap_or(Value::Null),
+        "kind": owner.get("kind").cloned().unwrap_or(Value::Null),
+        "name": crate::object::name(owner),
+        "uid": crate::object::uid(owner),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}
+
+/// `key=value,...` in key order: a selector's `matchLabels` as a label selector string.
+pub fn selector_string(match_labels: &BTreeMap<String, String>) -> String {
+    match_labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A JSON merge patch turning `old` into `new` (objects recurse, removed keys become `null`,
+/// everything else is replaced), or `None` if they are equal.
+pub fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
+    if old == new {
+        return None;
+    }
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) => {
+            let mut patch = Map::new();
+            for (k, nv) in n {
+                match o.get(k) {
+                    Some(ov) => {
+                        if let Some(d) = merge_diff(ov, nv) {
+                            patch.insert(k.clone(), d);
+                        }
+                    }
+                    None => {
+                        patch.insert(k.clone(), nv.clone());
+                    }
+                }
+            }
+            for k in o.keys().filter(|k| !n.contains_key(*k)) {
+                patch.insert(k.clone(), Value::Null);
+            }
+            Some(Value::Object(patch))
+        }
+        _ => Some(new.clone()),
+    }
+}
+
+/// The HTTP code of an API error.
+pub fn code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// `Ok` for a 404 (the object is already gone), the error otherwise.
+pub fn ignore_not_found<T>(r: Result<T, kube::Error>) -> Result<(), WorldError> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if code(&e) == Some(404) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A duration such as `90s`, `5m`, `1h`, `250ms` or a plain number of seconds.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    match unit {
+        "" | "s" => Some(Duration::from_secs(n)),
+        "ms" => Some(Duration::from_millis(n)),
+        "m" => Some(Duration::from_secs(n.saturating_mul(60))),
+        "h" => Some(Duration::from_secs(n.saturating_mul(3600))),
+        _ => None,
+    }
+}
+
+/// Merge-patch the `status` subresource with `desired` (an object of status fields) unless
+/// every one of those fields already has that value in `obj`.
+pub async fn patch_status_if_changed<K>(
+    api: &Api<K>,
+    obj: &Value,
+    desired: Value,
+) -> Result<(), WorldError>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let current = obj.get("status").cloned().unwrap_or(Value::Null);
+    let changed = desired.as_object().is_some_and(|d| {
+        d.iter()
+            .any(|(k, v)| current.get(k).unwrap_or(&Value::Null) != v)
+    });
+    if !changed {
+        return Ok(());
+    }
+    let patch = json!({"status": desired});
+    api.patch_status(
+        crate::object::name(obj),
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The status condition of a type, if present.
+pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
+    crate::object::get_path(obj, ".status.conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+/// Whether a condition of that type is `True`.
+pub fn condition_true(obj: &Value, kind: &str) -> bool {
+    condition(obj, kind)
+        .and_then(|c| c.get("status"))
+        .and_then(Value::as_str)
+        == Some("True")
+}
+
+/// A condition, keeping the previous `lastTransitionTime` when the status did not change.
+pub fn new_condition(
+    previous: Option<&Value>,
+    kind: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+) -> Value {
+    let status = if status { "True" } else { "False" };
+    let since = previous
+        .filter(|p| p.get("status").and_then(Value::as_str) == Some(status))
+        .and_then(|p| p.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(crate::object::now_rfc3339()));
+    json!({"type": kind, "status": status, "reason": reason, "message": message,
+        "lastTransitionTime": since})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_diffs_null_removed_keys() {
+        let old = json!({"a": 1, "b": {"c": 2, "d": 3}, "e": [1]});
+        let new = json!({"a": 1, "b": {"c": 5}, "e": [2], "f": true});
+        assert_eq!(
+            merge_diff(&old, &new).unwrap(),
+            json!({"b": {"c": 5, "d": null}, "e": [2], "f": true})
+        );
+        assert!(merge_diff(&old, &old).is_none());
+        let mut patched = old.clone();
+        json_patch::merge(&mut patched, &merge_diff(&old, &new).unwrap());
+        assert_eq!(patched, new);
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("12"), Some(Duration::from_secs(12)));
+        assert_eq!(parse_duration("soon"), None);
+        assert_eq!(parse_duration("5d"), None);
+    }
+
+    #[test]
+    fn conditions_keep_their_transition_time() {
+        let old = json!({"type": "Ready", "status": "True", "lastTransitionTime": "then"});
+        let same = new_condition(Some(&old), "Ready", true, "R", "");
+        assert_eq!(same["lastTransitionTime"], "then");
+        let flipped = new_condition(Some(&old), "Ready", false, "R", "");
+        assert_ne!(flipped["lastTransitionTime"], "then");
+    }
+}

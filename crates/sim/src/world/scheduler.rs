@@ -1,0 +1,261 @@
+//! kube-scheduler-lite (workload cluster).
+//!
+//! Responsibility: bind pending pods (no `spec.nodeName`, not deleting, our `schedulerName`)
+//! through the `pods/binding` subresource to the node that fits them ([`super::fit`]) with the
+//! most room left, in priority then creation order, accounting for the pods it just placed;
+//! mark the rest `PodScheduled=False` with reason `Unschedulable` and kube-scheduler's
+//! `0/N nodes are available: …` message (or `SchedulingGated` for pods with scheduling gates),
+//! rewriting the condition only when it changes. Runs on every pod or node change and every
+//! retry interval while something is unschedulable.
+//! Inputs: Pods and Nodes (fresh lists). Outputs: bindings and pod status patches.
+//! Approximations: no preemption, no FailedScheduling events, no volume or DRA plugins.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use crate::world::WorldError;
+use crate::world::config::SchedulerConfig;
+use crate::world::driver::{PassResult, Reconciler};
+use crate::world::fit::{self, NodeInfo};
+use crate::world::objects::{code, condition, new_condition};
+
+/// kube-scheduler-lite.
+pub struct Scheduler {
+    client: kube::Client,
+    config: SchedulerConfig,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler").finish_non_exhaustive()
+    }
+}
+
+impl Scheduler {
+    /// Over a workload cluster.
+    pub fn new(client: kube::Client, config: SchedulerConfig) -> Self {
+        Self { client, config }
+    }
+}
+
+/// What the scheduler knows of a node (unreadable taints and quantities are left out).
+pub fn node_info(node: &Node) -> NodeInfo {
+    let labels = node
+        .metadata
+        .labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| {
+            (
+                std::sync::Arc::from(k.as_str()),
+                std::sync::Arc::from(v.as_str()),
+            )
+        })
+        .collect();
+    let spec = node.spec.clone().unwrap_or_default();
+    let taints = spec
+        .taints
+        .iter()
+        .flatten()
+        .filter_map(|t| scheduling::k8s::taint(t).ok())
+        .collect();
+    let status = node.status.clone().unwrap_or_default();
+    let allocatable = scheduling::resources::Resources::parse(
+        status
+            .allocatable
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.0.as_str())),
+    )
+    .unwrap_or_default();
+    let ready = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    NodeInfo {
+        name: node.metadata.name.clone().unwrap_or_default(),
+        labels,
+        taints,
+        allocatable,
+        ready,
+        unschedulable: spec.unschedulable.unwrap_or(false),
+        ..NodeInfo::default()
+    }
+}
+
+fn finished(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Nodes with the pods already bound to them accounted for.
+pub fn snapshot(nodes: &[Node], pods: &[Pod]) -> Vec<NodeInfo> {
+    let mut infos: Vec<NodeInfo> = nodes.iter().map(node_info).collect();
+    for p in pods.iter().filter(|p| !finished(p)) {
+        let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+            continue;
+        };
+        if let (Some(info), Ok(engine)) = (
+            infos.iter_mut().find(|i| i.name == node),
+            scheduling::k8s::pod(p),
+        ) {
+            info.place(&engine);
+        }
+    }
+    infos
+}
+
+fn key(p: &Pod) -> (i32, String, String) {
+    (
+        -p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
+        p.metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.to_string())
+            .unwrap_or_default(),
+        format!(
+            "{}/{}",
+            p.metadata.namespace.as_deref().unwrap_or_default(),
+            p.metadata.name.as_deref().unwrap_or_default()
+        ),
+    )
+}
+
+impl Scheduler {
+    fn pending(&self, p: &Pod) -> bool {
+        let spec = p.spec.as_ref();
+        spec.and_then(|s| s.node_name.as_deref())
+            .is_none_or(str::is_empty)
+            && p.metadata.deletion_timestamp.is_none()
+            && !finished(p)
+            && spec
+                .and_then(|s| s.scheduler_name.as_deref())
+                .unwrap_or("default-scheduler")
+                == self.config.scheduler_name
+    }
+
+    async fn bind(&self, p: &Pod, node: &str) -> Result<bool, WorldError> {
+        let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+        let name = p.metadata.name.as_deref().unwrap_or_default();
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let binding = json!({"apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": name, "namespace": ns},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
+        match api
+            .create_subresource::<Value, Value>("binding", name, &PostParams::default(), &binding)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if matches!(code(&e), Some(404 | 409)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn unschedulable(&self, p: &Pod, reason: &str, message: &str) -> Result<(), WorldError> {
+        let obj = serde_json::to_value(p)?;
+        let previous = condition(&obj, "PodScheduled");
+        let unchanged = previous.is_some_and(|c| {
+            c.get("status").and_then(Value::as_str) == Some("False")
+                && c.get("reason").and_then(Value::as_str) == Some(reason)
+                && c.get("message").and_then(Value::as_str) == Some(message)
+        });
+        if unchanged {
+            return Ok(());
+        }
+        let mut cond = new_condition(previous, "PodScheduled", false, reason, message);
+        crate::object::as_map(&mut cond).insert("lastProbeTime".into(), Value::Null);
+        let mut conditions: Vec<Value> = crate::object::get_path(&obj, ".status.conditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
+        conditions.push(cond);
+        let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+        let name = p.metadata.name.as_deref().unwrap_or_default();
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let patch = json!({"status": {"conditions": conditions}});
+        match api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if code(&e) == Some(404) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Reconciler for Scheduler {
+    fn name(&self) -> &'static str {
+        "kube-scheduler-lite"
+    }
+
+    async fn pass(&mut self) -> PassResult {
+        let pods: Api<Pod> = Api::all(self.client.clone());
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let pods = pods.list(&ListParams::default()).await?.items;
+        let nodes = nodes.list(&ListParams::default()).await?.items;
+        let mut infos = snapshot(&nodes, &pods);
+        let mut pending: Vec<&Pod> = pods.iter().filter(|p| self.pending(p)).collect();
+        pending.sort_by_key(|p| key(p));
+        let mut waiting = false;
+        for p in pending {
+            let gated = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.scheduling_gates.as_ref())
+                .is_some_and(|g| !g.is_empty());
+            if gated {
+                self.unschedulable(
+                    p,
+                    "SchedulingGated",
+                    "Scheduling is blocked due to non-empty scheduling gates",
+                )
+                .await?;
+                continue;
+            }
+            let engine = match scheduling::k8s::pod(p) {
+                Ok(e) => e,
+                Err(e) => {
+                    self.unschedulable(p, "Unschedulable", &e.to_string())
+                        .await?;
+                    waiting = true;
+                    continue;
+                }
+            };
+            let topology = fit::Topology::new(&engine, &infos);
+            let verdicts: Vec<Vec<fit::Reason>> = infos
+                .iter()
+                .map(|n| fit::filter(&engine, n, &topology))
+                .collect();
+            let best = infos
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| verdicts.get(*i).is_some_and(Vec::is_empty))
+                .max_by(|(_, a), (_, b)| {
+                    fit::score(&engine, a)
+                        .cmp(&fit::score(&engine, b))
+                        .then_with(|| b.name.cmp(&a.name))
+                })
+                .map(|(i, _)| i);
+            match best.and_then(|i| infos.get_mut(i)) {
+                Some(node) => {
+                    let name = node.name.clone();
+                    if self.bind(p, &name).await? {
+                        node.place(&engine);
+                    }
+                }
+                None => {
+                    waiting = true;
+                    let message = fit::message(infos.len(), &verdicts);
+                    self.unschedulable(p, "Unschedulable", &message).await?;
+                }
+            }
+        }
+        Ok(waiting.then_some(self.config.retry_interval))
+    }
+}
