@@ -28,8 +28,8 @@ pub enum Command {
     Run,
     /// Run the controller on an embedded simulated cluster (not implemented yet).
     Simulate,
-    /// Serve simulated management and workload clusters (not implemented yet).
-    Sim,
+    /// Simulated clusters: serve them locally, or run the simulated world against real ones.
+    Sim(SimArgs),
     /// Show offline which NodeClaims a cluster dump would get (not implemented yet).
     Plan,
     /// Benchmarks.
@@ -44,7 +44,7 @@ impl Command {
             Self::Version(_) => "version",
             Self::Run => "run",
             Self::Simulate => "simulate",
-            Self::Sim => "sim",
+            Self::Sim(_) => "sim",
             Self::Plan => "plan",
             Self::Bench(_) => "bench",
         }
@@ -58,6 +58,53 @@ pub struct CrdsArgs {
     /// them, e.g. `charts/karpenter-capi/crds`.
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<std::path::PathBuf>,
+}
+
+/// `sim` subcommands.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// What to run.
+    #[command(subcommand)]
+    pub which: SimCommand,
+}
+
+/// The `sim` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Serve a simulated management and workload cluster (in-memory API servers with simulated
+    /// Cluster API, kube-scheduler and kubelet) until interrupted.
+    Serve(SimServeArgs),
+    /// Run only the simulated world controllers (Cluster API, kube-scheduler, kubelet) against
+    /// an existing pair of clusters, e.g. real API servers with no real infrastructure.
+    World(SimWorldArgs),
+}
+
+/// Flags of `sim serve`.
+#[derive(Debug, Args)]
+pub struct SimServeArgs {
+    /// Address of the workload cluster's API server (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub address: std::net::SocketAddr,
+    /// Address of the management cluster's API server (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub management_address: std::net::SocketAddr,
+    /// Write the workload cluster's kubeconfig here.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// Write the management cluster's kubeconfig here.
+    #[arg(long, value_name = "PATH")]
+    pub management_kubeconfig: Option<std::path::PathBuf>,
+}
+
+/// Flags of `sim world`.
+#[derive(Debug, Args)]
+pub struct SimWorldArgs {
+    /// Kubeconfig of the workload cluster.
+    #[arg(long, value_name = "PATH", env = "KUBECONFIG")]
+    pub kubeconfig: std::path::PathBuf,
+    /// Kubeconfig of the management cluster (the CAPI objects live there).
+    #[arg(long, value_name = "PATH", env = "CLUSTER_API_KUBECONFIG")]
+    pub management_kubeconfig: std::path::PathBuf,
 }
 
 /// `bench` subcommands.

@@ -6,6 +6,7 @@
 
 mod bench;
 mod cli;
+mod sim_cmd;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -63,7 +64,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             }
         },
-        Command::Run | Command::Simulate | Command::Sim | Command::Plan => {
+        Command::Sim(args) => {
+            sim_cmd::run(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run | Command::Simulate | Command::Plan => {
             let name = cli.command.name();
             eprintln!(
                 "karpenter-capi {name}: not implemented yet (see the status table in README.md)"

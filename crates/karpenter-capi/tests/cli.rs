@@ -73,7 +73,7 @@ fn version_prints_text_and_json() {
 
 #[test]
 fn commands_not_built_yet_say_so_and_fail() {
-    for command in ["run", "simulate", "sim", "plan"] {
+    for command in ["run", "simulate", "plan"] {
         let out = karpenter_capi(&[command]);
         assert_eq!(out.status.code(), Some(2), "{command} must exit non-zero");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -149,4 +149,48 @@ fn bench_scheduling_needs_a_workload() {
     let out = karpenter_capi(&["bench", "scheduling", "--pods-file", "/nonexistent.tsv"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.tsv"));
+}
+
+#[test]
+fn sim_serve_serves_clusters_kubectl_can_use() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("karpenter-capi-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let workload = dir.join("workload.kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+        .args(["sim", "serve", "--kubeconfig", workload.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let ready = stdout
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("ready:"));
+    assert!(ready, "sim serve never said it was ready");
+    let kubectl = Command::new("kubectl")
+        .args([
+            "--kubeconfig",
+            workload.to_str().unwrap(),
+            "get",
+            "crd",
+            "-o",
+            "name",
+        ])
+        .output();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    match kubectl {
+        Err(e) => eprintln!("kubectl not found ({e}); only checked that sim serve starts"),
+        Ok(out) => {
+            let names = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(names.contains("nodepools.karpenter.sh"), "{names}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
 }

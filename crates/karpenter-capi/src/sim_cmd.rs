@@ -1,0 +1,76 @@
+//! `karpenter-capi sim serve` and `sim world`: wiring of the `sim` crate's world.
+//!
+//! Responsibility: start the simulated clusters (or only the simulated world controllers
+//! against given clusters), say where they are, and stop cleanly on Ctrl-C.
+//! Inputs: [`cli::SimArgs`]. Outputs: running servers; messages on stdout.
+
+use anyhow::Context;
+use sim::{ServeWorldConfig, WorldConfig};
+
+use crate::cli::{SimArgs, SimCommand, SimServeArgs, SimWorldArgs};
+
+/// Runs a `sim` subcommand until interrupted.
+pub fn run(args: SimArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        match args.which {
+            SimCommand::Serve(args) => serve(args).await,
+            SimCommand::World(args) => world(args).await,
+        }
+    })
+}
+
+async fn serve(args: SimServeArgs) -> anyhow::Result<()> {
+    let world = sim::serve_world(ServeWorldConfig {
+        world: WorldConfig::default(),
+        management_addr: args.management_address,
+        workload_addr: args.address,
+        management_kubeconfig: args.management_kubeconfig,
+        workload_kubeconfig: args.kubeconfig,
+        install_karpenter_crds: true,
+    })
+    .await
+    .context("cannot start the simulated clusters")?;
+    println!("workload cluster:   {}", world.workload_url());
+    println!(
+        "  kubeconfig:       {}",
+        world.workload_kubeconfig().display()
+    );
+    println!("management cluster: {}", world.management_url());
+    println!(
+        "  kubeconfig:       {}",
+        world.management_kubeconfig().display()
+    );
+    println!(
+        "ready: try `kubectl --kubeconfig {} get nodes`; Ctrl-C stops",
+        world.workload_kubeconfig().display()
+    );
+    tokio::signal::ctrl_c()
+        .await
+        .context("cannot wait for Ctrl-C")?;
+    world
+        .shutdown()
+        .await
+        .context("shutting down the simulated clusters")
+}
+
+async fn world(args: SimWorldArgs) -> anyhow::Result<()> {
+    let client = |path: std::path::PathBuf| async move {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&path)
+            .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
+        kube::Client::try_from(config).context("cannot build a client")
+    };
+    let workload = client(args.kubeconfig).await?;
+    let management = client(args.management_kubeconfig).await?;
+    println!("running the simulated world controllers; Ctrl-C stops");
+    tokio::select! {
+        result = sim::run_world_against(workload, management, WorldConfig::default()) => result,
+        signal = tokio::signal::ctrl_c() => signal.context("cannot wait for Ctrl-C"),
+    }
+}
