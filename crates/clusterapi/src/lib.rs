@@ -1,8 +1,8 @@
 //! The Cluster API provider of karpenter-capi.
 //!
 //! Responsibility: turn Cluster API MachineDeployments (in the management cluster) and a
-//! ClusterAPINodeClass (in the workload cluster) into what Karpenter schedules with. For now only
-//! the pure parts, with no client and no async:
+//! ClusterAPINodeClass (in the workload cluster) into what Karpenter schedules with, and launch and
+//! terminate nodes. The pure parts (no client, no async):
 //! - [`selection`]: which MachineDeployments a NodeClass may use (member label AND selector,
 //!   namespace and cluster scoping, paused detection);
 //! - [`annotations`]: typed, panic-free parsers for the cluster-autoscaler scale-from-zero
@@ -11,11 +11,17 @@
 //!   of instance types with offerings, each offering remembering its MachineDeployment, plus
 //!   the MachineDeployments excluded for bad input.
 //!
+//! The client side:
+//! - [`provider`]: the client side, [`ClusterApiProvider`], the `cloudprovider::CloudProvider`
+//!   over a management and a workload cluster (scale through `/scale`, compare-and-set Machine
+//!   claims, a reflector-backed Machine cache with a providerID index).
+//!
 //! Inputs: `api` objects and JSON values. Outputs: `scheduling` instance types and typed
 //! problems. Nothing here panics on user input: bad input is a value the caller reports.
 
 pub mod annotations;
 pub mod instance_types;
+pub mod provider;
 pub mod selection;
 
 #[cfg(test)]
@@ -27,4 +33,5 @@ pub use instance_types::{
     MachineDeploymentRef, NameSource, NodeClassError, OfferingOrigin, PriceSource, Unavailable,
     build_catalogue,
 };
+pub use provider::{ClusterApiProvider, ProviderConfig};
 pub use selection::{Scope, Selector, SelectorError, is_member, is_paused, select};

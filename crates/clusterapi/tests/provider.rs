@@ -1,0 +1,299 @@
+//! The Cluster API CloudProvider against the simulated world: cheapest choice, compare-and-set
+//! claims under concurrency, max size, resume after a restart, idempotent delete, late
+//! providerIDs.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use api::well_known::annotations::MACHINE;
+use api::well_known::capi::{DEPLOYMENT_NAME, KARPENTER_MEMBER};
+use api::{Machine, MachineDeployment, NodeClaim};
+use cloudprovider::{CloudProvider, CloudProviderError, Launch};
+use clusterapi::provider::CLAIMED_BY_UID;
+use clusterapi::{ClusterApiProvider, ProviderConfig};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use sim::world::crds::install_karpenter_crds;
+use sim::world::objects::machine_deployments;
+use sim::{World, WorldConfig};
+
+async fn world(config: WorldConfig) -> World {
+    let world = World::start(config).await.unwrap();
+    install_karpenter_crds(&world.workload_client())
+        .await
+        .unwrap();
+    let classes = Api::<DynamicObject>::all_with(
+        world.workload_client(),
+        &kube::discovery::ApiResource::erase::<api::ClusterAPINodeClass>(&()),
+    );
+    let nc: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1",
+        "kind": "ClusterAPINodeClass",
+        "metadata": {"name": "default"},
+        "spec": {},
+    }))
+    .unwrap();
+    classes.create(&PostParams::default(), &nc).await.unwrap();
+    world
+}
+
+async fn add_md(world: &World, name: &str, price: &str, max_size: Option<&str>) {
+    let mds = Api::<DynamicObject>::namespaced_with(
+        world.management_client(),
+        "default",
+        &machine_deployments(),
+    );
+    let mut annotations = json!({
+        "capacity.cluster-autoscaler.kubernetes.io/cpu": "4",
+        "capacity.cluster-autoscaler.kubernetes.io/memory": "16Gi",
+        "capacity.cluster-autoscaler.kubernetes.io/labels":
+            format!("node.kubernetes.io/instance-type={name},topology.kubernetes.io/zone=z1"),
+        "karpenter.cluster.x-k8s.io/price": price,
+    });
+    if let Some(max) = max_size {
+        annotations[api::well_known::capi::MAX_SIZE] = json!(max);
+    }
+    let md: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "MachineDeployment",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations,
+            "labels": {KARPENTER_MEMBER: ""}},
+        "spec": {
+            "clusterName": "c1",
+            "replicas": 0,
+            "selector": {"matchLabels": {"pool": name}},
+            "template": {
+                "metadata": {"labels": {"pool": name}},
+                "spec": {"clusterName": "c1", "bootstrap": {"dataSecretName": "boot"},
+                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                        "kind": "DockerMachineTemplate", "name": "t"}},
+            },
+        },
+    }))
+    .unwrap();
+    mds.create(&PostParams::default(), &md).await.unwrap();
+}
+
+async fn node_claim(world: &World, name: &str) -> NodeClaim {
+    let api: Api<NodeClaim> = Api::all(world.workload_client());
+    let nc: NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.cluster.x-k8s.io", "kind": "ClusterAPINodeClass",
+                "name": "default"},
+            "requirements": [{"key": "topology.kubernetes.io/zone", "operator": "In",
+                "values": ["z1"]}],
+            "resources": {"requests": {"cpu": "1"}},
+        },
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &nc).await.unwrap()
+}
+
+async fn fresh(world: &World, nc: &NodeClaim) -> NodeClaim {
+    let api: Api<NodeClaim> = Api::all(world.workload_client());
+    api.get(nc.metadata.name.as_deref().unwrap()).await.unwrap()
+}
+
+async fn replicas(world: &World, md: &str) -> i32 {
+    let api: Api<MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    api.get(md).await.unwrap().spec.replicas.unwrap_or(0)
+}
+
+async fn machine(world: &World, launch: &Launch) -> Option<Machine> {
+    let api: Api<Machine> = Api::namespaced(world.management_client(), "default");
+    api.get_opt(&launch.machine.name).await.unwrap()
+}
+
+fn provider(world: &World) -> ClusterApiProvider {
+    ClusterApiProvider::new(
+        world.management_client(),
+        world.workload_client(),
+        ProviderConfig::default(),
+    )
+}
+
+fn label(m: &Machine, key: &str) -> Option<String> {
+    m.metadata.labels.as_ref()?.get(key).cloned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn create_scales_the_cheapest_machine_deployment_and_claims_one_machine() {
+    let world = world(WorldConfig::default()).await;
+    add_md(&world, "a-expensive", "2.0", None).await;
+    add_md(&world, "b-cheap", "0.5", None).await;
+    let p = provider(&world);
+    let nc = node_claim(&world, "nc-1").await;
+
+    let launch = p.create(&nc).await.unwrap();
+    assert_eq!(launch.instance_type, "b-cheap");
+    assert_eq!(launch.zone.as_deref(), Some("z1"));
+    assert_eq!(replicas(&world, "b-cheap").await, 1);
+    assert_eq!(replicas(&world, "a-expensive").await, 0);
+    let m = machine(&world, &launch).await.unwrap();
+    assert_eq!(label(&m, DEPLOYMENT_NAME).as_deref(), Some("b-cheap"));
+    assert_eq!(label(&m, KARPENTER_MEMBER).as_deref(), Some(""));
+    assert_eq!(
+        m.metadata.annotations.as_ref().unwrap()[CLAIMED_BY_UID],
+        nc.metadata.uid.clone().unwrap()
+    );
+    let bound = fresh(&world, &nc).await;
+    assert_eq!(
+        bound.metadata.annotations.unwrap()[MACHINE],
+        launch.machine.to_string()
+    );
+    // Calling create again resumes: same Machine, no new replica.
+    let again = p.create(&fresh(&world, &nc).await).await.unwrap();
+    assert_eq!(again.machine, launch.machine);
+    assert_eq!(replicas(&world, "b-cheap").await, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_creates_never_claim_the_same_machine() {
+    let world = world(WorldConfig::default()).await;
+    add_md(&world, "md", "1", None).await;
+    let p = provider(&world);
+    let a = node_claim(&world, "a").await;
+    let b = node_claim(&world, "b").await;
+    let (la, lb) = tokio::join!(p.create(&a), p.create(&b));
+    let (la, lb) = (la.unwrap(), lb.unwrap());
+    assert_ne!(la.machine, lb.machine);
+    assert_eq!(replicas(&world, "md").await, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn twenty_creates_against_max_size_five_launch_exactly_five() {
+    let world = world(WorldConfig::default()).await;
+    add_md(&world, "md", "1", Some("5")).await;
+    let p = provider(&world);
+    let mut ncs = Vec::new();
+    for i in 0..20 {
+        ncs.push(node_claim(&world, &format!("nc-{i}")).await);
+    }
+    let results = futures::future::join_all(ncs.iter().map(|nc| p.create(nc))).await;
+    let launched: Vec<&Launch> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(launched.len(), 5);
+    let machines: HashSet<_> = launched.iter().map(|l| l.machine.clone()).collect();
+    assert_eq!(machines.len(), 5);
+    for r in &results {
+        if let Err(e) = r {
+            assert!(
+                matches!(e, CloudProviderError::InsufficientCapacity(_)),
+                "{e}"
+            );
+        }
+    }
+    assert_eq!(replicas(&world, "md").await, 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_provider_resumes_with_the_same_machine() {
+    let world = world(WorldConfig::default()).await;
+    add_md(&world, "md", "1", None).await;
+    let nc = node_claim(&world, "nc").await;
+    let first = provider(&world).create(&nc).await.unwrap();
+
+    // Restart with the NodeClaim annotated.
+    let second = provider(&world)
+        .create(&fresh(&world, &nc).await)
+        .await
+        .unwrap();
+    assert_eq!(second.machine, first.machine);
+
+    // Restart after a crash between the claim and the NodeClaim annotation.
+    let api: Api<NodeClaim> = Api::all(world.workload_client());
+    let patch = json!({"metadata": {"annotations": {MACHINE: null}}});
+    api.patch("nc", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let third = provider(&world)
+        .create(&fresh(&world, &nc).await)
+        .await
+        .unwrap();
+    assert_eq!(third.machine, first.machine);
+    assert_eq!(replicas(&world, "md").await, 1);
+    let rebound = fresh(&world, &nc).await;
+    assert_eq!(
+        rebound.metadata.annotations.unwrap()[MACHINE],
+        first.machine.to_string()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn delete_twice_lowers_replicas_once_and_the_machine_goes() {
+    let world = world(WorldConfig::default()).await;
+    add_md(&world, "md", "1", None).await;
+    let p = provider(&world);
+    let a = node_claim(&world, "a").await;
+    let b = node_claim(&world, "b").await;
+    let la = p.create(&a).await.unwrap();
+    let lb = p.create(&b).await.unwrap();
+    assert_eq!(replicas(&world, "md").await, 2);
+
+    let a = fresh(&world, &a).await;
+    p.delete(&a).await.unwrap();
+    match p.delete(&a).await {
+        Ok(()) | Err(CloudProviderError::NodeClaimNotFound(_)) => {}
+        Err(e) => panic!("{e}"),
+    }
+    assert_eq!(replicas(&world, "md").await, 1);
+
+    let mut gone = false;
+    for _ in 0..240 {
+        if machine(&world, &la).await.is_none() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(gone, "the MachineSet deleted the annotated Machine");
+    assert!(p.delete(&a).await.unwrap_err().is_not_found());
+    assert_eq!(replicas(&world, "md").await, 1);
+    assert!(
+        machine(&world, &lb).await.is_some(),
+        "the other Machine stays"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_provider_id_is_picked_up_without_blocking_create() {
+    let mut config = WorldConfig::default();
+    config.capi.provider_id_delay = Duration::from_secs(600);
+    let world = world(config).await;
+    add_md(&world, "md", "1", None).await;
+    let p = provider(&world);
+    let nc = node_claim(&world, "nc").await;
+    let launch = p.create(&nc).await.unwrap();
+    assert_eq!(
+        launch.provider_id, None,
+        "create returned before the providerID"
+    );
+    let nc = fresh(&world, &nc).await;
+    assert_eq!(p.get_launch(&nc).await.unwrap().provider_id, None);
+
+    tokio::time::sleep(Duration::from_secs(660)).await;
+    let later = p.get_launch(&nc).await.unwrap();
+    let id = later.provider_id.clone().expect("the providerID arrived");
+    assert_eq!(later.machine, launch.machine);
+    let by_id = p
+        .get(&format!("{}/", id.replacen("sim", "SIM", 1)))
+        .await
+        .unwrap();
+    assert_eq!(by_id.machine, launch.machine);
+    let listed: Vec<Value> = p
+        .list()
+        .await
+        .unwrap()
+        .iter()
+        .map(|l| json!(l.machine.to_string()))
+        .collect();
+    assert_eq!(listed, vec![json!(launch.machine.to_string())]);
+}
