@@ -30,8 +30,9 @@ pub enum Command {
     Simulate,
     /// Simulated clusters: serve them locally, or run the simulated world against real ones.
     Sim(SimArgs),
-    /// Show offline which NodeClaims a cluster dump would get (not implemented yet).
-    Plan,
+    /// Show offline which NodeClaims a cluster dump would get, which pods bind to existing
+    /// nodes and why the others cannot schedule.
+    Plan(crate::plan::PlanArgs),
     /// Benchmarks.
     Bench(BenchArgs),
 }
@@ -45,7 +46,7 @@ impl Command {
             Self::Run => "run",
             Self::Simulate => "simulate",
             Self::Sim(_) => "sim",
-            Self::Plan => "plan",
+            Self::Plan(_) => "plan",
             Self::Bench(_) => "bench",
         }
     }
@@ -121,6 +122,8 @@ pub enum BenchCommand {
     /// Karpenter's scheduling benchmark: 400 fake instance types, one NodePool, an empty
     /// cluster; times only the solve, on a freshly built scheduler each iteration.
     Scheduling(crate::bench::SchedulingArgs),
+    /// The `sim` API server at scale: nodes, pods and concurrent watchers over HTTP.
+    Sim(crate::bench_sim::SimBenchArgs),
 }
 
 /// Flags of `version`.

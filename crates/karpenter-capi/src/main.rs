@@ -5,7 +5,9 @@
 //! Inputs: argv and environment. Outputs: the chosen command's effect and exit status.
 
 mod bench;
+mod bench_sim;
 mod cli;
+mod plan;
 mod sim_cmd;
 
 use std::io::Write;
@@ -63,12 +65,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", bench::render(&report, args.output)?);
                 Ok(ExitCode::SUCCESS)
             }
+            cli::BenchCommand::Sim(args) => {
+                let report = bench_sim::run(&args)?;
+                println!("{}", bench_sim::render(&report, args.output)?);
+                Ok(ExitCode::SUCCESS)
+            }
         },
         Command::Sim(args) => {
             sim_cmd::run(args)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Run | Command::Simulate | Command::Plan => {
+        Command::Plan(args) => {
+            plan::run(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run | Command::Simulate => {
             let name = cli.command.name();
             eprintln!(
                 "karpenter-capi {name}: not implemented yet (see the status table in README.md)"

@@ -73,7 +73,7 @@ fn version_prints_text_and_json() {
 
 #[test]
 fn commands_not_built_yet_say_so_and_fail() {
-    for command in ["run", "simulate", "plan"] {
+    for command in ["run", "simulate"] {
         let out = karpenter_capi(&[command]);
         assert_eq!(out.status.code(), Some(2), "{command} must exit non-zero");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -193,4 +193,184 @@ fn sim_serve_serves_clusters_kubectl_can_use() {
         }
     }
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn plan_json(args: &[&str]) -> serde_json::Value {
+    let out = karpenter_capi(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn pods_of(value: &serde_json::Value) -> Vec<&str> {
+    value["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn plan_basic_dump_decides_like_the_provisioner() {
+    let path = fixture("plan-basic.yaml");
+    let plan = plan_json(&["plan", "-f", &path, "--output", "json"]);
+    let keys: Vec<&String> = plan.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["bindings", "nodeClaims", "unschedulable"]);
+
+    // web-1 fits the existing worker (2 cpu - 1 cpu bound - 100m daemon overhead).
+    assert_eq!(plan["bindings"].as_array().unwrap().len(), 1);
+    assert_eq!(plan["bindings"][0]["node"], "worker-1");
+    assert_eq!(pods_of(&plan["bindings"][0]), ["default/web-1"]);
+
+    let claims = plan["nodeClaims"].as_array().unwrap();
+    assert_eq!(claims.len(), 2, "{plan:#}");
+    assert!(claims.iter().all(|c| c["nodePool"] == "general"));
+    // The small shape exists in zone-a (0.10) and zone-b (0.12): the cheaper MD backs it.
+    let small = claims
+        .iter()
+        .find(|c| c["instanceType"] == "small")
+        .unwrap();
+    assert_eq!(small["machineDeployment"], "capi/small-a");
+    assert_eq!(small["zone"], "zone-a");
+    assert_eq!(small["price"], 0.1);
+    assert_eq!(small["capacityType"], "on-demand");
+    // The large shape's capacity comes from its DockerMachineTemplate's status.
+    let large = claims
+        .iter()
+        .find(|c| c["instanceType"] == "large")
+        .unwrap();
+    assert_eq!(large["machineDeployment"], "capi/large-b");
+    assert_eq!(large["zone"], "zone-b");
+    // Every pending, valid pod except huge-1 is placed exactly once.
+    let mut placed: Vec<&str> = claims.iter().flat_map(pods_of).collect();
+    placed.sort_unstable();
+    assert_eq!(
+        placed,
+        ["default/batch-1", "default/spread-1", "default/spread-2"]
+    );
+    // The zone spread puts the two spread pods in different zones.
+    let zone_of = |pod: &str| {
+        claims
+            .iter()
+            .find(|c| pods_of(c).contains(&pod))
+            .map(|c| c["zone"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert_ne!(zone_of("default/spread-1"), zone_of("default/spread-2"));
+
+    let unschedulable: Vec<(&str, &str)> = plan["unschedulable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["pod"].as_str().unwrap(), u["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(unschedulable.len(), 3, "{unschedulable:?}");
+    let reason = |pod: &str| {
+        unschedulable
+            .iter()
+            .find(|(p, _)| *p == pod)
+            .map(|(_, r)| *r)
+            .unwrap()
+    };
+    assert!(reason("default/huge-1").contains("no instance type has enough resources"));
+    assert!(reason("default/avoid-1").contains("karpenter.sh/nodepool DoesNotExist"));
+    assert!(reason("default/pinned-1").contains("kubernetes.io/hostname is not allowed"));
+}
+
+#[test]
+fn plan_prints_a_table_and_notes_skipped_kinds() {
+    let path = fixture("plan-basic.yaml");
+    let out = karpenter_capi(&["plan", "-f", &path]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with("NodeClaims to create: 2"), "{stdout}");
+    assert!(stdout.contains("capi/small-a"), "{stdout}");
+    assert!(stdout.contains("Unschedulable pods: 3"), "{stdout}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("ConfigMap unrelated"), "{stderr}");
+}
+
+#[test]
+fn plan_with_the_production_predicate_only_considers_unschedulable_pods() {
+    let path = fixture("plan-basic.yaml");
+    let plan = plan_json(&[
+        "plan",
+        "-f",
+        &path,
+        "-o",
+        "json",
+        "--require-unschedulable-condition",
+    ]);
+    assert!(plan["nodeClaims"].as_array().unwrap().is_empty());
+    assert!(plan["unschedulable"].as_array().unwrap().is_empty());
+    assert_eq!(pods_of(&plan["bindings"][0]), ["default/web-1"]);
+}
+
+#[test]
+fn plan_scoped_to_another_cluster_has_no_instance_types() {
+    let path = fixture("plan-basic.yaml");
+    let plan = plan_json(&["plan", "-f", &path, "-o", "json", "--cluster-name", "other"]);
+    assert!(plan["nodeClaims"].as_array().unwrap().is_empty());
+    // web-1 still fits the existing node; the others get the scheduler's reason.
+    assert_eq!(plan["bindings"].as_array().unwrap().len(), 1);
+    assert_eq!(plan["unschedulable"].as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn plan_reads_stdin_and_rejects_malformed_documents() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+        .args(["plan", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n\
+              apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 3}\n",
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("document 1 (Pod p)"), "{stderr}");
+    assert!(stderr.contains("spec.containers"), "{stderr}");
+}
+
+#[test]
+fn bench_sim_creates_and_watches_everything() {
+    let out = karpenter_capi(&[
+        "bench",
+        "sim",
+        "--pods",
+        "200",
+        "--nodes",
+        "20",
+        "--watchers",
+        "5",
+        "--output",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["pods"], 200);
+    assert_eq!(json["watchers"], 5);
+    assert!(json["watch_events_per_sec"].as_f64().unwrap() > 0.0);
 }

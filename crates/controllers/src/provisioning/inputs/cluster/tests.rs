@@ -1,0 +1,232 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde_json::json;
+
+use super::*;
+
+fn from<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    serde_json::from_value(value).unwrap()
+}
+
+fn node(name: &str, labels: serde_json::Value, taints: serde_json::Value) -> core::Node {
+    from(json!({
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"taints": taints},
+        "status": {"allocatable": {"cpu": "2", "memory": "4Gi"}, "capacity": {"cpu": "2", "memory": "4Gi"}}
+    }))
+}
+
+fn run(objects: &ClusterObjects<'_>) -> Cluster {
+    let (cluster, warnings) = cluster(objects);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    cluster
+}
+
+#[test]
+fn nodes_deleting_or_disrupted_are_left_out() {
+    let mut deleting = node("deleting", json!({}), json!([]));
+    deleting.metadata.deletion_timestamp = Some(from(json!("2026-01-01T00:00:00Z")));
+    let nodes = [
+        deleting,
+        node(
+            "disrupted",
+            json!({}),
+            json!([{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]),
+        ),
+        node(
+            "unmanaged",
+            json!({"a": "b"}),
+            json!([{"key": "x", "value": "y", "effect": "NoSchedule"}]),
+        ),
+        node(
+            "managed-new",
+            json!({"karpenter.sh/nodepool": "p"}),
+            json!([]),
+        ),
+        node(
+            "managed-ready",
+            json!({"karpenter.sh/nodepool": "p", "karpenter.sh/initialized": "true"}),
+            json!([]),
+        ),
+    ];
+    let cluster = run(&ClusterObjects {
+        nodes: &nodes,
+        ..ClusterObjects::default()
+    });
+    let names: Vec<(&str, bool)> = cluster
+        .nodes
+        .iter()
+        .map(|n| (&*n.name, n.initialized))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("unmanaged", true),
+            ("managed-new", false),
+            ("managed-ready", true)
+        ]
+    );
+    let unmanaged = &cluster.nodes[0];
+    assert_eq!(unmanaged.labels.get("a").map(|v| &**v), Some("b"));
+    assert_eq!(unmanaged.taints[0].to_string(), "x=y:NoSchedule");
+    assert_eq!(unmanaged.allocatable.to_string(), "{cpu: 2, memory: 4Gi}");
+}
+
+fn claim(name: &str, node_name: Option<&str>) -> NodeClaim {
+    from(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "p"}},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.cluster.x-k8s.io", "kind": "ClusterAPINodeClass", "name": "d"},
+            "requirements": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["small"]},
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a", "b"]}],
+            "taints": [{"key": "t", "effect": "NoSchedule"}],
+            "startupTaints": [{"key": "s", "effect": "NoSchedule"}]},
+        "status": {"providerID": "docker://x", "nodeName": node_name,
+            "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": "1900m", "memory": "7Gi", "pods": "110"}}
+    }))
+}
+
+#[test]
+fn launched_node_claims_without_a_node_are_existing_nodes() {
+    let claims = [claim("nc-1", None), claim("nc-2", Some("n2"))];
+    let nodes = [node(
+        "n2",
+        json!({"karpenter.sh/nodepool": "p"}),
+        json!([{"key": "s", "effect": "NoSchedule"}]),
+    )];
+    let cluster = run(&ClusterObjects {
+        nodes: &nodes,
+        node_claims: &claims,
+        ..ClusterObjects::default()
+    });
+    assert_eq!(cluster.nodes.len(), 2);
+    // n2 is uninitialized: its NodeClaim's startup taint does not count.
+    assert_eq!(&*cluster.nodes[0].name, "n2");
+    assert!(cluster.nodes[0].taints.is_empty());
+    let nc = &cluster.nodes[1];
+    assert_eq!(&*nc.name, "nc-1");
+    assert!(!nc.initialized);
+    assert_eq!(
+        nc.labels
+            .get("node.kubernetes.io/instance-type")
+            .map(|v| &**v),
+        Some("small")
+    );
+    assert!(!nc.labels.contains_key("topology.kubernetes.io/zone"));
+    assert_eq!(nc.taints.len(), 1);
+    assert_eq!(
+        nc.allocatable.to_string(),
+        "{cpu: 1900m, memory: 7Gi, pods: 110}"
+    );
+}
+
+#[test]
+fn bound_non_terminal_pods_and_namespaces_are_read() {
+    let pods: Vec<core::Pod> = vec![
+        from(
+            json!({"metadata": {"name": "a", "namespace": "x"}, "spec": {"nodeName": "n", "containers": []}}),
+        ),
+        from(
+            json!({"metadata": {"name": "done", "namespace": "x"}, "spec": {"nodeName": "n", "containers": []},
+            "status": {"phase": "Succeeded"}}),
+        ),
+        from(
+            json!({"metadata": {"name": "pending", "namespace": "x"}, "spec": {"containers": []}}),
+        ),
+    ];
+    let namespaces: Vec<core::Namespace> = vec![from(
+        json!({"metadata": {"name": "x", "labels": {"env": "prod"}}}),
+    )];
+    let cluster = run(&ClusterObjects {
+        pods: &pods,
+        namespaces: &namespaces,
+        ..ClusterObjects::default()
+    });
+    let names: Vec<&str> = cluster.pods.iter().map(|p| &*p.name).collect();
+    assert_eq!(names, ["a"]);
+    assert_eq!(
+        cluster.namespaces["x"].get("env").map(|v| &**v),
+        Some("prod")
+    );
+}
+
+fn daemon_set() -> DaemonSet {
+    from(json!({
+        "metadata": {"name": "agent", "namespace": "kube-system", "uid": "ds-uid"},
+        "spec": {"selector": {}, "template": {"metadata": {"labels": {"app": "agent"}}, "spec": {
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]}}},
+            "containers": [{"name": "c", "resources": {"limits": {"cpu": "100m", "memory": "64Mi"},
+                "requests": {"memory": "32Mi"}}}]}}}
+    }))
+}
+
+#[test]
+fn daemonsets_without_pods_get_one_from_their_template_with_limits_as_requests() {
+    let cluster = run(&ClusterObjects {
+        daemon_sets: &[daemon_set()],
+        ..ClusterObjects::default()
+    });
+    assert_eq!(cluster.daemonset_pods.len(), 1);
+    let pod = &cluster.daemonset_pods[0];
+    assert_eq!(pod.key(), "kube-system/agent");
+    assert_eq!(
+        pod.requests.to_string(),
+        "{cpu: 100m, memory: 32Mi, pods: 1}"
+    );
+    assert_eq!(pod.required_node_affinity.len(), 1);
+}
+
+#[test]
+fn daemonsets_use_their_newest_pod_with_the_template_affinity() {
+    let owned = |name: &str, created: &str, cpu: &str| -> core::Pod {
+        from(json!({
+            "metadata": {"name": name, "namespace": "kube-system", "uid": name,
+                "creationTimestamp": created,
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
+                    "uid": "ds-uid", "controller": true}]},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+        }))
+    };
+    let pods = [
+        owned("old", "2026-01-01T00:00:00Z", "1"),
+        owned("new", "2026-02-01T00:00:00Z", "200m"),
+    ];
+    let cluster = run(&ClusterObjects {
+        pods: &pods,
+        daemon_sets: &[daemon_set()],
+        ..ClusterObjects::default()
+    });
+    let pod = &cluster.daemonset_pods[0];
+    assert_eq!(&*pod.name, "new");
+    assert!(pod.node_name.is_none());
+    assert_eq!(pod.requests.to_string(), "{cpu: 200m, pods: 1}");
+    assert_eq!(pod.required_node_affinity.len(), 1);
+}
+
+#[test]
+fn bad_quantities_skip_the_object_with_a_warning() {
+    let mut bad = node("bad", json!({}), json!([]));
+    if let Some(status) = bad.status.as_mut() {
+        status.allocatable = Some(BTreeMap::from([(
+            "cpu".to_owned(),
+            K8sQuantity("lots".into()),
+        )]));
+    }
+    let (cluster, warnings) = cluster(&ClusterObjects {
+        nodes: &[bad],
+        ..ClusterObjects::default()
+    });
+    assert!(cluster.nodes.is_empty());
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].contains("Node bad"), "{warnings:?}");
+    assert!(warnings[0].contains("status.allocatable"), "{warnings:?}");
+}
