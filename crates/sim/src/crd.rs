@@ -87,6 +87,26 @@ pub fn prepare(crd: &mut Value, registry: &Registry) -> ApiResult<ResourceDef> {
             format!("spec.names.plural: Invalid value: {plural:?}: is served by a built-in API"),
         ));
     }
+    let causes: Vec<String> = versions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let schema = v.get("schema")?.get("openAPIV3Schema")?;
+            Some(crate::validation::check_crd(
+                schema,
+                &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+            ))
+        })
+        .flatten()
+        .collect();
+    if !causes.is_empty() {
+        return Err(ApiError::Invalid {
+            group: CRD_GROUP.into(),
+            kind: CRD_KIND.into(),
+            name,
+            causes,
+        });
+    }
     // Defaults kube-apiserver writes into spec.names.
     let names_map = as_map(
         as_map(as_map(crd).entry("spec").or_insert(json!({})))

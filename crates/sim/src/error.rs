@@ -73,7 +73,11 @@ pub enum ApiError {
         why: String,
     },
     /// 422: the object is invalid.
-    #[error("{kind} \"{name}\" is invalid: {}", causes.join(", "))]
+    #[error(
+        "{} \"{name}\" is invalid: {}",
+        qualified(kind, group),
+        aggregate(causes)
+    )]
     Invalid {
         /// The object's group.
         group: String,
@@ -185,7 +189,8 @@ impl ApiError {
                 "kind": kind,
                 "causes": causes.iter().map(|c| {
                     let (field, message) = c.split_once(": ").unwrap_or(("", c));
-                    json!({"reason": "FieldValueInvalid", "message": message, "field": field})
+                    let field = if field == "<nil>" { "" } else { field };
+                    json!({"reason": cause_reason(message), "message": message, "field": field})
                 }).collect::<Vec<_>>(),
             })),
             Self::TooManyRequests { causes, .. } => Some(json!({
@@ -213,6 +218,44 @@ impl ApiError {
         }
         status
     }
+}
+
+/// `Kind.group`, or `Kind` for the core group, as `schema.GroupKind.String()`.
+fn qualified(kind: &str, group: &str) -> String {
+    if group.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
+/// Causes joined as `ErrorList.ToAggregate().Error()`: bare when one, bracketed when several.
+fn aggregate(causes: &[String]) -> String {
+    match causes {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
+/// The `StatusCause.reason` of a field error, from its rendered body (`field.ErrorType`).
+fn cause_reason(message: &str) -> &'static str {
+    const PREFIXES: [(&str, &str); 8] = [
+        ("Required value", "FieldValueRequired"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Too long", "FieldValueTooLong"),
+        ("Too many", "FieldValueTooMany"),
+        ("Not found", "FieldValueNotFound"),
+        ("Internal error", "InternalError"),
+    ];
+    if let Some((_, reason)) = PREFIXES.iter().find(|(p, _)| message.starts_with(p)) {
+        return reason;
+    }
+    if message.starts_with("Invalid value") && message.contains(" in body must be of type ") {
+        return "FieldValueTypeInvalid";
+    }
+    "FieldValueInvalid"
 }
 
 /// A `Status` of success, as returned by deletes of objects that are gone at once.

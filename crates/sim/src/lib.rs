@@ -69,6 +69,7 @@ pub mod state;
 pub mod store;
 pub mod subresources;
 pub mod table;
+pub mod validation;
 pub mod watch;
 pub mod world;
 

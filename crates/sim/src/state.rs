@@ -188,7 +188,7 @@ impl State {
             });
         }
         let mut obj = prepare_create(def, obj)?;
-        structural(def, &mut obj);
+        structural(def, &mut obj, None)?;
         let new_def = if def.special == Special::Crd {
             let d = crd::prepare(&mut obj, &self.registry)?;
             let status = crd::status(&obj, None);
@@ -336,7 +336,7 @@ impl State {
         mode: WriteMode,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        structural(def, &mut new);
+        structural(def, &mut new, Some(&old))?;
         let mut new_def = None;
         if def.special == Special::Crd && mode == WriteMode::Main {
             new_def = Some(crd::prepare(&mut new, &self.registry)?);
@@ -481,10 +481,11 @@ impl State {
     }
 }
 
-/// Prune and default a custom resource with its CRD's schema.
-fn structural(def: &ResourceDef, obj: &mut Value) {
+/// Prune and default a custom resource with its CRD's schema, then validate it against the
+/// schema and its CEL rules ([`crate::validation`]); `old` is the stored object on updates.
+fn structural(def: &ResourceDef, obj: &mut Value, old: Option<&Value>) -> ApiResult<()> {
     if !def.custom {
-        return;
+        return Ok(());
     }
     let api_version = obj
         .get("apiVersion")
@@ -493,7 +494,20 @@ fn structural(def: &ResourceDef, obj: &mut Value) {
         .to_owned();
     if let Some(schema) = def.schema_for(&api_version) {
         crate::schema::apply(schema, obj);
+        let errors = crate::validation::validate(schema, obj, old);
+        if !errors.is_empty() {
+            return Err(ApiError::Invalid {
+                group: def.group.clone(),
+                kind: def.kind.clone(),
+                name: object::name(obj).to_owned(),
+                causes: errors
+                    .iter()
+                    .map(crate::validation::FieldError::render)
+                    .collect(),
+            });
+        }
     }
+    Ok(())
 }
 
 /// A patch failure as the API reports it.
