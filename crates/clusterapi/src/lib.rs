@@ -14,13 +14,19 @@
 //! The client side:
 //! - [`provider`]: the client side, [`ClusterApiProvider`], the `cloudprovider::CloudProvider`
 //!   over a management and a workload cluster (scale through `/scale`, compare-and-set Machine
-//!   claims, a reflector-backed Machine cache with a providerID index).
+//!   claims, a reflector-backed Machine cache with a providerID index);
+//! - [`nodeclass_status`]: the controller writing ClusterAPINodeClass `status` (Ready,
+//!   instanceTypes) and Warning Events for excluded MachineDeployments;
+//! - [`gc`]: periodic removal of orphaned (NodeClaim gone) and surplus (unclaimed past a grace
+//!   period) Machines through the provider's delete path.
 //!
 //! Inputs: `api` objects and JSON values. Outputs: `scheduling` instance types and typed
 //! problems. Nothing here panics on user input: bad input is a value the caller reports.
 
 pub mod annotations;
+pub mod gc;
 pub mod instance_types;
+pub mod nodeclass_status;
 pub mod provider;
 pub mod selection;
 

@@ -42,8 +42,11 @@
 //! returns every Machine carrying the member label; a Machine whose MachineDeployment cannot be
 //! described is still listed (without shape), so one bad Machine never fails List.
 //!
+//! Orphaned and surplus Machines are collected by [`crate::gc`] through the same removal
+//! (`ClusterApiProvider::remove_machine`).
+//!
 //! Not done: batching several creates into one `/scale` write (the per-MD lock serialises
-//! them instead), the orphan reconciler (spec Appendix 4), infrastructure templates (instance
+//! them instead), infrastructure templates (instance
 //! shapes come from the MD annotations only), and a crash between `delete-machine` and the
 //! scale-down leaves the replica in place (the Machine stays annotated).
 
@@ -134,7 +137,7 @@ fn status_code(e: &kube::Error) -> Option<u16> {
     }
 }
 
-fn annotation<'a>(meta: &'a kube::api::ObjectMeta, key: &str) -> Option<&'a str> {
+pub(crate) fn annotation<'a>(meta: &'a kube::api::ObjectMeta, key: &str) -> Option<&'a str> {
     meta.annotations
         .as_ref()
         .and_then(|a| a.get(key))
@@ -145,7 +148,7 @@ fn has_label(meta: &kube::api::ObjectMeta, key: &str) -> bool {
     meta.labels.as_ref().is_some_and(|l| l.contains_key(key))
 }
 
-fn deployment_of(m: &Machine) -> Option<MachineDeploymentRef> {
+pub(crate) fn deployment_of(m: &Machine) -> Option<MachineDeploymentRef> {
     Some(MachineDeploymentRef {
         namespace: m.metadata.namespace.clone()?,
         name: m.metadata.labels.as_ref()?.get(DEPLOYMENT_NAME)?.clone(),
@@ -153,12 +156,12 @@ fn deployment_of(m: &Machine) -> Option<MachineDeploymentRef> {
 }
 
 /// Whether termination of `m` was already requested (annotation or deletionTimestamp).
-fn terminating(m: &Machine) -> bool {
+pub(crate) fn terminating(m: &Machine) -> bool {
     m.metadata.deletion_timestamp.is_some() || annotation(&m.metadata, DELETE_MACHINE).is_some()
 }
 
 /// Whether `m` is a fresh Machine of `md` nobody claimed.
-fn claimable(m: &Machine, md: &MachineDeploymentRef) -> bool {
+pub(crate) fn claimable(m: &Machine, md: &MachineDeploymentRef) -> bool {
     deployment_of(m).as_ref() == Some(md)
         && !terminating(m)
         && !has_label(&m.metadata, KARPENTER_MEMBER)
@@ -232,7 +235,7 @@ impl ClusterApiProvider {
         &self.cache
     }
 
-    async fn ready(&self) -> Result<(), CloudProviderError> {
+    pub(crate) async fn ready(&self) -> Result<(), CloudProviderError> {
         self.cache
             .ready()
             .await
@@ -419,7 +422,7 @@ impl ClusterApiProvider {
         )))
     }
 
-    fn claimed_locally(&self, r: &ObjectRef) -> bool {
+    pub(crate) fn claimed_locally(&self, r: &ObjectRef) -> bool {
         self.claimed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -430,20 +433,7 @@ impl ClusterApiProvider {
     async fn reserve(&self, md: &MachineDeploymentRef) -> Result<Scaled, CloudProviderError> {
         let lock = self.lock_of(md);
         let _guard = lock.lock().await;
-        let free = self
-            .cache
-            .machines()
-            .iter()
-            .filter(|m| claimable(m, md) && !self.claimed_locally(&cache::machine_ref(m)))
-            .count();
-        let waiting = self
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(md)
-            .copied()
-            .unwrap_or(0);
-        let scaled = if free > waiting {
+        let scaled = if self.surplus(md) > 0 {
             Scaled::Up
         } else {
             self.scale_up(md).await?
@@ -661,58 +651,130 @@ impl ClusterApiProvider {
             let Some(found) = self.find_machine(nc).await? else {
                 return Err(not_found());
             };
-            let r = cache::machine_ref(&found);
-            // Read fresh: the decision "already requested" must not rest on a stale cache.
-            let Some(m) = self
-                .machines_api(&r.namespace)
-                .get_opt(&r.name)
-                .await
-                .map_err(|e| transient("get Machine", e))?
-            else {
-                return Err(not_found());
-            };
-            if terminating(&m) {
-                return Ok(());
-            }
-            let Some(md) = deployment_of(&m) else {
-                return Err(CloudProviderError::Transient(format!(
-                    "Machine {r} has no {DEPLOYMENT_NAME} label"
-                )));
-            };
-            let lock = self.lock_of(&md);
-            let _guard = lock.lock().await;
-            let patch = json!({"metadata": {
-                "resourceVersion": m.metadata.resource_version,
-                "annotations": {DELETE_MACHINE: "karpenter"},
-            }});
             match self
-                .machines_api(&r.namespace)
-                .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
+                .remove_machine(&cache::machine_ref(&found), |_, _| true)
+                .await?
             {
-                Ok(_) => {}
-                Err(e) if status_code(&e) == Some(409) => continue,
-                Err(e) if status_code(&e) == Some(404) => return Err(not_found()),
-                Err(e) => return Err(transient("annotate Machine", e)),
+                Removal::Gone => return Err(not_found()),
+                Removal::Removed | Removal::AlreadyRequested | Removal::Declined => return Ok(()),
+                Removal::Conflict => {}
             }
-            if !self.scale_down(&md).await? {
-                // At min size: keep the baseline; the MachineSet replaces the Machine.
-                match self
-                    .machines_api(&r.namespace)
-                    .delete(&r.name, &DeleteParams::default())
-                    .await
-                {
-                    Ok(_) => {}
-                    Err(e) if status_code(&e) == Some(404) => {}
-                    Err(e) => return Err(transient("delete Machine", e)),
-                }
-            }
-            return Ok(());
         }
         Err(CloudProviderError::Transient(format!(
             "Machine of NodeClaim {name}: too many conflicts"
         )))
     }
+
+    /// Remove the Machine `r` the one way this crate does: read it fresh; already
+    /// `delete-machine`-annotated or deleting → [`Removal::AlreadyRequested`] (replicas are never
+    /// lowered twice); under the MD lock, `keep(self, fresh)` false → [`Removal::Declined`];
+    /// otherwise annotate `delete-machine` with a resourceVersion precondition (409 →
+    /// [`Removal::Conflict`], the caller re-reads), then lower replicas by one through `/scale`
+    /// — at the min size the Machine is deleted instead (the MachineSet replaces it).
+    pub(crate) async fn remove_machine(
+        &self,
+        r: &ObjectRef,
+        check: impl Fn(&Self, &Machine) -> bool,
+    ) -> Result<Removal, CloudProviderError> {
+        // Read fresh: the decision "already requested" must not rest on a stale cache.
+        let Some(m) = self
+            .machines_api(&r.namespace)
+            .get_opt(&r.name)
+            .await
+            .map_err(|e| transient("get Machine", e))?
+        else {
+            return Ok(Removal::Gone);
+        };
+        if terminating(&m) {
+            return Ok(Removal::AlreadyRequested);
+        }
+        let Some(md) = deployment_of(&m) else {
+            return Err(CloudProviderError::Transient(format!(
+                "Machine {r} has no {DEPLOYMENT_NAME} label"
+            )));
+        };
+        let lock = self.lock_of(&md);
+        let _guard = lock.lock().await;
+        if !check(self, &m) {
+            return Ok(Removal::Declined);
+        }
+        let patch = json!({"metadata": {
+            "resourceVersion": m.metadata.resource_version,
+            "annotations": {DELETE_MACHINE: "karpenter"},
+        }});
+        match self
+            .machines_api(&r.namespace)
+            .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if status_code(&e) == Some(409) => return Ok(Removal::Conflict),
+            Err(e) if status_code(&e) == Some(404) => return Ok(Removal::Gone),
+            Err(e) => return Err(transient("annotate Machine", e)),
+        }
+        if !self.scale_down(&md).await? {
+            // At min size: keep the baseline; the MachineSet replaces the Machine.
+            match self
+                .machines_api(&r.namespace)
+                .delete(&r.name, &DeleteParams::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if status_code(&e) == Some(404) => {}
+                Err(e) => return Err(transient("delete Machine", e)),
+            }
+        }
+        Ok(Removal::Removed)
+    }
+
+    /// Fresh, unclaimed Machines of `md` (per the cache) beyond the creates waiting for one:
+    /// how many could go without starving a create. Call under the MD lock.
+    pub(crate) fn surplus(&self, md: &MachineDeploymentRef) -> usize {
+        let free = self
+            .cache
+            .machines()
+            .iter()
+            .filter(|m| claimable(m, md) && !self.claimed_locally(&cache::machine_ref(m)))
+            .count();
+        let waiting = self
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(md)
+            .copied()
+            .unwrap_or(0);
+        free.saturating_sub(waiting)
+    }
+
+    /// The management cluster client.
+    pub(crate) fn management(&self) -> &kube::Client {
+        &self.management
+    }
+
+    /// The workload cluster client.
+    pub(crate) fn workload(&self) -> &kube::Client {
+        &self.workload
+    }
+
+    /// The provider's settings.
+    pub(crate) fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+}
+
+/// What [`ClusterApiProvider::remove_machine`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Removal {
+    /// The Machine does not exist.
+    Gone,
+    /// Termination was already requested; nothing done.
+    AlreadyRequested,
+    /// The caller's check refused it; nothing done.
+    Declined,
+    /// The Machine changed between read and write; nothing done, read again.
+    Conflict,
+    /// Annotated, and replicas lowered (or the Machine deleted at min size).
+    Removed,
 }
 
 impl CloudProvider for ClusterApiProvider {

@@ -1,0 +1,284 @@
+//! The ClusterAPINodeClass status controller against the simulated world: Ready and its
+//! reasons, status.instanceTypes, Warning Events for excluded MachineDeployments, stable
+//! lastTransitionTime.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::time::Duration;
+
+use api::ClusterAPINodeClass;
+use api::common::{Condition, ConditionStatus};
+use api::well_known::capi::KARPENTER_MEMBER;
+use clusterapi::Scope;
+use clusterapi::nodeclass_status::{self, Context, StatusConfig};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use serde_json::{Value, json};
+use sim::world::crds::install_karpenter_crds;
+use sim::world::objects::machine_deployments;
+use sim::{World, WorldConfig};
+
+async fn world() -> World {
+    let world = World::start(WorldConfig::default()).await.unwrap();
+    install_karpenter_crds(&world.workload_client())
+        .await
+        .unwrap();
+    let classes: Api<ClusterAPINodeClass> = Api::all(world.workload_client());
+    let nc: ClusterAPINodeClass = serde_json::from_value(json!({
+        "apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1",
+        "kind": "ClusterAPINodeClass",
+        "metadata": {"name": "default"},
+        "spec": {},
+    }))
+    .unwrap();
+    classes.create(&PostParams::default(), &nc).await.unwrap();
+    world
+}
+
+async fn add_md(world: &World, name: &str, cpu: &str, member: bool) {
+    let mds = Api::<DynamicObject>::namespaced_with(
+        world.management_client(),
+        "default",
+        &machine_deployments(),
+    );
+    let labels = if member {
+        json!({KARPENTER_MEMBER: ""})
+    } else {
+        json!({})
+    };
+    let md: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "MachineDeployment",
+        "metadata": {"name": name, "namespace": "default", "labels": labels, "annotations": {
+            "capacity.cluster-autoscaler.kubernetes.io/cpu": cpu,
+            "capacity.cluster-autoscaler.kubernetes.io/memory": "16Gi",
+            "capacity.cluster-autoscaler.kubernetes.io/labels":
+                format!("node.kubernetes.io/instance-type={name},topology.kubernetes.io/zone=z1"),
+        }},
+        "spec": {
+            "clusterName": "c1",
+            "replicas": 0,
+            "selector": {"matchLabels": {"pool": name}},
+            "template": {
+                "metadata": {"labels": {"pool": name}},
+                "spec": {"clusterName": "c1", "bootstrap": {"dataSecretName": "boot"},
+                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                        "kind": "DockerMachineTemplate", "name": "t"}},
+            },
+        },
+    }))
+    .unwrap();
+    mds.create(&PostParams::default(), &md).await.unwrap();
+}
+
+async fn nodeclass(world: &World) -> ClusterAPINodeClass {
+    Api::<ClusterAPINodeClass>::all(world.workload_client())
+        .get("default")
+        .await
+        .unwrap()
+}
+
+fn ready(nc: &ClusterAPINodeClass) -> Option<Condition> {
+    nc.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .cloned()
+}
+
+fn context(world: &World, scope: Scope) -> Context {
+    Context::new(
+        world.workload_client(),
+        world.management_client(),
+        StatusConfig {
+            scope,
+            ..StatusConfig::default()
+        },
+    )
+}
+
+async fn reconcile(world: &World, ctx: &Context) -> ClusterAPINodeClass {
+    ctx.reconcile(&nodeclass(world).await).await.unwrap();
+    nodeclass(world).await
+}
+
+async fn warnings(world: &World) -> Vec<Event> {
+    Api::<Event>::namespaced(world.workload_client(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.type_.as_deref() == Some("Warning")
+                && e.reason.as_deref() == Some("InvalidMachineDeployment")
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_matching_machine_deployment_is_not_ready() {
+    let world = world().await;
+    add_md(&world, "not-a-member", "4", false).await;
+    let scope = Scope {
+        namespace: Some("default".into()),
+        cluster_name: Some("c1".into()),
+    };
+    let nc = reconcile(&world, &context(&world, scope)).await;
+    let ready = ready(&nc).expect("Ready written");
+    assert_eq!(ready.status, ConditionStatus::False);
+    assert_eq!(ready.reason, "NoMachineDeploymentsSelected");
+    assert!(
+        ready.message.contains(KARPENTER_MEMBER),
+        "{}",
+        ready.message
+    );
+    assert!(
+        ready.message.contains("namespace default / cluster c1"),
+        "{}",
+        ready.message
+    );
+    assert_eq!(ready.observed_generation, nc.metadata.generation);
+    assert_eq!(
+        nc.status.unwrap().instance_types.unwrap_or_default(),
+        vec![]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_valid_member_makes_it_ready_with_instance_types() {
+    let world = world().await;
+    add_md(&world, "good", "4", true).await;
+    let nc = reconcile(&world, &context(&world, Scope::everywhere())).await;
+    let ready = ready(&nc).unwrap();
+    assert_eq!(ready.status, ConditionStatus::True);
+    assert_eq!(ready.reason, "Ready");
+    let types = nc.status.unwrap().instance_types.unwrap();
+    assert_eq!(types.len(), 1);
+    assert_eq!(types[0].name, "good");
+    assert_eq!(
+        types[0].machine_deployments,
+        vec!["default/good".to_owned()]
+    );
+    assert!(warnings(&world).await.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_malformed_member_is_excluded_with_one_warning() {
+    let world = world().await;
+    add_md(&world, "good", "4", true).await;
+    add_md(&world, "bad", "four", true).await;
+    let ctx = context(&world, Scope::everywhere());
+    let nc = reconcile(&world, &ctx).await;
+    let ready = ready(&nc).unwrap();
+    assert_eq!(ready.status, ConditionStatus::True);
+    let names: Vec<String> = nc
+        .status
+        .unwrap()
+        .instance_types
+        .unwrap()
+        .iter()
+        .flat_map(|t| t.machine_deployments.clone())
+        .collect();
+    assert_eq!(names, vec!["default/good".to_owned()]);
+    let events = warnings(&world).await;
+    assert_eq!(events.len(), 1);
+    let note = events[0].note.clone().unwrap();
+    assert!(note.contains("default/bad"), "{note}");
+    assert!(
+        note.contains("capacity.cluster-autoscaler.kubernetes.io/cpu"),
+        "{note}"
+    );
+    assert_eq!(
+        events[0].regarding.as_ref().unwrap().name.as_deref(),
+        Some("default")
+    );
+    // The same problem again: no second Event.
+    reconcile(&world, &ctx).await;
+    let events = warnings(&world).await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].series, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_invalid_members_is_no_valid_machine_deployments() {
+    let world = world().await;
+    add_md(&world, "bad", "four", true).await;
+    let nc = reconcile(&world, &context(&world, Scope::everywhere())).await;
+    let ready = ready(&nc).unwrap();
+    assert_eq!(ready.status, ConditionStatus::False);
+    assert_eq!(ready.reason, "NoValidMachineDeployments");
+    assert!(ready.message.contains("default/bad"), "{}", ready.message);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_invalid_selector_is_reported() {
+    let world = world().await;
+    add_md(&world, "good", "4", true).await;
+    let api: Api<ClusterAPINodeClass> = Api::all(world.workload_client());
+    let patch = json!({"spec": {"scalableResourceSelector": {"matchExpressions": [
+        {"key": "pool", "operator": "In", "values": []}]}}});
+    api.patch(
+        "default",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .unwrap();
+    let nc = reconcile(&world, &context(&world, Scope::everywhere())).await;
+    let ready = ready(&nc).unwrap();
+    assert_eq!(ready.status, ConditionStatus::False);
+    assert_eq!(ready.reason, "InvalidSelector");
+}
+
+#[tokio::test(start_paused = true)]
+async fn last_transition_time_is_stable_without_change() {
+    let world = world().await;
+    add_md(&world, "good", "4", true).await;
+    let ctx = context(&world, Scope::everywhere());
+    let first = reconcile(&world, &ctx).await;
+    let rv = first.metadata.resource_version.clone();
+    let before = ready(&first).unwrap();
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    let second = reconcile(&world, &ctx).await;
+    assert_eq!(ready(&second).unwrap(), before);
+    assert_eq!(second.metadata.resource_version, rv, "nothing was written");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_controller_follows_machine_deployment_changes() {
+    let world = world().await;
+    let task = tokio::spawn(nodeclass_status::run(
+        world.workload_client(),
+        world.management_client(),
+        StatusConfig::default(),
+    ));
+    let mut reason = None;
+    for _ in 0..240 {
+        reason = ready(&nodeclass(&world).await).map(|c| c.reason);
+        if reason.as_deref() == Some("NoMachineDeploymentsSelected") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(reason.as_deref(), Some("NoMachineDeploymentsSelected"));
+    add_md(&world, "good", "4", true).await;
+    let mut status: Option<Value> = None;
+    for _ in 0..240 {
+        let nc = nodeclass(&world).await;
+        if ready(&nc).is_some_and(|c| c.status == ConditionStatus::True) {
+            status = Some(serde_json::to_value(nc.status).unwrap());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    task.abort();
+    let status = status.expect("Ready became True after the MachineDeployment appeared");
+    assert_eq!(status["instanceTypes"][0]["name"], json!("good"));
+}
