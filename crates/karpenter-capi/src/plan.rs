@@ -189,10 +189,11 @@ impl Dump {
     }
 }
 
-/// Deserializes `value` as `T`; errors name the field (the YAML deserializer tracks the path).
+/// Deserializes `value` as `T`; errors name the field path (e.g.
+/// `spec.template.spec.requirements[0].operator`).
 fn typed<T: DeserializeOwned>(what: &str, value: &serde_json::Value) -> anyhow::Result<T> {
-    let yaml = serde_norway::to_string(value).with_context(|| what.to_owned())?;
-    serde_norway::from_str(&yaml).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| anyhow::anyhow!("{what}: {}: {}", e.path(), e.inner()))
 }
 
 /// The provisioning decisions for `dump`, and notes (objects skipped, MDs excluded).
