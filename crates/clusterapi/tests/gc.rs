@@ -7,94 +7,30 @@
     clippy::indexing_slicing
 )]
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use api::well_known::capi::{DELETE_MACHINE, KARPENTER_MEMBER};
-use api::{Machine, MachineDeployment, NodeClaim};
+use api::well_known::capi::DELETE_MACHINE;
+use api::{Machine, NodeClaim};
 use cloudprovider::CloudProvider;
 use clusterapi::gc::{GcConfig, MachineGc};
 use clusterapi::{ClusterApiProvider, ProviderConfig};
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::api::{Api, DeleteParams};
 use serde_json::json;
-use sim::world::crds::install_karpenter_crds;
-use sim::world::objects::machine_deployments;
 use sim::{World, WorldConfig};
 
 async fn world() -> World {
-    let world = World::start(WorldConfig::default()).await.unwrap();
-    install_karpenter_crds(&world.workload_client())
-        .await
-        .unwrap();
-    let classes: Api<api::ClusterAPINodeClass> = Api::all(world.workload_client());
-    let nc = serde_json::from_value(json!({
-        "apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1",
-        "kind": "ClusterAPINodeClass",
-        "metadata": {"name": "default"},
-        "spec": {},
-    }))
-    .unwrap();
-    classes.create(&PostParams::default(), &nc).await.unwrap();
-    world
+    support::world(WorldConfig::default()).await
 }
 
 async fn add_md(world: &World, name: &str, replicas: i32) {
-    let mds = Api::<DynamicObject>::namespaced_with(
-        world.management_client(),
-        "default",
-        &machine_deployments(),
-    );
-    let md: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
-        "kind": "MachineDeployment",
-        "metadata": {"name": name, "namespace": "default", "labels": {KARPENTER_MEMBER: ""},
-            "annotations": {
-            "capacity.cluster-autoscaler.kubernetes.io/cpu": "4",
-            "capacity.cluster-autoscaler.kubernetes.io/memory": "16Gi",
-            "capacity.cluster-autoscaler.kubernetes.io/labels":
-                format!("node.kubernetes.io/instance-type={name},topology.kubernetes.io/zone=z1"),
-        }},
-        "spec": {
-            "clusterName": "c1",
-            "replicas": replicas,
-            "selector": {"matchLabels": {"pool": name}},
-            "template": {
-                "metadata": {"labels": {"pool": name}},
-                "spec": {"clusterName": "c1", "bootstrap": {"dataSecretName": "boot"},
-                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                        "kind": "DockerMachineTemplate", "name": "t"}},
-            },
-        },
-    }))
-    .unwrap();
-    mds.create(&PostParams::default(), &md).await.unwrap();
+    support::md(name).replicas(replicas).create(world).await;
 }
 
 async fn node_claim(world: &World, name: &str) -> NodeClaim {
-    let api: Api<NodeClaim> = Api::all(world.workload_client());
-    let nc: NodeClaim = serde_json::from_value(json!({
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name},
-        "spec": {
-            "nodeClassRef": {"group": "karpenter.cluster.x-k8s.io", "kind": "ClusterAPINodeClass",
-                "name": "default"},
-            "requirements": [],
-            "resources": {"requests": {"cpu": "1"}},
-        },
-    }))
-    .unwrap();
-    api.create(&PostParams::default(), &nc).await.unwrap()
-}
-
-async fn replicas(world: &World, md: &str) -> i32 {
-    let api: Api<MachineDeployment> = Api::namespaced(world.management_client(), "default");
-    api.get(md).await.unwrap().spec.replicas.unwrap_or(0)
-}
-
-async fn machine(world: &World, name: &str) -> Option<Machine> {
-    let api: Api<Machine> = Api::namespaced(world.management_client(), "default");
-    api.get_opt(name).await.unwrap()
+    support::node_claim(world, name, json!([])).await
 }
 
 fn marked(m: &Machine) -> bool {
@@ -123,7 +59,7 @@ async fn a_machine_whose_node_claim_is_gone_is_removed_once() {
     let b = node_claim(&world, "b").await;
     let la = p.create(&a).await.unwrap();
     let lb = p.create(&b).await.unwrap();
-    assert_eq!(replicas(&world, "md").await, 2);
+    assert_eq!(support::replicas(&world, "md").await, 2);
 
     let report = gc.collect().await.unwrap();
     assert!(
@@ -137,16 +73,16 @@ async fn a_machine_whose_node_claim_is_gone_is_removed_once() {
         .unwrap();
     let report = gc.collect().await.unwrap();
     assert_eq!(report.orphaned, vec![la.machine.clone()]);
-    assert_eq!(replicas(&world, "md").await, 1);
-    if let Some(m) = machine(&world, &la.machine.name).await {
+    assert_eq!(support::replicas(&world, "md").await, 1);
+    if let Some(m) = support::machine(&world, &la.machine.name).await {
         assert!(marked(&m));
     }
 
     // A second pass (the cache may still show the Machine) lowers nothing again.
     let report = gc.collect().await.unwrap();
     assert!(report.orphaned.is_empty(), "{report:?}");
-    assert_eq!(replicas(&world, "md").await, 1);
-    let kept = machine(&world, &lb.machine.name).await.unwrap();
+    assert_eq!(support::replicas(&world, "md").await, 1);
+    let kept = support::machine(&world, &lb.machine.name).await.unwrap();
     assert!(!marked(&kept), "the Machine of a live NodeClaim stays");
 }
 
@@ -168,8 +104,8 @@ async fn an_unclaimed_machine_is_kept_during_the_grace_period_then_removed() {
 
     let report = gc.collect().await.unwrap();
     assert!(report.surplus.is_empty(), "{report:?}");
-    assert!(!marked(&machine(&world, &name).await.unwrap()));
-    assert_eq!(replicas(&world, "md").await, 1);
+    assert!(!marked(&support::machine(&world, &name).await.unwrap()));
+    assert_eq!(support::replicas(&world, "md").await, 1);
 
     tokio::time::sleep(Duration::from_secs(5 * 60)).await;
     let report = gc.collect().await.unwrap();
@@ -179,9 +115,9 @@ async fn an_unclaimed_machine_is_kept_during_the_grace_period_then_removed() {
     let report = gc.collect().await.unwrap();
     assert_eq!(report.surplus.len(), 1, "{report:?}");
     assert_eq!(report.surplus[0].name, name);
-    assert_eq!(replicas(&world, "md").await, 0);
+    assert_eq!(support::replicas(&world, "md").await, 0);
 
     let report = gc.collect().await.unwrap();
     assert!(report.surplus.is_empty(), "{report:?}");
-    assert_eq!(replicas(&world, "md").await, 0);
+    assert_eq!(support::replicas(&world, "md").await, 0);
 }

@@ -8,6 +8,8 @@
     clippy::indexing_slicing
 )]
 
+mod support;
+
 use std::time::Duration;
 
 use api::ClusterAPINodeClass;
@@ -16,63 +18,20 @@ use api::well_known::capi::KARPENTER_MEMBER;
 use clusterapi::Scope;
 use clusterapi::nodeclass_status::{self, Context, StatusConfig};
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
-use sim::world::crds::install_karpenter_crds;
-use sim::world::objects::machine_deployments;
 use sim::{World, WorldConfig};
 
 async fn world() -> World {
-    let world = World::start(WorldConfig::default()).await.unwrap();
-    install_karpenter_crds(&world.workload_client())
-        .await
-        .unwrap();
-    let classes: Api<ClusterAPINodeClass> = Api::all(world.workload_client());
-    let nc: ClusterAPINodeClass = serde_json::from_value(json!({
-        "apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1",
-        "kind": "ClusterAPINodeClass",
-        "metadata": {"name": "default"},
-        "spec": {},
-    }))
-    .unwrap();
-    classes.create(&PostParams::default(), &nc).await.unwrap();
-    world
+    support::world(WorldConfig::default()).await
 }
 
 async fn add_md(world: &World, name: &str, cpu: &str, member: bool) {
-    let mds = Api::<DynamicObject>::namespaced_with(
-        world.management_client(),
-        "default",
-        &machine_deployments(),
-    );
-    let labels = if member {
-        json!({KARPENTER_MEMBER: ""})
-    } else {
-        json!({})
-    };
-    let md: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
-        "kind": "MachineDeployment",
-        "metadata": {"name": name, "namespace": "default", "labels": labels, "annotations": {
-            "capacity.cluster-autoscaler.kubernetes.io/cpu": cpu,
-            "capacity.cluster-autoscaler.kubernetes.io/memory": "16Gi",
-            "capacity.cluster-autoscaler.kubernetes.io/labels":
-                format!("node.kubernetes.io/instance-type={name},topology.kubernetes.io/zone=z1"),
-        }},
-        "spec": {
-            "clusterName": "c1",
-            "replicas": 0,
-            "selector": {"matchLabels": {"pool": name}},
-            "template": {
-                "metadata": {"labels": {"pool": name}},
-                "spec": {"clusterName": "c1", "bootstrap": {"dataSecretName": "boot"},
-                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                        "kind": "DockerMachineTemplate", "name": "t"}},
-            },
-        },
-    }))
-    .unwrap();
-    mds.create(&PostParams::default(), &md).await.unwrap();
+    support::md(name)
+        .cpu(cpu)
+        .member(member)
+        .create(world)
+        .await;
 }
 
 async fn nodeclass(world: &World) -> ClusterAPINodeClass {

@@ -8,94 +8,36 @@
     clippy::indexing_slicing
 )]
 
+mod support;
+
 use std::collections::HashSet;
 use std::time::Duration;
 
 use api::well_known::annotations::MACHINE;
 use api::well_known::capi::{DEPLOYMENT_NAME, KARPENTER_MEMBER};
-use api::{Machine, MachineDeployment, NodeClaim};
+use api::{Machine, NodeClaim};
 use cloudprovider::{CloudProvider, CloudProviderError, Launch};
 use clusterapi::provider::CLAIMED_BY_UID;
 use clusterapi::{ClusterApiProvider, ProviderConfig};
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
-use sim::world::crds::install_karpenter_crds;
-use sim::world::objects::machine_deployments;
 use sim::{World, WorldConfig};
 
 async fn world(config: WorldConfig) -> World {
-    let world = World::start(config).await.unwrap();
-    install_karpenter_crds(&world.workload_client())
-        .await
-        .unwrap();
-    let classes = Api::<DynamicObject>::all_with(
-        world.workload_client(),
-        &kube::discovery::ApiResource::erase::<api::ClusterAPINodeClass>(&()),
-    );
-    let nc: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1",
-        "kind": "ClusterAPINodeClass",
-        "metadata": {"name": "default"},
-        "spec": {},
-    }))
-    .unwrap();
-    classes.create(&PostParams::default(), &nc).await.unwrap();
-    world
+    support::world(config).await
 }
 
 async fn add_md(world: &World, name: &str, price: &str, max_size: Option<&str>) {
-    let mds = Api::<DynamicObject>::namespaced_with(
-        world.management_client(),
-        "default",
-        &machine_deployments(),
-    );
-    let mut annotations = json!({
-        "capacity.cluster-autoscaler.kubernetes.io/cpu": "4",
-        "capacity.cluster-autoscaler.kubernetes.io/memory": "16Gi",
-        "capacity.cluster-autoscaler.kubernetes.io/labels":
-            format!("node.kubernetes.io/instance-type={name},topology.kubernetes.io/zone=z1"),
-        "karpenter.cluster.x-k8s.io/price": price,
-    });
-    if let Some(max) = max_size {
-        annotations[api::well_known::capi::MAX_SIZE] = json!(max);
-    }
-    let md: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
-        "kind": "MachineDeployment",
-        "metadata": {"name": name, "namespace": "default", "annotations": annotations,
-            "labels": {KARPENTER_MEMBER: ""}},
-        "spec": {
-            "clusterName": "c1",
-            "replicas": 0,
-            "selector": {"matchLabels": {"pool": name}},
-            "template": {
-                "metadata": {"labels": {"pool": name}},
-                "spec": {"clusterName": "c1", "bootstrap": {"dataSecretName": "boot"},
-                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                        "kind": "DockerMachineTemplate", "name": "t"}},
-            },
-        },
-    }))
-    .unwrap();
-    mds.create(&PostParams::default(), &md).await.unwrap();
+    support::md(name)
+        .price(price)
+        .max_size(max_size)
+        .create(world)
+        .await;
 }
 
 async fn node_claim(world: &World, name: &str) -> NodeClaim {
-    let api: Api<NodeClaim> = Api::all(world.workload_client());
-    let nc: NodeClaim = serde_json::from_value(json!({
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name},
-        "spec": {
-            "nodeClassRef": {"group": "karpenter.cluster.x-k8s.io", "kind": "ClusterAPINodeClass",
-                "name": "default"},
-            "requirements": [{"key": "topology.kubernetes.io/zone", "operator": "In",
-                "values": ["z1"]}],
-            "resources": {"requests": {"cpu": "1"}},
-        },
-    }))
-    .unwrap();
-    api.create(&PostParams::default(), &nc).await.unwrap()
+    let zone = json!([{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1"]}]);
+    support::node_claim(world, name, zone).await
 }
 
 async fn fresh(world: &World, nc: &NodeClaim) -> NodeClaim {
@@ -103,14 +45,8 @@ async fn fresh(world: &World, nc: &NodeClaim) -> NodeClaim {
     api.get(nc.metadata.name.as_deref().unwrap()).await.unwrap()
 }
 
-async fn replicas(world: &World, md: &str) -> i32 {
-    let api: Api<MachineDeployment> = Api::namespaced(world.management_client(), "default");
-    api.get(md).await.unwrap().spec.replicas.unwrap_or(0)
-}
-
 async fn machine(world: &World, launch: &Launch) -> Option<Machine> {
-    let api: Api<Machine> = Api::namespaced(world.management_client(), "default");
-    api.get_opt(&launch.machine.name).await.unwrap()
+    support::machine(world, &launch.machine.name).await
 }
 
 fn provider(world: &World) -> ClusterApiProvider {
@@ -136,8 +72,8 @@ async fn create_scales_the_cheapest_machine_deployment_and_claims_one_machine() 
     let launch = p.create(&nc).await.unwrap();
     assert_eq!(launch.instance_type, "b-cheap");
     assert_eq!(launch.zone.as_deref(), Some("z1"));
-    assert_eq!(replicas(&world, "b-cheap").await, 1);
-    assert_eq!(replicas(&world, "a-expensive").await, 0);
+    assert_eq!(support::replicas(&world, "b-cheap").await, 1);
+    assert_eq!(support::replicas(&world, "a-expensive").await, 0);
     let m = machine(&world, &launch).await.unwrap();
     assert_eq!(label(&m, DEPLOYMENT_NAME).as_deref(), Some("b-cheap"));
     assert_eq!(label(&m, KARPENTER_MEMBER).as_deref(), Some(""));
@@ -153,7 +89,7 @@ async fn create_scales_the_cheapest_machine_deployment_and_claims_one_machine() 
     // Calling create again resumes: same Machine, no new replica.
     let again = p.create(&fresh(&world, &nc).await).await.unwrap();
     assert_eq!(again.machine, launch.machine);
-    assert_eq!(replicas(&world, "b-cheap").await, 1);
+    assert_eq!(support::replicas(&world, "b-cheap").await, 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -166,7 +102,7 @@ async fn concurrent_creates_never_claim_the_same_machine() {
     let (la, lb) = tokio::join!(p.create(&a), p.create(&b));
     let (la, lb) = (la.unwrap(), lb.unwrap());
     assert_ne!(la.machine, lb.machine);
-    assert_eq!(replicas(&world, "md").await, 2);
+    assert_eq!(support::replicas(&world, "md").await, 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -191,7 +127,7 @@ async fn twenty_creates_against_max_size_five_launch_exactly_five() {
             );
         }
     }
-    assert_eq!(replicas(&world, "md").await, 5);
+    assert_eq!(support::replicas(&world, "md").await, 5);
 }
 
 #[tokio::test(start_paused = true)]
@@ -219,7 +155,7 @@ async fn a_new_provider_resumes_with_the_same_machine() {
         .await
         .unwrap();
     assert_eq!(third.machine, first.machine);
-    assert_eq!(replicas(&world, "md").await, 1);
+    assert_eq!(support::replicas(&world, "md").await, 1);
     let rebound = fresh(&world, &nc).await;
     assert_eq!(
         rebound.metadata.annotations.unwrap()[MACHINE],
@@ -236,7 +172,7 @@ async fn delete_twice_lowers_replicas_once_and_the_machine_goes() {
     let b = node_claim(&world, "b").await;
     let la = p.create(&a).await.unwrap();
     let lb = p.create(&b).await.unwrap();
-    assert_eq!(replicas(&world, "md").await, 2);
+    assert_eq!(support::replicas(&world, "md").await, 2);
 
     let a = fresh(&world, &a).await;
     p.delete(&a).await.unwrap();
@@ -244,7 +180,7 @@ async fn delete_twice_lowers_replicas_once_and_the_machine_goes() {
         Ok(()) | Err(CloudProviderError::NodeClaimNotFound(_)) => {}
         Err(e) => panic!("{e}"),
     }
-    assert_eq!(replicas(&world, "md").await, 1);
+    assert_eq!(support::replicas(&world, "md").await, 1);
 
     let mut gone = false;
     for _ in 0..240 {
@@ -256,7 +192,7 @@ async fn delete_twice_lowers_replicas_once_and_the_machine_goes() {
     }
     assert!(gone, "the MachineSet deleted the annotated Machine");
     assert!(p.delete(&a).await.unwrap_err().is_not_found());
-    assert_eq!(replicas(&world, "md").await, 1);
+    assert_eq!(support::replicas(&world, "md").await, 1);
     assert!(
         machine(&world, &lb).await.is_some(),
         "the other Machine stays"
