@@ -1,12 +1,23 @@
-//! The controllers of karpenter-capi.
+//! The controllers of karpenter-capi (spec-karpenter-core §3–4).
 //!
-//! Responsibility: the reconcilers that drive NodePools, NodeClaims and MachineDeployments. For
-//! now only the pure part of provisioning exists:
-//! - [`provisioning`]: turn Kubernetes objects into the scheduler's inputs and its results back
-//!   into a named [`provisioning::inputs::Plan`] — the code path both the provisioner and the
-//!   offline `plan` command use.
+//! Responsibility:
+//! - [`provisioning`]: pending pods → NodeClaims. The pure [`provisioning::inputs`] (objects →
+//!   scheduler inputs → plan, shared with the offline `plan` command) and the batching loop;
+//! - [`nodeclaim`]: the NodeClaim lifecycle (launch → registration → initialization →
+//!   liveness) and the NodeClaim finalizer;
+//! - [`termination`]: the Node finalizer: taint, drain through the Eviction API, instance
+//!   termination;
+//! - [`nodepool`]: NodePool status (resources, readiness, registration health) and hash;
+//! - shared plumbing: [`conditions`] (upstream's condition library), [`events`] (deduplicated
+//!   Kubernetes Events), [`metrics`] (upstream metric names).
 //!
-//! Inputs: typed API objects (`api`, k8s-openapi). Outputs: `scheduling` values and plans. No
-//! kube client, no tokio, no I/O.
+//! Inputs: a workload `kube::Client`, a [`cloudprovider::CloudProvider`], the cluster
+//! [`state`]. Outputs: API writes, Events, metrics.
 
+pub mod conditions;
+pub mod events;
+pub mod metrics;
+pub mod nodeclaim;
+pub mod nodepool;
 pub mod provisioning;
+pub mod termination;

@@ -1,0 +1,253 @@
+//! Kubernetes Events from the controllers, deduplicated like upstream's recorder.
+//!
+//! Responsibility: [`Events::publish`] sends an `events.k8s.io/v1` Event about an object
+//! through kube-runtime's [`Recorder`] (which also aggregates repeats into a series), at most
+//! once per (object, reason, dedupe key) within the event's dedupe window (default 2 min;
+//! upstream uses 5 min for `FailedScheduling` and 1 min for `NoCompatibleInstanceTypes`).
+//! Publishing never blocks or fails a reconcile: it runs on a spawned task and a failure is
+//! only logged.
+//! Inputs: a workload `kube::Client`. Outputs: Events in the workload cluster.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Resource;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use tokio::time::Instant;
+
+/// The default dedupe window.
+pub const DEFAULT_DEDUPE: Duration = Duration::from_secs(120);
+
+/// Normal or Warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Normal.
+    Normal,
+    /// Warning.
+    Warning,
+}
+
+/// One Event to publish.
+#[derive(Debug, Clone)]
+pub struct Message {
+    /// Normal or Warning.
+    pub kind: Kind,
+    /// PascalCase reason (`FailedScheduling`, `Nominated`, …).
+    pub reason: &'static str,
+    /// Human-readable text.
+    pub note: String,
+    /// What it is deduplicated by besides object and reason (default: the note).
+    pub dedupe_key: Option<String>,
+    /// The dedupe window.
+    pub dedupe: Duration,
+}
+
+impl Message {
+    /// A Normal event.
+    #[must_use]
+    pub fn normal(reason: &'static str, note: impl Into<String>) -> Self {
+        Self {
+            kind: Kind::Normal,
+            reason,
+            note: note.into(),
+            dedupe_key: None,
+            dedupe: DEFAULT_DEDUPE,
+        }
+    }
+
+    /// A Warning event.
+    #[must_use]
+    pub fn warning(reason: &'static str, note: impl Into<String>) -> Self {
+        Self {
+            kind: Kind::Warning,
+            ..Self::normal(reason, note)
+        }
+    }
+
+    /// Deduplicate within `window` instead of the default.
+    #[must_use]
+    pub fn dedupe_for(mut self, window: Duration) -> Self {
+        self.dedupe = window;
+        self
+    }
+
+    /// Deduplicate by `key` instead of the note.
+    #[must_use]
+    pub fn dedupe_by(mut self, key: impl Into<String>) -> Self {
+        self.dedupe_key = Some(key.into());
+        self
+    }
+}
+
+/// (object, reason, dedupe key) → end of its dedupe window.
+type Seen = HashMap<(String, &'static str, String), Instant>;
+
+/// The event publisher shared by the controllers.
+#[derive(Clone)]
+pub struct Events {
+    recorder: Option<Recorder>,
+    seen: Arc<Mutex<Seen>>,
+    published: Arc<Mutex<Vec<(ObjectReference, Message)>>>,
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events")
+            .field("enabled", &self.recorder.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Events {
+    /// Events published to `client` as controller `karpenter` (instance `instance`).
+    #[must_use]
+    pub fn new(client: kube::Client, instance: Option<String>) -> Self {
+        let reporter = Reporter {
+            controller: "karpenter".into(),
+            instance,
+        };
+        Self {
+            recorder: Some(Recorder::new(client, reporter)),
+            seen: Arc::default(),
+            published: Arc::default(),
+        }
+    }
+
+    /// A publisher that only records (tests of pure parts).
+    #[must_use]
+    pub fn recording() -> Self {
+        Self {
+            recorder: None,
+            seen: Arc::default(),
+            published: Arc::default(),
+        }
+    }
+
+    /// What was published (after deduplication), oldest first.
+    #[must_use]
+    pub fn published(&self) -> Vec<(ObjectReference, Message)> {
+        self.published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Publishes `message` about `object` unless an identical one went out within its dedupe
+    /// window. Returns whether it was sent.
+    pub fn publish<K: Resource<DynamicType = ()>>(&self, object: &K, message: Message) -> bool {
+        self.publish_ref(object.object_ref(&()), message)
+    }
+
+    /// [`Events::publish`] with a ready-made reference.
+    pub fn publish_ref(&self, reference: ObjectReference, message: Message) -> bool {
+        let now = Instant::now();
+        let object_key = reference
+            .uid
+            .clone()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| {
+                format!(
+                    "{}/{}/{}",
+                    reference.kind.as_deref().unwrap_or_default(),
+                    reference.namespace.as_deref().unwrap_or_default(),
+                    reference.name.as_deref().unwrap_or_default()
+                )
+            });
+        let key = (
+            object_key,
+            message.reason,
+            message
+                .dedupe_key
+                .clone()
+                .unwrap_or_else(|| message.note.clone()),
+        );
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            if seen.get(&key).is_some_and(|until| *until > now) {
+                return false;
+            }
+            if seen.len() > 10_000 {
+                seen.retain(|_, until| *until > now);
+            }
+            seen.insert(key, now + message.dedupe);
+        }
+        self.published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((reference.clone(), message.clone()));
+        if let Some(recorder) = self.recorder.clone() {
+            let event = Event {
+                type_: match message.kind {
+                    Kind::Normal => EventType::Normal,
+                    Kind::Warning => EventType::Warning,
+                },
+                reason: message.reason.to_owned(),
+                note: Some(truncate(&message.note, 1024)),
+                action: message.reason.to_owned(),
+                secondary: None,
+            };
+            tokio::spawn(async move {
+                if let Err(e) = recorder.publish(&event, &reference).await {
+                    tracing::debug!(error = %e, reason = event.reason, "event not published");
+                }
+            });
+        }
+        true
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary.
+#[must_use]
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max.saturating_sub(3);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::ObjectMeta;
+
+    fn pod(uid: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("default".into()),
+                uid: Some(uid.into()),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn repeats_within_the_window_are_dropped() {
+        let events = Events::recording();
+        let m =
+            || Message::warning("FailedScheduling", "no room").dedupe_for(Duration::from_secs(300));
+        assert!(events.publish(&pod("u1"), m()));
+        assert!(!events.publish(&pod("u1"), m()));
+        assert!(events.publish(&pod("u2"), m()));
+        assert!(events.publish(&pod("u1"), Message::warning("FailedScheduling", "other")));
+        tokio::time::advance(Duration::from_secs(301)).await;
+        assert!(events.publish(&pod("u1"), m()));
+        assert_eq!(events.published().len(), 4);
+    }
+
+    #[test]
+    fn long_notes_are_truncated_on_a_char_boundary() {
+        assert_eq!(truncate("abc", 10), "abc");
+        let t = truncate(&"é".repeat(10), 8);
+        assert!(t.ends_with("...") && t.len() <= 8, "{t}");
+    }
+}

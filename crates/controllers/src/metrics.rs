@@ -1,0 +1,381 @@
+//! The Prometheus metrics of the controllers, named as upstream Karpenter names them (spec §7).
+//!
+//! Responsibility: one [`Metrics`] value holding every metric family that exists so far,
+//! registered in one `prometheus-client` registry under the `karpenter_` prefix, and
+//! [`Metrics::encode`] for `/metrics` (OpenMetrics text). Controllers get an `Arc<Metrics>` and
+//! update families directly. Upstream summaries are histograms here (prometheus-client has no
+//! summary type).
+//! Inputs: none. Outputs: the text exposition.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// `{reason, nodepool, min_values_relaxed}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CreatedLabels {
+    /// `provisioned`, or the disruption reason of a replacement.
+    pub reason: String,
+    /// NodePool.
+    pub nodepool: String,
+    /// `"true"` / `"false"`.
+    pub min_values_relaxed: String,
+}
+
+/// `{nodepool, capacity_type, zone}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PoolTypeZoneLabels {
+    /// NodePool.
+    pub nodepool: String,
+    /// Capacity type.
+    pub capacity_type: String,
+    /// Zone.
+    pub zone: String,
+}
+
+/// `{reason, nodepool, capacity_type}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DisruptedLabels {
+    /// `launch_timeout`, `registration_timeout`, `insufficient_capacity`, …
+    pub reason: String,
+    /// NodePool.
+    pub nodepool: String,
+    /// Capacity type.
+    pub capacity_type: String,
+}
+
+/// `{nodepool, zone}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PoolZoneLabels {
+    /// NodePool.
+    pub nodepool: String,
+    /// Zone.
+    pub zone: String,
+}
+
+/// `{nodepool}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PoolLabels {
+    /// NodePool.
+    pub nodepool: String,
+}
+
+/// `{code}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CodeLabels {
+    /// HTTP status code of the eviction request.
+    pub code: String,
+}
+
+/// `{reason}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// Reason.
+    pub reason: String,
+}
+
+/// `{controller}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabels {
+    /// Controller name (`provisioner`).
+    pub controller: String,
+}
+
+/// `{resource_type, nodepool}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabels {
+    /// `cpu`, `memory`, `nodes`, …
+    pub resource_type: String,
+    /// NodePool.
+    pub nodepool: String,
+}
+
+/// `{controller, method, provider}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodLabels {
+    /// Calling controller.
+    pub controller: String,
+    /// CloudProvider method.
+    pub method: String,
+    /// Provider name.
+    pub provider: String,
+}
+
+/// `{controller, method, provider, error}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodErrorLabels {
+    /// Calling controller.
+    pub controller: String,
+    /// CloudProvider method.
+    pub method: String,
+    /// Provider name.
+    pub provider: String,
+    /// The error's metric label.
+    pub error: String,
+}
+
+/// `{version, goversion, goarch, commit}` (upstream's names; `goversion` holds the Rust
+/// edition here).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    /// Crate version.
+    pub version: String,
+    /// Toolchain.
+    pub goversion: String,
+    /// Architecture.
+    pub goarch: String,
+    /// Commit (empty when unknown).
+    pub commit: String,
+}
+
+type Hist<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn duration_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.005, 2.0, 18))
+}
+
+fn long_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 16))
+}
+
+/// Every metric family of the controllers.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// `karpenter_nodeclaims_created_total`.
+    pub nodeclaims_created: Family<CreatedLabels, Counter>,
+    /// `karpenter_nodeclaims_terminated_total`.
+    pub nodeclaims_terminated: Family<PoolTypeZoneLabels, Counter>,
+    /// `karpenter_nodeclaims_disrupted_total`.
+    pub nodeclaims_disrupted: Family<DisruptedLabels, Counter>,
+    /// `karpenter_nodeclaims_termination_duration_seconds`.
+    pub nodeclaims_termination_duration: Hist<PoolLabels>,
+    /// `karpenter_nodeclaims_instance_termination_duration_seconds`.
+    pub nodeclaims_instance_termination_duration: Hist<PoolLabels>,
+    /// `karpenter_nodes_created_total`.
+    pub nodes_created: Family<PoolZoneLabels, Counter>,
+    /// `karpenter_nodes_terminated_total`.
+    pub nodes_terminated: Family<PoolZoneLabels, Counter>,
+    /// `karpenter_nodes_drained_total`.
+    pub nodes_drained: Family<PoolLabels, Counter>,
+    /// `karpenter_nodes_termination_duration_seconds`.
+    pub nodes_termination_duration: Hist<PoolLabels>,
+    /// `karpenter_nodes_lifetime_duration_seconds`.
+    pub nodes_lifetime_duration: Hist<PoolLabels>,
+    /// `karpenter_pods_eviction_requests_total`.
+    pub pods_eviction_requests: Family<CodeLabels, Counter>,
+    /// `karpenter_pods_drained_total`.
+    pub pods_drained: Family<ReasonLabels, Counter>,
+    /// `karpenter_scheduler_scheduling_duration_seconds`.
+    pub scheduling_duration: Hist<ControllerLabels>,
+    /// `karpenter_scheduler_unschedulable_pods_count`.
+    pub unschedulable_pods: Family<ControllerLabels, Gauge>,
+    /// `karpenter_scheduler_ignored_pods_count`.
+    pub ignored_pods: Gauge,
+    /// `karpenter_nodepools_usage`.
+    pub nodepools_usage: Family<ResourceLabels, Gauge<f64, AtomicU64>>,
+    /// `karpenter_nodepools_limit`.
+    pub nodepools_limit: Family<ResourceLabels, Gauge<f64, AtomicU64>>,
+    /// `karpenter_cluster_state_synced` (0/1).
+    pub cluster_state_synced: Gauge,
+    /// `karpenter_cluster_state_node_count`.
+    pub cluster_state_node_count: Gauge,
+    /// `karpenter_cloudprovider_duration_seconds`.
+    pub cloudprovider_duration: Hist<MethodLabels>,
+    /// `karpenter_cloudprovider_errors_total`.
+    pub cloudprovider_errors: Family<MethodErrorLabels, Counter>,
+    /// `karpenter_build_info`.
+    pub build_info: Family<BuildLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Every family, registered.
+    #[must_use]
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("karpenter");
+        let m = Self {
+            nodeclaims_created: Family::default(),
+            nodeclaims_terminated: Family::default(),
+            nodeclaims_disrupted: Family::default(),
+            nodeclaims_termination_duration: Family::new_with_constructor(long_buckets),
+            nodeclaims_instance_termination_duration: Family::new_with_constructor(long_buckets),
+            nodes_created: Family::default(),
+            nodes_terminated: Family::default(),
+            nodes_drained: Family::default(),
+            nodes_termination_duration: Family::new_with_constructor(long_buckets),
+            nodes_lifetime_duration: Family::new_with_constructor(long_buckets),
+            pods_eviction_requests: Family::default(),
+            pods_drained: Family::default(),
+            scheduling_duration: Family::new_with_constructor(duration_buckets),
+            unschedulable_pods: Family::default(),
+            ignored_pods: Gauge::default(),
+            nodepools_usage: Family::default(),
+            nodepools_limit: Family::default(),
+            cluster_state_synced: Gauge::default(),
+            cluster_state_node_count: Gauge::default(),
+            cloudprovider_duration: Family::new_with_constructor(duration_buckets),
+            cloudprovider_errors: Family::default(),
+            build_info: Family::default(),
+            registry: Registry::default(),
+        };
+        let r = &mut registry;
+        r.register(
+            "nodeclaims_created",
+            "NodeClaims created",
+            m.nodeclaims_created.clone(),
+        );
+        r.register(
+            "nodeclaims_terminated",
+            "NodeClaims terminated",
+            m.nodeclaims_terminated.clone(),
+        );
+        r.register(
+            "nodeclaims_disrupted",
+            "NodeClaims disrupted",
+            m.nodeclaims_disrupted.clone(),
+        );
+        r.register(
+            "nodeclaims_termination_duration_seconds",
+            "Time from NodeClaim deletion to finalizer removal",
+            m.nodeclaims_termination_duration.clone(),
+        );
+        r.register(
+            "nodeclaims_instance_termination_duration_seconds",
+            "Time from the first instance delete to the instance being gone",
+            m.nodeclaims_instance_termination_duration.clone(),
+        );
+        r.register("nodes_created", "Nodes registered", m.nodes_created.clone());
+        r.register(
+            "nodes_terminated",
+            "Nodes terminated",
+            m.nodes_terminated.clone(),
+        );
+        r.register("nodes_drained", "Nodes drained", m.nodes_drained.clone());
+        r.register(
+            "nodes_termination_duration_seconds",
+            "Time from Node deletion to finalizer removal",
+            m.nodes_termination_duration.clone(),
+        );
+        r.register(
+            "nodes_lifetime_duration_seconds",
+            "Node lifetime at termination",
+            m.nodes_lifetime_duration.clone(),
+        );
+        r.register(
+            "pods_eviction_requests",
+            "Eviction requests by response code",
+            m.pods_eviction_requests.clone(),
+        );
+        r.register(
+            "pods_drained",
+            "Pods evicted by drain",
+            m.pods_drained.clone(),
+        );
+        r.register(
+            "scheduler_scheduling_duration_seconds",
+            "Duration of scheduling simulations",
+            m.scheduling_duration.clone(),
+        );
+        r.register(
+            "scheduler_unschedulable_pods_count",
+            "Pods the last scheduling simulation could not place",
+            m.unschedulable_pods.clone(),
+        );
+        r.register(
+            "scheduler_ignored_pods_count",
+            "Pods the last loop ignored (validation)",
+            m.ignored_pods.clone(),
+        );
+        r.register(
+            "nodepools_usage",
+            "Resources used per NodePool",
+            m.nodepools_usage.clone(),
+        );
+        r.register(
+            "nodepools_limit",
+            "Limits per NodePool",
+            m.nodepools_limit.clone(),
+        );
+        r.register(
+            "cluster_state_synced",
+            "Whether cluster state is synced",
+            m.cluster_state_synced.clone(),
+        );
+        r.register(
+            "cluster_state_node_count",
+            "Nodes in cluster state",
+            m.cluster_state_node_count.clone(),
+        );
+        r.register(
+            "cloudprovider_duration_seconds",
+            "Duration of CloudProvider calls",
+            m.cloudprovider_duration.clone(),
+        );
+        r.register(
+            "cloudprovider_errors",
+            "CloudProvider errors",
+            m.cloudprovider_errors.clone(),
+        );
+        r.register("build_info", "Build information", m.build_info.clone());
+        m.build_info
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION").into(),
+                goversion: "rust".into(),
+                goarch: std::env::consts::ARCH.into(),
+                commit: String::new(),
+            })
+            .set(1);
+        Self { registry, ..m }
+    }
+
+    /// The OpenMetrics text exposition of every family.
+    #[must_use]
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::warn!(error = %e, "metrics not encoded");
+            out.clear();
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_upstream() {
+        let m = Metrics::new();
+        m.nodeclaims_created
+            .get_or_create(&CreatedLabels {
+                reason: "provisioned".into(),
+                nodepool: "default".into(),
+                min_values_relaxed: "false".into(),
+            })
+            .inc();
+        m.pods_eviction_requests
+            .get_or_create(&CodeLabels { code: "200".into() })
+            .inc();
+        let text = m.encode();
+        for name in [
+            "karpenter_nodeclaims_created_total{reason=\"provisioned\",nodepool=\"default\",min_values_relaxed=\"false\"} 1",
+            "karpenter_pods_eviction_requests_total{code=\"200\"} 1",
+            "karpenter_build_info{",
+            "# TYPE karpenter_cluster_state_synced gauge",
+        ] {
+            assert!(text.contains(name), "{name} missing in\n{text}");
+        }
+    }
+}

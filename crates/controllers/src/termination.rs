@@ -1,0 +1,1 @@
+//! Node termination (spec §4.8 Node finalizer, drain, eviction queue).

@@ -1,0 +1,57 @@
+//! The cluster state against sim: listing, the synced gate and provisioning triggers.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use sim::WorldConfig;
+use state::{ClusterState, StateConfig, Trigger, Unsynced};
+use support::{node_claim, pod, wait_for, world};
+use tokio::sync::mpsc;
+
+#[tokio::test]
+async fn the_gate_waits_for_listing_unseen_and_launching_node_claims() {
+    let world = world(WorldConfig::default()).await;
+    let state = ClusterState::start(&world.workload_client(), StateConfig::default());
+    state.wait_listed(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(state.synced(), Ok(()));
+
+    state.node_claim_created("nc-1");
+    assert_eq!(state.synced(), Err(Unsynced::Unseen(vec!["nc-1".into()])));
+    node_claim(&world, "nc-1", json!([])).await;
+    let gate = wait_for("nc-1 in the cache", Duration::from_secs(10), || {
+        let s = state.synced();
+        async move { (!matches!(s, Err(Unsynced::Unseen(_)))).then_some(s) }
+    })
+    .await;
+    assert_eq!(gate, Err(Unsynced::Launching(vec!["nc-1".into()])));
+    assert_eq!(state.snapshot().node_claims.len(), 1);
+}
+
+#[tokio::test]
+async fn provisionable_pods_trigger() {
+    let world = world(WorldConfig::default()).await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let state = ClusterState::start(
+        &world.workload_client(),
+        StateConfig {
+            triggers: Some((
+                tx,
+                Arc::new(|p: &k8s_openapi::api::core::v1::Pod| {
+                    p.metadata.name.as_deref() == Some("wanted")
+                }),
+            )),
+        },
+    );
+    state.wait_listed(Duration::from_secs(10)).await.unwrap();
+    pod(&world, "ignored", "1").await;
+    let wanted = pod(&world, "wanted", "1").await;
+    let trigger = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(trigger, Trigger::Pod(wanted.metadata.uid.unwrap()));
+}

@@ -1,0 +1,424 @@
+//! The in-memory state of the workload cluster, fed by watches.
+//!
+//! Responsibility:
+//! - [`ClusterState::start`] runs one kube-runtime watcher + reflector per kind the core
+//!   controllers read (Nodes, Pods, NodeClaims, NodePools, DaemonSets, Namespaces,
+//!   ClusterAPINodeClasses) and keeps the stores;
+//! - [`ClusterState::snapshot`] copies them for one provisioning loop (nodes are copied before
+//!   pods, so a loop undershoots rather than overshoots: spec §3.4 item 1);
+//! - [`ClusterState::synced`] is upstream's gate (spec §3.19), adapted to a launch that does
+//!   not wait for the providerID: every store has listed once, every NodeClaim this process
+//!   created is in the cache, and no NodeClaim that is not being deleted is still waiting for
+//!   its launch (`Launched` not True). A launched NodeClaim carries its capacity and labels, so
+//!   the scheduler counts it as in-flight capacity even before the providerID exists;
+//! - provisioning triggers: every Pod event for which the configured predicate holds sends
+//!   [`Trigger::Pod`] (the provisioner's batcher listens); a Node tainted
+//!   `karpenter.sh/disrupted` sends [`Trigger::Node`];
+//! - [`ClusterState::changes`] ticks on every event (for tests and waiters).
+//!
+//! Inputs: a workload `kube::Client`, [`StateConfig`]. Outputs: snapshots, triggers, the gate.
+
+pub mod bookkeeping;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use api::common::{ConditionStatus, Conditions};
+use api::well_known::conditions::LAUNCHED;
+use api::well_known::taints::DISRUPTED;
+use api::{ClusterAPINodeClass, NodeClaim, NodePool};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+pub use bookkeeping::Bookkeeping;
+
+/// Something that should make the provisioner look at the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trigger {
+    /// A provisionable pod (by UID) was created or changed.
+    Pod(String),
+    /// A node was tainted `karpenter.sh/disrupted` (its pods need new homes).
+    Node(String),
+}
+
+/// Which pods trigger provisioning.
+pub type PodPredicate = Arc<dyn Fn(&Pod) -> bool + Send + Sync>;
+
+/// Settings of the state.
+#[derive(Clone, Default)]
+pub struct StateConfig {
+    /// Where triggers go, and which pods send one. `None`: no triggers.
+    pub triggers: Option<(mpsc::UnboundedSender<Trigger>, PodPredicate)>,
+}
+
+impl std::fmt::Debug for StateConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateConfig")
+            .field("triggers", &self.triggers.is_some())
+            .finish()
+    }
+}
+
+/// Copies of the cluster's objects for one loop.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Nodes.
+    pub nodes: Vec<Node>,
+    /// NodeClaims.
+    pub node_claims: Vec<NodeClaim>,
+    /// Pods.
+    pub pods: Vec<Pod>,
+    /// DaemonSets.
+    pub daemon_sets: Vec<DaemonSet>,
+    /// Namespaces.
+    pub namespaces: Vec<Namespace>,
+    /// NodePools.
+    pub node_pools: Vec<NodePool>,
+    /// ClusterAPINodeClasses.
+    pub node_classes: Vec<ClusterAPINodeClass>,
+}
+
+/// Why the state is not synced (for logs and `readyz`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unsynced {
+    /// A store has not listed yet.
+    NotListed,
+    /// NodeClaims this process created are not in the cache yet.
+    Unseen(Vec<String>),
+    /// NodeClaims are still launching.
+    Launching(Vec<String>),
+}
+
+impl std::fmt::Display for Unsynced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotListed => write!(f, "caches have not listed yet"),
+            Self::Unseen(n) => write!(
+                f,
+                "created NodeClaims not in the cache yet: {}",
+                n.join(", ")
+            ),
+            Self::Launching(n) => write!(f, "NodeClaims still launching: {}", n.join(", ")),
+        }
+    }
+}
+
+/// The state: stores, bookkeeping and the watch tasks.
+pub struct ClusterState {
+    nodes: Store<Node>,
+    pods: Store<Pod>,
+    node_claims: Store<NodeClaim>,
+    node_pools: Store<NodePool>,
+    daemon_sets: Store<DaemonSet>,
+    namespaces: Store<Namespace>,
+    node_classes: Store<ClusterAPINodeClass>,
+    bookkeeping: Mutex<Bookkeeping>,
+    changes: watch::Receiver<u64>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ClusterState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterState")
+            .field("nodes", &self.nodes.state().len())
+            .field("pods", &self.pods.state().len())
+            .field("node_claims", &self.node_claims.state().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ClusterState {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+type OnEvent<K> = Box<dyn Fn(&K) + Send + Sync>;
+
+fn spawn_reflector<K>(
+    client: &kube::Client,
+    tick: Arc<watch::Sender<u64>>,
+    on_apply: Option<OnEvent<K>>,
+) -> (Store<K>, JoinHandle<()>)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store();
+    let api: Api<K> = Api::all(client.clone());
+    let task = tokio::spawn(async move {
+        let stream = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .reflect(writer);
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
+                    if let Some(f) = &on_apply {
+                        f(&obj);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, kind = %K::kind(&()), "watch error"),
+            }
+            tick.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    });
+    (store, task)
+}
+
+fn launching(nc: &NodeClaim) -> bool {
+    nc.metadata.deletion_timestamp.is_none()
+        && nc
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.condition(LAUNCHED))
+            .is_none_or(|c| c.status != ConditionStatus::True)
+}
+
+fn disrupted(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| t.iter().any(|t| t.key == DISRUPTED))
+}
+
+fn copies<K>(store: &Store<K>) -> Vec<K>
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    let mut out: Vec<K> = store.state().iter().map(|o| (**o).clone()).collect();
+    out.sort_by(|a, b| {
+        (a.meta().namespace.as_deref(), a.meta().name.as_deref())
+            .cmp(&(b.meta().namespace.as_deref(), b.meta().name.as_deref()))
+    });
+    out
+}
+
+impl ClusterState {
+    /// Starts watching the workload cluster. Must be called inside a tokio runtime.
+    #[must_use]
+    pub fn start(client: &kube::Client, config: StateConfig) -> Arc<Self> {
+        let (tick, changes) = watch::channel(0_u64);
+        let tick = Arc::new(tick);
+        let mut tasks = Vec::new();
+        let (pod_trigger, node_trigger): (Option<OnEvent<Pod>>, Option<OnEvent<Node>>) =
+            match config.triggers {
+                Some((tx, predicate)) => {
+                    let node_tx = tx.clone();
+                    (
+                        Some(Box::new(move |pod: &Pod| {
+                            if predicate(pod) {
+                                let _ = tx.send(Trigger::Pod(pod.uid().unwrap_or_default()));
+                            }
+                        })),
+                        Some(Box::new(move |node: &Node| {
+                            if disrupted(node) {
+                                let _ = node_tx.send(Trigger::Node(node.name_any()));
+                            }
+                        })),
+                    )
+                }
+                None => (None, None),
+            };
+        let (nodes, t) = spawn_reflector(&client.clone(), Arc::clone(&tick), node_trigger);
+        tasks.push(t);
+        let (pods, t) = spawn_reflector(client, Arc::clone(&tick), pod_trigger);
+        tasks.push(t);
+        let (node_claims, t) = spawn_reflector(client, Arc::clone(&tick), None);
+        tasks.push(t);
+        let (node_pools, t) = spawn_reflector(client, Arc::clone(&tick), None);
+        tasks.push(t);
+        let (daemon_sets, t) = spawn_reflector(client, Arc::clone(&tick), None);
+        tasks.push(t);
+        let (namespaces, t) = spawn_reflector(client, Arc::clone(&tick), None);
+        tasks.push(t);
+        let (node_classes, t) = spawn_reflector(client, tick, None);
+        tasks.push(t);
+        Arc::new(Self {
+            nodes,
+            pods,
+            node_claims,
+            node_pools,
+            daemon_sets,
+            namespaces,
+            node_classes,
+            bookkeeping: Mutex::default(),
+            changes,
+            tasks,
+        })
+    }
+
+    fn ready_now(&self) -> bool {
+        // A store is ready once its first list was applied; `state()` of an unready store is
+        // empty, so ask the waiter without blocking.
+        [
+            self.nodes.wait_until_ready().now_or_never_ready(),
+            self.pods.wait_until_ready().now_or_never_ready(),
+            self.node_claims.wait_until_ready().now_or_never_ready(),
+            self.node_pools.wait_until_ready().now_or_never_ready(),
+            self.daemon_sets.wait_until_ready().now_or_never_ready(),
+            self.namespaces.wait_until_ready().now_or_never_ready(),
+            self.node_classes.wait_until_ready().now_or_never_ready(),
+        ]
+        .iter()
+        .all(|r| *r)
+    }
+
+    /// Waits until every store has listed once; gives up after `timeout`.
+    ///
+    /// # Errors
+    /// `Err(())` on timeout or when a watch task ended.
+    pub async fn wait_listed(&self, timeout: Duration) -> Result<(), ()> {
+        let all = async {
+            self.nodes.wait_until_ready().await?;
+            self.pods.wait_until_ready().await?;
+            self.node_claims.wait_until_ready().await?;
+            self.node_pools.wait_until_ready().await?;
+            self.daemon_sets.wait_until_ready().await?;
+            self.namespaces.wait_until_ready().await?;
+            self.node_classes.wait_until_ready().await
+        };
+        match tokio::time::timeout(timeout, all).await {
+            Ok(Ok(())) => Ok(()),
+            _ => Err(()),
+        }
+    }
+
+    /// Upstream's gate, adapted (see the module docs): `Ok` when provisioning may plan.
+    ///
+    /// # Errors
+    /// Why not.
+    pub fn synced(&self) -> Result<(), Unsynced> {
+        if !self.ready_now() {
+            return Err(Unsynced::NotListed);
+        }
+        let unseen = self.lock().unseen(Instant::now(), |name| {
+            self.node_claims
+                .get(&reflector::ObjectRef::new(name))
+                .is_some()
+        });
+        if !unseen.is_empty() {
+            return Err(Unsynced::Unseen(unseen));
+        }
+        let mut launching: Vec<String> = self
+            .node_claims
+            .state()
+            .iter()
+            .filter(|nc| launching(nc))
+            .map(|nc| nc.name_any())
+            .collect();
+        if launching.is_empty() {
+            Ok(())
+        } else {
+            launching.sort();
+            Err(Unsynced::Launching(launching))
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Bookkeeping> {
+        self.bookkeeping
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Record a NodeClaim this process just created (the gate waits until the cache has it).
+    pub fn node_claim_created(&self, name: &str) {
+        self.lock().created(name, Instant::now());
+    }
+
+    /// Nominate `node` for pods for `window`.
+    pub fn nominate(&self, node: &str, window: Duration) {
+        self.lock().nominate(node, Instant::now() + window);
+    }
+
+    /// Whether `node` is nominated now.
+    #[must_use]
+    pub fn is_nominated(&self, node: &str) -> bool {
+        let now = Instant::now();
+        let mut b = self.lock();
+        b.expire(now);
+        b.is_nominated(node, now)
+    }
+
+    /// Copies of everything, nodes and NodeClaims first (sorted by namespace/name).
+    #[must_use]
+    pub fn snapshot(&self) -> Snapshot {
+        let nodes = copies(&self.nodes);
+        let node_claims = copies(&self.node_claims);
+        Snapshot {
+            nodes,
+            node_claims,
+            pods: copies(&self.pods),
+            daemon_sets: copies(&self.daemon_sets),
+            namespaces: copies(&self.namespaces),
+            node_pools: copies(&self.node_pools),
+            node_classes: copies(&self.node_classes),
+        }
+    }
+
+    /// The Node store.
+    #[must_use]
+    pub fn nodes(&self) -> &Store<Node> {
+        &self.nodes
+    }
+
+    /// The Pod store.
+    #[must_use]
+    pub fn pods(&self) -> &Store<Pod> {
+        &self.pods
+    }
+
+    /// The NodeClaim store.
+    #[must_use]
+    pub fn node_claims(&self) -> &Store<NodeClaim> {
+        &self.node_claims
+    }
+
+    /// The NodePool store.
+    #[must_use]
+    pub fn node_pools(&self) -> &Store<NodePool> {
+        &self.node_pools
+    }
+
+    /// The ClusterAPINodeClass store.
+    #[must_use]
+    pub fn node_classes(&self) -> &Store<ClusterAPINodeClass> {
+        &self.node_classes
+    }
+
+    /// Ticks on every watch event.
+    #[must_use]
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.clone()
+    }
+}
+
+trait NowOrNever {
+    fn now_or_never_ready(self) -> bool;
+}
+
+impl<F: std::future::Future<Output = Result<(), reflector::store::WriterDropped>>> NowOrNever
+    for F
+{
+    fn now_or_never_ready(self) -> bool {
+        matches!(futures::FutureExt::now_or_never(self), Some(Ok(())))
+    }
+}
