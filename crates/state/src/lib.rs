@@ -42,7 +42,7 @@ use tokio::time::Instant;
 pub use bookkeeping::Bookkeeping;
 
 /// Something that should make the provisioner look at the cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Trigger {
     /// A provisionable pod (by UID) was created or changed.
     Pod(String),

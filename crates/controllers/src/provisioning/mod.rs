@@ -1,7 +1,15 @@
-//! Provisioning: from pending pods to NodeClaims.
+//! Provisioning: from pending pods to NodeClaims (spec §3).
 //!
-//! Responsibility: everything the provisioner decides. For now the pure [`inputs`] module tree
-//! (objects → scheduler inputs → plan); the batching loop and NodeClaim creation come later and
-//! will call it. Inputs: API objects. Outputs: scheduler inputs and [`inputs::Plan`]s.
+//! Responsibility:
+//! - [`inputs`]: pure — objects → scheduler inputs → [`inputs::Plan`] (shared with `plan`);
+//! - [`batcher`]: the batching window (`BATCH_IDLE_DURATION` / `BATCH_MAX_DURATION`);
+//! - [`node_claim`]: pure — a planned NodeClaim → the NodeClaim object;
+//! - [`provisioner`]: the singleton loop: window → synced gate → snapshot → solve → create
+//!   NodeClaims, nominate, publish events.
+//!
+//! Inputs: triggers, the cluster state, a CloudProvider. Outputs: NodeClaims, Events, metrics.
 
+pub mod batcher;
 pub mod inputs;
+pub mod node_claim;
+pub mod provisioner;

@@ -24,4 +24,7 @@ pub use plan::{
     UnschedulablePod,
 };
 pub use pods::{IgnoreReason, IgnoredPod, PendingPolicy, is_pending, provisionable, validate_pod};
-pub use pools::{CatalogueProblem, Catalogues, DroppedNodePool, catalogues, node_pools};
+pub use pools::{
+    CatalogueProblem, Catalogues, DroppedNodePool, catalogues, node_class_of, node_pools,
+    scheduler_node_pool,
+};

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use api::well_known::labels::NODECLASS;
 use api::{ClusterAPINodeClass, MachineDeployment};
 use clusterapi::{Catalogue, MachineDeploymentInput, MachineDeploymentRef, Scope};
+use scheduling::instance_type::InstanceType;
 use scheduling::labels::WellKnownLabels;
 use scheduling::requirements::{Operator, Requirement, Requirements, validate_requirement};
 use scheduling::resources::Resources;
@@ -158,7 +159,7 @@ pub fn node_pools(
     let mut dropped = Vec::new();
     for pool in pools {
         let name = pool.metadata.name.clone().unwrap_or_default();
-        match node_pool(pool, &name, catalogues, well_known) {
+        match node_pool(pool, catalogues, well_known) {
             Ok(p) => kept.push(p),
             Err(reason) => dropped.push(DroppedNodePool { name, reason }),
         }
@@ -176,7 +177,6 @@ pub fn node_class_of(pool: &api::NodePool) -> Option<&str> {
 
 fn node_pool(
     pool: &api::NodePool,
-    name: &str,
     catalogues: &Catalogues,
     well_known: &WellKnownLabels,
 ) -> Result<NodePool, String> {
@@ -198,6 +198,21 @@ fn node_pool(
         Some(Err(e)) => return Err(format!("{NODE_CLASS_KIND} {class:?}: {e}")),
         Some(Ok(catalogue)) => catalogue,
     };
+    scheduler_node_pool(pool, catalogue.instance_types(), well_known)
+}
+
+/// `pool` as the scheduler needs it, with `instance_types` (from the cloud provider): its
+/// requirements, labels (plus the NodeClass label), taints and limits validated.
+///
+/// # Errors
+/// A message naming the offending field (`spec.template.spec.requirements[0]: …`).
+pub fn scheduler_node_pool(
+    pool: &api::NodePool,
+    instance_types: Vec<Arc<InstanceType>>,
+    well_known: &WellKnownLabels,
+) -> Result<NodePool, String> {
+    let name = pool.metadata.name.as_deref().unwrap_or_default();
+    let class = pool.spec.template.spec.node_class_ref.name.as_str();
     let spec = &pool.spec.template.spec;
     let mut requirements = Requirements::new();
     for (i, r) in spec.requirements.iter().enumerate() {
@@ -256,7 +271,7 @@ fn node_pool(
             "spec.template.spec.startupTaints",
         )?,
         limits,
-        instance_types: catalogue.instance_types(),
+        instance_types,
     })
 }
 

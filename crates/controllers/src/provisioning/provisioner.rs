@@ -1,0 +1,555 @@
+//! The provisioner: the singleton loop that turns pending pods into NodeClaims (spec §3.2–3.18).
+//!
+//! Responsibility, per batch window ([`super::batcher`]):
+//! 1. wait for the cluster state's synced gate ([`state::ClusterState::synced`]);
+//! 2. snapshot the state; NodePools that are `Ready`, not being deleted, not static and of our
+//!    NodeClass kind get their instance types from the CloudProvider
+//!    ([`CloudProvider::get_instance_types`]); a pool whose call fails or returns none is
+//!    skipped for this loop;
+//! 3. provisionable pods ([`inputs::provisionable`]) are validated ([`inputs::validate_pod`]);
+//!    ignored pods get a `FailedScheduling` Warning (except those avoiding Karpenter on
+//!    purpose);
+//! 4. the engine solves on a blocking thread;
+//! 5. new NodeClaims are created in parallel ([`super::node_claim`]) and recorded in the state
+//!    (so the gate waits until the cache shows them); their pods get a `Nominated` Event;
+//!    existing nodes that receive pods are nominated for `max(2 × batch max, 10 s)`; pods that
+//!    fit nowhere get `FailedScheduling` with the engine's reason (deduplicated 5 min per pod).
+//!
+//! Every 10 s without a trigger the loop also runs when provisionable pods exist (upstream's
+//! per-pod requeue). Decisions are kept as [`Decision`] values for `simulate` and `bench e2e`.
+//! Not done: pre-provisioning for pods of nodes being deleted (their replacements trigger
+//! provisioning when they are created), volume topology, DRA.
+//!
+//! Inputs: triggers, [`ClusterState`], a [`CloudProvider`]. Outputs: NodeClaims, Events,
+//! metrics, decisions.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use api::common::Conditions;
+use api::well_known::conditions::READY;
+use api::well_known::events::FAILED_SCHEDULING;
+use api::{NodeClaim, NodePool};
+use cloudprovider::CloudProvider;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use kube::api::{Api, PostParams};
+use scheduling::instance_type::MinValuesPolicy;
+use scheduling::labels::WellKnownLabels;
+use scheduling::scheduler::{Options, PreferencePolicy, Results, Scheduler};
+use state::{ClusterState, PodPredicate, Trigger};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::batcher::{BatchConfig, Batcher};
+use super::inputs::{self, ClusterObjects, IgnoreReason};
+use super::node_claim::{PoolHash, node_claim};
+use crate::events::{Events, Message};
+use crate::metrics::{ControllerLabels, CreatedLabels, Metrics};
+
+/// `Nominated` (Normal, on pods).
+pub const NOMINATED: &str = "Nominated";
+/// How often pending pods re-trigger provisioning.
+pub const RETRIGGER: Duration = Duration::from_secs(10);
+const FAILED_SCHEDULING_DEDUPE: Duration = Duration::from_secs(300);
+
+/// Settings of the provisioner.
+#[derive(Debug, Clone)]
+pub struct ProvisionerConfig {
+    /// The batching window.
+    pub batch: BatchConfig,
+    /// `PREFERENCE_POLICY`.
+    pub preference_policy: PreferencePolicy,
+    /// `MIN_VALUES_POLICY`.
+    pub min_values_policy: MinValuesPolicy,
+    /// NodeClaims created at once.
+    pub create_concurrency: usize,
+}
+
+impl Default for ProvisionerConfig {
+    fn default() -> Self {
+        Self {
+            batch: BatchConfig::default(),
+            preference_policy: PreferencePolicy::Respect,
+            min_values_policy: MinValuesPolicy::Strict,
+            create_concurrency: 16,
+        }
+    }
+}
+
+/// What one loop decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// When the window opened (first trigger), if triggered.
+    pub window_opened: Option<Instant>,
+    /// When the loop finished.
+    pub finished: Instant,
+    /// Provisionable pods considered.
+    pub pods: usize,
+    /// NodeClaims created (names).
+    pub node_claims: Vec<String>,
+    /// Pods planned onto new NodeClaims.
+    pub pods_on_new: usize,
+    /// Pods planned onto existing nodes.
+    pub pods_on_existing: usize,
+    /// Pods that fit nowhere (incl. ignored ones).
+    pub unschedulable: usize,
+    /// Time spent in the engine.
+    pub solve: Duration,
+}
+
+/// Why a loop failed (it is retried on the next trigger).
+#[derive(Debug, thiserror::Error)]
+pub enum ProvisionError {
+    /// The engine's blocking task died.
+    #[error("scheduling task failed: {0}")]
+    Solve(String),
+}
+
+/// The trigger channel and the pod predicate to give [`state::StateConfig`].
+#[must_use]
+pub fn trigger_channel() -> (
+    mpsc::UnboundedSender<Trigger>,
+    mpsc::UnboundedReceiver<Trigger>,
+    PodPredicate,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (tx, rx, Arc::new(inputs::provisionable))
+}
+
+/// The provisioner.
+pub struct Provisioner<P> {
+    client: kube::Client,
+    provider: Arc<P>,
+    state: Arc<ClusterState>,
+    events: Events,
+    metrics: Arc<Metrics>,
+    config: ProvisionerConfig,
+    well_known: WellKnownLabels,
+    hash: fn(&NodePool) -> PoolHash,
+    decisions: Arc<Mutex<Vec<Decision>>>,
+}
+
+impl<P> std::fmt::Debug for Provisioner<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provisioner")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn ready(pool: &NodePool) -> bool {
+    pool.metadata.deletion_timestamp.is_none()
+        && !pool.spec.is_static()
+        && inputs::node_class_of(pool).is_some()
+        && pool
+            .status
+            .as_ref()
+            .is_some_and(|s| s.conditions.is_true(READY))
+}
+
+impl<P: CloudProvider + 'static> Provisioner<P> {
+    /// A provisioner writing to `client` (the workload cluster). `hash` stamps new NodeClaims
+    /// with their NodePool's hash.
+    #[must_use]
+    pub fn new(
+        client: kube::Client,
+        provider: Arc<P>,
+        state: Arc<ClusterState>,
+        events: Events,
+        metrics: Arc<Metrics>,
+        config: ProvisionerConfig,
+        hash: fn(&NodePool) -> PoolHash,
+    ) -> Self {
+        Self {
+            client,
+            provider,
+            state,
+            events,
+            metrics,
+            config,
+            well_known: WellKnownLabels::cluster_api(),
+            hash,
+            decisions: Arc::default(),
+        }
+    }
+
+    /// Every decision so far (shared handle; keeps filling while [`Self::run`] runs).
+    #[must_use]
+    pub fn decisions(&self) -> Arc<Mutex<Vec<Decision>>> {
+        Arc::clone(&self.decisions)
+    }
+
+    /// Runs the loop until `triggers` closes.
+    pub async fn run(self, triggers: mpsc::UnboundedReceiver<Trigger>) {
+        let mut batcher = Batcher::new(triggers, self.config.batch);
+        let mut retrigger = tokio::time::interval(RETRIGGER);
+        retrigger.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let opened = tokio::select! {
+                batch = batcher.wait() => match batch {
+                    Some(b) => Some(b.opened),
+                    None => return,
+                },
+                _ = retrigger.tick() => {
+                    if !self.any_provisionable() {
+                        continue;
+                    }
+                    None
+                }
+            };
+            self.wait_synced().await;
+            match self.provision(opened).await {
+                Ok(d) if d.pods > 0 => tracing::info!(
+                    pods = d.pods,
+                    node_claims = d.node_claims.len(),
+                    on_existing = d.pods_on_existing,
+                    unschedulable = d.unschedulable,
+                    solve_ms = d.solve.as_millis() as u64,
+                    "provisioned"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "provisioning failed"),
+            }
+        }
+    }
+
+    fn any_provisionable(&self) -> bool {
+        self.state
+            .pods()
+            .state()
+            .iter()
+            .any(|p| inputs::provisionable(p))
+    }
+
+    async fn wait_synced(&self) {
+        let mut changes = self.state.changes();
+        let mut logged = false;
+        loop {
+            match self.state.synced() {
+                Ok(()) => {
+                    self.metrics.cluster_state_synced.set(1);
+                    return;
+                }
+                Err(why) => {
+                    self.metrics.cluster_state_synced.set(0);
+                    if !logged {
+                        tracing::debug!(%why, "waiting for cluster state");
+                        logged = true;
+                    }
+                }
+            }
+            // Woken by any watch event; re-checked at least every second (the unseen grace).
+            let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
+        }
+    }
+
+    /// One provisioning pass over the current state.
+    ///
+    /// # Errors
+    /// [`ProvisionError`] when the engine's task fails.
+    pub async fn provision(&self, opened: Option<Instant>) -> Result<Decision, ProvisionError> {
+        let snapshot = self.state.snapshot();
+        self.metrics
+            .cluster_state_node_count
+            .set(i64::try_from(snapshot.nodes.len()).unwrap_or(i64::MAX));
+        let pending: Vec<&Pod> = snapshot
+            .pods
+            .iter()
+            .filter(|p| inputs::provisionable(p))
+            .collect();
+        let mut decision = Decision {
+            window_opened: opened,
+            finished: Instant::now(),
+            pods: pending.len(),
+            node_claims: Vec::new(),
+            pods_on_new: 0,
+            pods_on_existing: 0,
+            unschedulable: 0,
+            solve: Duration::ZERO,
+        };
+        if pending.is_empty() {
+            self.metrics.ignored_pods.set(0);
+            self.unschedulable_gauge(0);
+            return Ok(decision);
+        }
+        let by_uid: HashMap<String, &Pod> = pending
+            .iter()
+            .map(|p| (p.uid().unwrap_or_default(), *p))
+            .collect();
+
+        let mut pools = Vec::new();
+        for pool in snapshot.node_pools.iter().filter(|p| ready(p)) {
+            match self.provider.get_instance_types(pool).await {
+                Ok(its) if its.is_empty() => {
+                    tracing::debug!(nodepool = %pool.name_any(), "no instance types");
+                }
+                Ok(its) => match inputs::scheduler_node_pool(pool, its, &self.well_known) {
+                    Ok(p) => pools.push(p),
+                    Err(e) => {
+                        tracing::warn!(nodepool = %pool.name_any(), error = %e, "NodePool skipped")
+                    }
+                },
+                Err(e) => {
+                    tracing::warn!(nodepool = %pool.name_any(), error = %e, "instance types unavailable");
+                }
+            }
+        }
+
+        let (cluster, warnings) = inputs::cluster(&ClusterObjects {
+            nodes: &snapshot.nodes,
+            node_claims: &snapshot.node_claims,
+            pods: &snapshot.pods,
+            daemon_sets: &snapshot.daemon_sets,
+            namespaces: &snapshot.namespaces,
+        });
+        for w in warnings {
+            tracing::debug!(warning = %w, "cluster state object skipped");
+        }
+
+        let mut pods = Vec::new();
+        let mut ignored = 0_i64;
+        for pod in &pending {
+            match inputs::validate_pod(pod, &self.well_known) {
+                Ok(p) => pods.push(p),
+                Err(i) => {
+                    ignored += 1;
+                    if let IgnoreReason::Invalid(_) = i.reason {
+                        self.events.publish(
+                            *pod,
+                            Message::warning(
+                                FAILED_SCHEDULING,
+                                format!("Failed to schedule pod, {}", i.reason),
+                            )
+                            .dedupe_for(FAILED_SCHEDULING_DEDUPE),
+                        );
+                    }
+                }
+            }
+        }
+        self.metrics.ignored_pods.set(ignored);
+
+        let results = if pools.is_empty() {
+            None
+        } else {
+            let options = Options {
+                preference_policy: self.config.preference_policy,
+                min_values_policy: self.config.min_values_policy,
+                well_known: self.well_known.clone(),
+                ..Options::default()
+            };
+            let started = Instant::now();
+            let results = tokio::task::spawn_blocking(move || {
+                Scheduler::new(&pools, &cluster, &pods, options).solve(&pods)
+            })
+            .await
+            .map_err(|e| ProvisionError::Solve(e.to_string()))?;
+            decision.solve = started.elapsed();
+            self.metrics
+                .scheduling_duration
+                .get_or_create(&ControllerLabels {
+                    controller: "provisioner".into(),
+                })
+                .observe(decision.solve.as_secs_f64());
+            Some(results)
+        };
+
+        let Some(results) = results else {
+            for pod in by_uid.values() {
+                self.failed_scheduling(
+                    pod,
+                    "no dynamic nodepools found (none is Ready, or none offers instance types)",
+                );
+            }
+            decision.unschedulable = pending.len();
+            self.unschedulable_gauge(pending.len());
+            decision.finished = Instant::now();
+            self.record(&decision);
+            return Ok(decision);
+        };
+
+        decision.node_claims = self.create(&results, &snapshot.node_pools, &by_uid).await;
+        decision.pods_on_new = results.pods_on_new_node_claims();
+        self.nominate_existing(&results, &by_uid);
+        for e in &results.errors {
+            if let Some(pod) = by_uid.get(e.uid.as_ref()) {
+                self.failed_scheduling(pod, &e.message);
+            }
+        }
+        decision.pods_on_existing = results.existing_nodes.iter().map(|b| b.pods.len()).sum();
+        decision.unschedulable = results.errors.len() + usize::try_from(ignored).unwrap_or(0);
+        self.unschedulable_gauge(results.errors.len());
+        decision.finished = Instant::now();
+        self.record(&decision);
+        Ok(decision)
+    }
+
+    fn record(&self, decision: &Decision) {
+        let mut d = self
+            .decisions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if d.len() >= 10_000 {
+            d.remove(0);
+        }
+        d.push(decision.clone());
+    }
+
+    fn unschedulable_gauge(&self, n: usize) {
+        self.metrics
+            .unschedulable_pods
+            .get_or_create(&ControllerLabels {
+                controller: "provisioner".into(),
+            })
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    fn failed_scheduling(&self, pod: &Pod, message: &str) {
+        tracing::debug!(pod = %format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any()), %message, "pod not scheduled");
+        self.events.publish(
+            pod,
+            Message::warning(
+                FAILED_SCHEDULING,
+                format!("Failed to schedule pod, {message}"),
+            )
+            .dedupe_for(FAILED_SCHEDULING_DEDUPE)
+            .dedupe_by(pod.uid().unwrap_or_default()),
+        );
+    }
+
+    fn nominate_existing(&self, results: &Results, by_uid: &HashMap<String, &Pod>) {
+        let window = (self.config.batch.max * 2).max(Duration::from_secs(10));
+        for binding in &results.existing_nodes {
+            self.state.nominate(&binding.node, window);
+            for uid in &binding.pods {
+                if let Some(pod) = by_uid.get(uid.as_ref()) {
+                    self.events.publish(
+                        *pod,
+                        Message::normal(
+                            NOMINATED,
+                            format!("Pod should schedule on: node/{}", binding.node),
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Creates the planned NodeClaims; returns the names created.
+    async fn create(
+        &self,
+        results: &Results,
+        pools: &[NodePool],
+        by_uid: &HashMap<String, &Pod>,
+    ) -> Vec<String> {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let mut jobs = Vec::new();
+        for planned in &results.new_node_claims {
+            let Some(pool) = pools
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(planned.node_pool.as_ref()))
+            else {
+                continue;
+            };
+            let hash = (self.hash)(pool);
+            let nc = match node_claim(planned, pool, &self.well_known, Some(&hash)) {
+                Ok(nc) => nc,
+                Err(e) => {
+                    tracing::error!(error = %e, "NodeClaim not built");
+                    continue;
+                }
+            };
+            let types: Vec<&str> = planned
+                .instance_types
+                .iter()
+                .take(5)
+                .map(|it| it.name())
+                .collect();
+            let more = planned.instance_types.len().saturating_sub(types.len());
+            jobs.push(CreateJob {
+                api: api.clone(),
+                nc,
+                pool: pool.name_any(),
+                min_values_relaxed: planned.min_values_relaxed,
+                requests: planned.requests.to_string(),
+                instance_types: if more > 0 {
+                    format!("{} and {more} other(s)", types.join(", "))
+                } else {
+                    types.join(", ")
+                },
+                pods: planned
+                    .pods
+                    .iter()
+                    .filter_map(|uid| by_uid.get(uid.as_ref()).map(|p| (*p).clone()))
+                    .collect(),
+                state: Arc::clone(&self.state),
+                events: self.events.clone(),
+                metrics: Arc::clone(&self.metrics),
+            });
+        }
+        let created: Vec<Option<String>> =
+            futures::stream::iter(jobs.into_iter().map(CreateJob::run))
+                .buffer_unordered(self.config.create_concurrency.max(1))
+                .collect()
+                .await;
+        let mut names: Vec<String> = created.into_iter().flatten().collect();
+        names.sort();
+        names
+    }
+}
+
+/// One NodeClaim to create, with everything it needs owned (so creates run concurrently).
+struct CreateJob {
+    api: Api<NodeClaim>,
+    nc: NodeClaim,
+    pool: String,
+    min_values_relaxed: bool,
+    requests: String,
+    instance_types: String,
+    pods: Vec<Pod>,
+    state: Arc<ClusterState>,
+    events: Events,
+    metrics: Arc<Metrics>,
+}
+
+impl CreateJob {
+    async fn run(self) -> Option<String> {
+        let created = match self.api.create(&PostParams::default(), &self.nc).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(nodepool = %self.pool, error = %e, "NodeClaim not created");
+                return None;
+            }
+        };
+        let name = created.name_any();
+        self.state.node_claim_created(&name);
+        self.metrics
+            .nodeclaims_created
+            .get_or_create(&CreatedLabels {
+                reason: "provisioned".into(),
+                nodepool: self.pool.clone(),
+                min_values_relaxed: self.min_values_relaxed.to_string(),
+            })
+            .inc();
+        tracing::info!(
+            nodeclaim = %name,
+            nodepool = %self.pool,
+            requests = %self.requests,
+            pods = self.pods.len(),
+            instance_types = %self.instance_types,
+            "created nodeclaim"
+        );
+        for pod in &self.pods {
+            self.events.publish(
+                pod,
+                Message::normal(
+                    NOMINATED,
+                    format!("Pod should schedule on: nodeclaim/{name}"),
+                ),
+            );
+        }
+        Some(name)
+    }
+}

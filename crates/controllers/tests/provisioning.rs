@@ -1,0 +1,201 @@
+//! The provisioner against sim: pending pods → NodeClaims with upstream's shape, the synced
+//! gate, and FailedScheduling when no NodePool can be used.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use api::{NodeClaim, NodePool};
+use clusterapi::provider::{ClusterApiProvider, ProviderConfig};
+use controllers::events::Events;
+use controllers::metrics::Metrics;
+use controllers::provisioning::batcher::BatchConfig;
+use controllers::provisioning::node_claim::PoolHash;
+use controllers::provisioning::provisioner::{Provisioner, ProvisionerConfig, trigger_channel};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::json;
+use sim::{World, WorldConfig};
+use state::{ClusterState, StateConfig};
+use support::{md, node_pool, pod, wait_for, world};
+
+fn hash(_: &NodePool) -> PoolHash {
+    PoolHash {
+        hash: "42".into(),
+        version: "test".into(),
+    }
+}
+
+async fn mark_ready(world: &World, name: &str) {
+    let api: Api<NodePool> = Api::all(world.workload_client());
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"conditions": [{
+            "type": "Ready", "status": "True", "reason": "Ready", "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})),
+    )
+    .await
+    .unwrap();
+}
+
+/// Starts state + provisioner (no lifecycle controller: NodeClaims stay unlaunched).
+fn start(world: &World) -> Arc<ClusterState> {
+    let client = world.workload_client();
+    let (tx, rx, predicate) = trigger_channel();
+    let state = ClusterState::start(
+        &client,
+        StateConfig {
+            triggers: Some((tx, predicate)),
+        },
+    );
+    let provider = Arc::new(ClusterApiProvider::new(
+        world.management_client(),
+        client.clone(),
+        ProviderConfig::default(),
+    ));
+    let provisioner = Provisioner::new(
+        client.clone(),
+        provider,
+        Arc::clone(&state),
+        Events::new(client, None),
+        Arc::new(Metrics::new()),
+        ProvisionerConfig {
+            batch: BatchConfig {
+                idle: Duration::from_millis(200),
+                max: Duration::from_secs(2),
+            },
+            ..ProvisionerConfig::default()
+        },
+        hash,
+    );
+    tokio::spawn(provisioner.run(rx));
+    state
+}
+
+async fn node_claims(world: &World) -> Vec<NodeClaim> {
+    let api: Api<NodeClaim> = Api::all(world.workload_client());
+    api.list(&ListParams::default()).await.unwrap().items
+}
+
+#[tokio::test]
+async fn pending_pods_become_one_node_claim_shaped_like_upstreams() {
+    let world = world(WorldConfig::default()).await;
+    md("small").create(&world).await;
+    let pool = node_pool(&world, "general", json!({})).await;
+    mark_ready(&world, "general").await;
+    let _state = start(&world);
+    for i in 0..3 {
+        pod(&world, &format!("p{i}"), "1").await;
+    }
+    let ncs = wait_for("a NodeClaim", Duration::from_secs(30), || async {
+        let ncs = node_claims(&world).await;
+        (!ncs.is_empty()).then_some(ncs)
+    })
+    .await;
+    // Nothing launches them, so the gate holds further loops: exactly one.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let ncs_after = node_claims(&world).await;
+    assert_eq!(ncs_after.len(), 1, "{ncs_after:#?}");
+    let nc = serde_json::to_value(&ncs[0]).unwrap();
+    assert!(
+        nc["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("general-")
+    );
+    assert_eq!(nc["metadata"]["labels"]["karpenter.sh/nodepool"], "general");
+    assert_eq!(
+        nc["metadata"]["labels"]["karpenter.cluster.x-k8s.io/clusterapinodeclass"],
+        "default"
+    );
+    assert_eq!(
+        nc["metadata"]["annotations"]["karpenter.sh/nodepool-hash"],
+        "42"
+    );
+    assert_eq!(
+        nc["metadata"]["ownerReferences"][0]["uid"],
+        json!(pool.metadata.uid)
+    );
+    assert_eq!(nc["spec"]["resources"]["requests"]["cpu"], "3");
+    assert_eq!(nc["spec"]["resources"]["requests"]["pods"], "3");
+    let reqs = nc["spec"]["requirements"].as_array().unwrap();
+    assert!(
+        reqs.iter()
+            .any(|r| r["key"] == "node.kubernetes.io/instance-type"
+                && r["values"] == json!(["small"])),
+        "{reqs:#?}"
+    );
+    // Pods are told where they go.
+    let events: Api<Event> = Api::namespaced(world.workload_client(), "default");
+    wait_for("Nominated events", Duration::from_secs(10), || async {
+        let list = events.list(&ListParams::default()).await.unwrap().items;
+        (list
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("Nominated"))
+            .count()
+            == 3)
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn without_a_ready_node_pool_pods_get_failed_scheduling() {
+    let world = world(WorldConfig::default()).await;
+    md("small").create(&world).await;
+    node_pool(&world, "general", json!({})).await;
+    let _state = start(&world);
+    pod(&world, "lonely", "1").await;
+    let events: Api<Event> = Api::namespaced(world.workload_client(), "default");
+    let note = wait_for("FailedScheduling", Duration::from_secs(30), || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("FailedScheduling")
+                    && e.reporting_controller.as_deref() == Some("karpenter")
+            })
+            .and_then(|e| e.note)
+    })
+    .await;
+    assert!(note.contains("no dynamic nodepools"), "{note}");
+    assert!(node_claims(&world).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_pod_too_big_for_every_machine_deployment_is_reported() {
+    let world = world(WorldConfig::default()).await;
+    md("small").create(&world).await;
+    node_pool(&world, "general", json!({})).await;
+    mark_ready(&world, "general").await;
+    let _state = start(&world);
+    pod(&world, "huge", "64").await;
+    let events: Api<Event> = Api::namespaced(world.workload_client(), "default");
+    let note = wait_for("FailedScheduling", Duration::from_secs(30), || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("FailedScheduling")
+                    && e.reporting_controller.as_deref() == Some("karpenter")
+            })
+            .and_then(|e| e.note)
+    })
+    .await;
+    assert!(note.starts_with("Failed to schedule pod, "), "{note}");
+    assert!(node_claims(&world).await.is_empty());
+}
