@@ -24,6 +24,7 @@
 //! problems. Nothing here panics on user input: bad input is a value the caller reports.
 
 pub mod annotations;
+pub mod drift;
 pub mod gc;
 pub mod instance_types;
 pub mod nodeclass_status;

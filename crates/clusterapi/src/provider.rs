@@ -45,6 +45,8 @@
 //! Orphaned and surplus Machines are collected by [`crate::gc`] through the same removal
 //! (`ClusterApiProvider::remove_machine`).
 //!
+//! **Drift** ([`crate::drift`]): `is_drifted` compares the Machine with its MachineDeployment.
+//!
 //! Not done: batching several creates into one `/scale` write (the per-MD lock serialises
 //! them instead), infrastructure templates (instance
 //! shapes come from the MD annotations only), and a crash between `delete-machine` and the
@@ -857,9 +859,43 @@ impl CloudProvider for ClusterApiProvider {
 
     async fn is_drifted(
         &self,
-        _node_claim: &NodeClaim,
+        node_claim: &NodeClaim,
     ) -> Result<Option<String>, CloudProviderError> {
-        Ok(None)
+        let name = node_claim.metadata.name.clone().unwrap_or_default();
+        let m = self.find_machine(node_claim).await?.ok_or_else(|| {
+            CloudProviderError::NodeClaimNotFound(format!("no Machine for NodeClaim {name}"))
+        })?;
+        let Some(md_ref) = deployment_of(&m) else {
+            return Ok(Some(crate::drift::MACHINE_DEPLOYMENT_NOT_FOUND.to_owned()));
+        };
+        let md = match self.mds_api(&md_ref.namespace).get_opt(&md_ref.name).await {
+            Ok(Some(md)) => md,
+            Ok(None) => return Ok(Some(crate::drift::MACHINE_DEPLOYMENT_NOT_FOUND.to_owned())),
+            Err(e) => return Err(transient("get MachineDeployment", e)),
+        };
+        let machine_set = match m
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(api::well_known::capi::SET_NAME))
+        {
+            Some(set) => {
+                Api::<api::MachineSet>::namespaced(self.management.clone(), &md_ref.namespace)
+                    .get_opt(set)
+                    .await
+                    .map_err(|e| transient("get MachineSet", e))?
+            }
+            None => None,
+        };
+        let nodeclass = self.nodeclass(&node_claim.spec.node_class_ref.name).await?;
+        let selected = select(
+            std::slice::from_ref(&md),
+            nodeclass.spec.scalable_resource_selector.as_ref(),
+            &self.config.scope,
+        )
+        .map(|s| !s.is_empty())
+        .unwrap_or(false);
+        Ok(crate::drift::drift_reason(&m, machine_set.as_ref(), &md, selected).map(str::to_owned))
     }
 
     fn name(&self) -> &'static str {

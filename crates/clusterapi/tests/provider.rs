@@ -233,3 +233,27 @@ async fn a_late_provider_id_is_picked_up_without_blocking_create() {
         .collect();
     assert_eq!(listed, vec![json!(launch.machine.to_string())]);
 }
+
+#[tokio::test]
+async fn a_machine_deployment_leaving_the_node_class_drifts_its_node_claims() {
+    let world = world(WorldConfig::default()).await;
+    add_md(&world, "a", "1", None).await;
+    let p = provider(&world);
+    let nc = node_claim(&world, "nc-drift").await;
+    p.create(&nc).await.unwrap();
+    let nc = fresh(&world, &nc).await;
+    assert_eq!(p.is_drifted(&nc).await.unwrap(), None);
+    // The user takes the MachineDeployment out of Karpenter's hands.
+    let mds: Api<api::MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    mds.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {KARPENTER_MEMBER: null}}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        p.is_drifted(&nc).await.unwrap().as_deref(),
+        Some(clusterapi::drift::NOT_SELECTED)
+    );
+}

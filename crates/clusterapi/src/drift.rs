@@ -1,0 +1,159 @@
+//! Provider drift (issue item 7): has the MachineDeployment moved on since this Machine was made?
+//!
+//! Responsibility: [`drift_reason`] compares a Machine with its MachineDeployment's current
+//! template and answers with a CamelCase reason (used by core as the `Drifted` condition's
+//! reason and message), `None` when not drifted:
+//! - `MachineDeploymentNotSelected`: the MD no longer carries the member label or no longer
+//!   matches the NodeClass's `scalableResourceSelector` (or left the configured scope);
+//! - `KubernetesVersionChanged`: `spec.template.spec.version` differs from the Machine's
+//!   `spec.version`;
+//! - `InfrastructureTemplateChanged` / `BootstrapConfigChanged`: the MD template's
+//!   `infrastructureRef` / `bootstrap.configRef` (kind, name, namespace) or `dataSecretName`
+//!   differ from those of the MachineSet the Machine was created from. A Machine's own refs
+//!   point at cloned instances, so the MachineSet's template is the record of what it was made
+//!   from; without that MachineSet only the version is compared.
+//!
+//! Inputs: the Machine, its MachineSet (if found), its MD, whether the NodeClass selects the
+//! MD. Outputs: an optional reason. Pure.
+
+use api::{Machine, MachineDeployment, MachineSet};
+use k8s_openapi::api::core::v1::ObjectReference;
+
+/// The MD no longer matches the NodeClass.
+pub const NOT_SELECTED: &str = "MachineDeploymentNotSelected";
+/// The MD's Kubernetes version changed.
+pub const VERSION_CHANGED: &str = "KubernetesVersionChanged";
+/// The MD's infrastructure template changed.
+pub const INFRASTRUCTURE_CHANGED: &str = "InfrastructureTemplateChanged";
+/// The MD's bootstrap config template changed.
+pub const BOOTSTRAP_CHANGED: &str = "BootstrapConfigChanged";
+/// The MD is gone.
+pub const MACHINE_DEPLOYMENT_NOT_FOUND: &str = "MachineDeploymentNotFound";
+
+fn same_ref(a: Option<&ObjectReference>, b: Option<&ObjectReference>, default_ns: &str) -> bool {
+    let key = |r: Option<&ObjectReference>| {
+        r.map(|r| {
+            (
+                r.kind.clone().unwrap_or_default(),
+                r.name.clone().unwrap_or_default(),
+                r.namespace
+                    .clone()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| default_ns.to_owned()),
+            )
+        })
+    };
+    key(a) == key(b)
+}
+
+/// Why `machine` is drifted from `md`, if it is.
+#[must_use]
+pub fn drift_reason(
+    machine: &Machine,
+    machine_set: Option<&MachineSet>,
+    md: &MachineDeployment,
+    selected: bool,
+) -> Option<&'static str> {
+    if !selected {
+        return Some(NOT_SELECTED);
+    }
+    let template = &md.spec.template.spec;
+    let version = |v: Option<&String>| v.map(|v| v.trim_start_matches('v').to_owned());
+    if version(template.version.as_ref()) != version(machine.spec.fields.version.as_ref()) {
+        return Some(VERSION_CHANGED);
+    }
+    let ns = md.metadata.namespace.as_deref().unwrap_or_default();
+    if let Some(ms) = machine_set {
+        let made_from = &ms.spec.template.spec;
+        if !same_ref(
+            Some(&made_from.infrastructure_ref),
+            Some(&template.infrastructure_ref),
+            ns,
+        ) {
+            return Some(INFRASTRUCTURE_CHANGED);
+        }
+        if !same_ref(
+            made_from.bootstrap.config_ref.as_ref(),
+            template.bootstrap.config_ref.as_ref(),
+            ns,
+        ) || made_from.bootstrap.data_secret_name != template.bootstrap.data_secret_name
+        {
+            return Some(BOOTSTRAP_CHANGED);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn md(version: &str, infra: &str, boot: &str) -> MachineDeployment {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+            "metadata": {"name": "md", "namespace": "ns"},
+            "spec": {"clusterName": "c", "selector": {},
+                "template": {"spec": {"clusterName": "c", "version": version,
+                    "bootstrap": {"configRef": {"kind": "KubeadmConfigTemplate", "name": boot}},
+                    "infrastructureRef": {"kind": "DockerMachineTemplate", "name": infra}}}},
+        }))
+        .unwrap()
+    }
+
+    fn ms(infra: &str, boot: &str) -> MachineSet {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineSet",
+            "metadata": {"name": "ms", "namespace": "ns"},
+            "spec": {"clusterName": "c", "selector": {},
+                "template": {"spec": {"clusterName": "c",
+                    "bootstrap": {"configRef": {"kind": "KubeadmConfigTemplate", "name": boot,
+                        "namespace": "ns"}},
+                    "infrastructureRef": {"kind": "DockerMachineTemplate", "name": infra}}}},
+        }))
+        .unwrap()
+    }
+
+    fn machine(version: &str) -> Machine {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
+            "metadata": {"name": "m", "namespace": "ns"},
+            "spec": {"clusterName": "c", "version": version, "bootstrap": {},
+                "infrastructureRef": {"kind": "DockerMachine", "name": "m-abcde"}},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_unchanged_template_is_not_drifted() {
+        let d = md("v1.33.0", "t1", "b1");
+        assert_eq!(
+            drift_reason(&machine("1.33.0"), Some(&ms("t1", "b1")), &d, true),
+            None
+        );
+        assert_eq!(drift_reason(&machine("v1.33.0"), None, &d, true), None);
+    }
+
+    #[test]
+    fn each_change_has_its_reason() {
+        let m = machine("v1.33.0");
+        let set = ms("t1", "b1");
+        assert_eq!(
+            drift_reason(&m, Some(&set), &md("v1.33.0", "t1", "b1"), false),
+            Some(NOT_SELECTED)
+        );
+        assert_eq!(
+            drift_reason(&m, Some(&set), &md("v1.34.0", "t1", "b1"), true),
+            Some(VERSION_CHANGED)
+        );
+        assert_eq!(
+            drift_reason(&m, Some(&set), &md("v1.33.0", "t2", "b1"), true),
+            Some(INFRASTRUCTURE_CHANGED)
+        );
+        assert_eq!(
+            drift_reason(&m, Some(&set), &md("v1.33.0", "t1", "b2"), true),
+            Some(BOOTSTRAP_CHANGED)
+        );
+    }
+}
