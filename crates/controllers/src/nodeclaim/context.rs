@@ -1,0 +1,201 @@
+//! What every reconcile of the lifecycle controller shares: settings, clients, caches, clock.
+//!
+//! Responsibility: [`LifecycleConfig`]; [`Ctx`] (the workload client, the provider, Events,
+//! Metrics, the Node and NodeClaim reflector stores, the in-memory Create-result cache keyed by
+//! NodeClaim UID with a 1 h TTL, the per-object failure counts behind the 1 s … 1 min
+//! exponential backoff) and [`Clock`], wall time that advances with tokio time so condition
+//! transition times and timeouts work under a paused test clock.
+//! Inputs: constructor arguments. Outputs: shared state for the phases.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use api::NodeClaim;
+use cloudprovider::Launch;
+use cloudprovider::types::normalize_provider_id;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::runtime::reflector::Store;
+use tokio::time::Instant;
+
+use crate::events::Events;
+use crate::metrics::Metrics;
+
+/// How long a cached Create result is kept (upstream: 1 h).
+const LAUNCH_CACHE_TTL: Duration = Duration::from_secs(3600);
+/// Backoff bounds of failed reconciles.
+const BACKOFF_MIN: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// Settings of the lifecycle controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LifecycleConfig {
+    /// A NodeClaim whose `Launched` stays not True this long (since its last transition) is
+    /// deleted (upstream `LaunchTimeout`, 5 min).
+    pub launch_timeout: Duration,
+    /// A NodeClaim whose `Registered` stays not True this long (since its last transition) is
+    /// deleted (15 min).
+    pub registration_timeout: Duration,
+    /// Requeue interval while a launched NodeClaim waits for its providerID.
+    pub launch_poll: Duration,
+}
+
+impl Default for LifecycleConfig {
+    fn default() -> Self {
+        Self {
+            launch_timeout: Duration::from_secs(5 * 60),
+            registration_timeout: Duration::from_secs(15 * 60),
+            launch_poll: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Wall-clock time that advances with tokio's clock (so paused tests can move it).
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    wall: Timestamp,
+    start: Instant,
+}
+
+impl Clock {
+    /// Anchored at the current wall time.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            wall: Timestamp::now(),
+            start: Instant::now(),
+        }
+    }
+
+    /// The current time.
+    #[must_use]
+    pub fn now(&self) -> Timestamp {
+        SignedDuration::try_from(self.start.elapsed())
+            .ok()
+            .and_then(|d| self.wall.checked_add(d).ok())
+            .unwrap_or(self.wall)
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The state shared by every reconcile.
+pub(crate) struct Ctx<P> {
+    pub client: kube::Client,
+    pub provider: Arc<P>,
+    pub events: Events,
+    pub metrics: Arc<Metrics>,
+    pub config: LifecycleConfig,
+    pub clock: Clock,
+    pub nodes: Store<Node>,
+    pub launches: Arc<Mutex<HashMap<String, (Launch, Instant)>>>,
+    pub failures: Mutex<HashMap<String, u32>>,
+}
+
+impl<P> Ctx<P> {
+    /// The cached Create result of the NodeClaim with this UID.
+    pub fn cached_launch(&self, uid: &str) -> Option<Launch> {
+        let cache = self.launches.lock().unwrap_or_else(PoisonError::into_inner);
+        cache
+            .get(uid)
+            .filter(|(_, at)| at.elapsed() < LAUNCH_CACHE_TTL)
+            .map(|(l, _)| l.clone())
+    }
+
+    /// Remembers a Create result (expired entries are dropped on the way).
+    pub fn cache_launch(&self, uid: &str, launch: Launch) {
+        let mut cache = self.launches.lock().unwrap_or_else(PoisonError::into_inner);
+        cache.retain(|_, (_, at)| at.elapsed() < LAUNCH_CACHE_TTL);
+        cache.insert(uid.to_owned(), (launch, Instant::now()));
+    }
+
+    /// Forgets the Create result of this UID.
+    pub fn forget_launch(&self, uid: &str) {
+        self.launches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(uid);
+    }
+
+    /// Records one more failure of `key`; returns the delay before the retry.
+    pub fn backoff(&self, key: &str) -> Duration {
+        let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = failures.entry(key.to_owned()).or_insert(0);
+        *n = n.saturating_add(1);
+        backoff_delay(*n)
+    }
+
+    /// Forgets the failures of `key` (a reconcile succeeded).
+    pub fn succeeded(&self, key: &str) {
+        self.failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+
+    /// The Nodes whose `spec.providerID` equals `provider_id` (normalised).
+    pub fn nodes_with_provider_id(&self, provider_id: &str) -> Vec<Arc<Node>> {
+        nodes_matching(&self.nodes.state(), provider_id)
+    }
+}
+
+/// The retry delay after `failures` consecutive failures: 1 s doubling up to 1 min.
+#[must_use]
+pub fn backoff_delay(failures: u32) -> Duration {
+    let exp = failures.saturating_sub(1).min(16);
+    BACKOFF_MIN.saturating_mul(1_u32 << exp).min(BACKOFF_MAX)
+}
+
+/// The Nodes of `nodes` whose providerID equals `provider_id` after normalisation.
+#[must_use]
+pub fn nodes_matching(nodes: &[Arc<Node>], provider_id: &str) -> Vec<Arc<Node>> {
+    let wanted = normalize_provider_id(provider_id);
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    nodes
+        .iter()
+        .filter(|n| {
+            n.spec
+                .as_ref()
+                .and_then(|s| s.provider_id.as_deref())
+                .is_some_and(|p| normalize_provider_id(p) == wanted)
+        })
+        .cloned()
+        .collect()
+}
+
+/// The providerID recorded on a NodeClaim (non-empty).
+#[must_use]
+pub fn provider_id_of(nc: &NodeClaim) -> Option<&str> {
+    nc.status
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .filter(|p| !p.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_one_second_to_one_minute() {
+        let secs: Vec<u64> = (1..=8).map(|n| backoff_delay(n).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 60, 60]);
+        assert_eq!(backoff_delay(u32::MAX), BACKOFF_MAX);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_clock_follows_tokio_time() {
+        let clock = Clock::new();
+        let t0 = clock.now();
+        tokio::time::advance(Duration::from_secs(600)).await;
+        let elapsed = clock.now().duration_since(t0);
+        assert!(elapsed >= SignedDuration::from_secs(600), "{elapsed:?}");
+    }
+}
