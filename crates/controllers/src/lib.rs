@@ -16,6 +16,8 @@
 
 pub mod conditions;
 pub mod events;
+pub mod http;
+pub mod leader;
 pub mod metrics;
 pub mod nodeclaim;
 pub mod nodepool;

@@ -1,0 +1,175 @@
+//! The NodePool counter loop (spec §1.2 `status.resources`, `status.nodes`; §7
+//! `karpenter_nodepools_usage`, `karpenter_nodepools_limit`): I/O around [`super::counter`].
+//!
+//! Responsibility: keep reflector stores of Nodes, NodeClaims and NodePools; every
+//! [`COUNTER_PERIOD`] and after every change (events arriving together are handled in one
+//! pass), once all three stores have listed, recount every pool: write `status.resources` and
+//! `status.nodes` with a `/status` merge patch when they changed, set the usage and limit
+//! gauges, and remove the gauges of pools that are gone. A singleton loop, not a
+//! `Controller`: one pass reads the whole state.
+//!
+//! Errors: a failed patch is logged and retried on the next pass (at most one period later).
+//!
+//! Inputs: a workload `kube::Client`, the [`Metrics`]. Outputs: NodePool status, gauges.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use api::{NodeClaim, NodePool};
+use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use scheduling::quantity::Quantity;
+use serde::de::DeserializeOwned;
+use tokio::time::MissedTickBehavior;
+
+use super::counter::{Usage, as_f64, status_patch, usage_by_pool};
+use crate::metrics::{Metrics, ResourceLabels};
+
+/// How often every pool is recounted without a change.
+pub const COUNTER_PERIOD: Duration = Duration::from_secs(5);
+
+/// A reflector store and the stream that fills it (yielding `()` per event).
+fn reflect<K>(client: &kube::Client) -> (Store<K>, impl Stream<Item = ()> + Send + use<K>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(
+        writer,
+        watcher(Api::<K>::all(client.clone()), watcher::Config::default()),
+    )
+    .default_backoff()
+    .map(|_| ());
+    (reader, stream)
+}
+
+fn ready<K: kube::Resource<DynamicType = ()> + Clone>(store: &Store<K>) -> bool {
+    store
+        .wait_until_ready()
+        .now_or_never()
+        .is_some_and(|r| r.is_ok())
+}
+
+/// The gauges this loop has set: pool → resource types (usage, limit).
+type Published = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
+
+/// Runs the counter until the watches end.
+pub async fn run(client: kube::Client, metrics: Arc<Metrics>) {
+    let (nodes, node_events) = reflect::<Node>(&client);
+    let (claims, claim_events) = reflect::<NodeClaim>(&client);
+    let (pools, pool_events) = reflect::<NodePool>(&client);
+    let mut changes = futures::stream::select(node_events, claim_events).boxed();
+    let mut pool_events = pool_events.boxed();
+    let mut tick = tokio::time::interval(COUNTER_PERIOD);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut published = Published::new();
+    let api: Api<NodePool> = Api::all(client);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            event = changes.next() => if event.is_none() { return },
+            event = pool_events.next() => if event.is_none() { return },
+        }
+        // Take in everything that already arrived before counting.
+        while changes.next().now_or_never().flatten().is_some()
+            || pool_events.next().now_or_never().flatten().is_some()
+        {}
+        if !(ready(&nodes) && ready(&claims) && ready(&pools)) {
+            continue;
+        }
+        let node_list = nodes.state();
+        let claim_list = claims.state();
+        let usage = usage_by_pool(
+            node_list.iter().map(|n| &**n),
+            claim_list.iter().map(|c| &**c),
+        );
+        let pool_list = pools.state();
+        for pool in &pool_list {
+            let name = pool.name_any();
+            let pool_usage = usage.get(&name).cloned().unwrap_or_default();
+            publish(&metrics, &mut published, pool, &pool_usage);
+            if pool.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let Some(patch) = status_patch(pool.status.as_ref(), &pool_usage) else {
+                continue;
+            };
+            match api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => tracing::warn!(nodepool = %name, error = %e,
+                    "NodePool resources not written"),
+            }
+        }
+        let live: BTreeSet<String> = pool_list.iter().map(|p| p.name_any()).collect();
+        published.retain(|pool, (usage_types, limit_types)| {
+            if live.contains(pool) {
+                return true;
+            }
+            for t in usage_types.iter() {
+                metrics.nodepools_usage.remove(&labels(t, pool));
+            }
+            for t in limit_types.iter() {
+                metrics.nodepools_limit.remove(&labels(t, pool));
+            }
+            false
+        });
+    }
+}
+
+fn labels(resource_type: &str, nodepool: &str) -> ResourceLabels {
+    ResourceLabels {
+        resource_type: resource_type.to_owned(),
+        nodepool: nodepool.to_owned(),
+    }
+}
+
+/// Sets the pool's usage and limit gauges, removing those of resource types it no longer has.
+fn publish(metrics: &Metrics, published: &mut Published, pool: &NodePool, usage: &Usage) {
+    let name = pool.name_any();
+    let limits: BTreeMap<String, Quantity> = pool
+        .spec
+        .limits
+        .iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), Quantity::parse(&v.0).ok()?)))
+        .collect();
+    let (usage_types, limit_types) = published.entry(name.clone()).or_default();
+    for t in usage_types
+        .iter()
+        .filter(|t| !usage.resources.contains_key(*t))
+    {
+        metrics.nodepools_usage.remove(&labels(t, &name));
+    }
+    for t in limit_types.iter().filter(|t| !limits.contains_key(*t)) {
+        metrics.nodepools_limit.remove(&labels(t, &name));
+    }
+    for (t, q) in &usage.resources {
+        metrics
+            .nodepools_usage
+            .get_or_create(&labels(t, &name))
+            .set(as_f64(*q));
+    }
+    for (t, q) in &limits {
+        metrics
+            .nodepools_limit
+            .get_or_create(&labels(t, &name))
+            .set(as_f64(*q));
+    }
+    *usage_types = usage.resources.keys().cloned().collect();
+    *limit_types = limits.keys().cloned().collect();
+}

@@ -1,0 +1,177 @@
+//! Lease-based leader election against the in-memory API server.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+
+use std::time::Duration;
+
+use controllers::leader::{LeaderElector, LeaseConfig, default_identity};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use sim::{Sim, SimConfig};
+use support::wait_for;
+use tokio::sync::watch;
+
+const NS: &str = "kube-system";
+const NAME: &str = "karpenter-leader-election";
+const WAIT: Duration = Duration::from_secs(20);
+
+fn fast() -> LeaseConfig {
+    LeaseConfig {
+        lease_duration: Duration::from_secs(3),
+        renew_deadline: Duration::from_secs(2),
+        retry_period: Duration::from_millis(200),
+    }
+}
+
+fn client() -> (Sim, kube::Client) {
+    let sim = Sim::new(SimConfig::default());
+    let client = kube::Client::new(sim.router(), "default");
+    (sim, client)
+}
+
+fn elector(client: &kube::Client, identity: &str) -> LeaderElector {
+    LeaderElector::new(client.clone(), NS, NAME, identity.into(), fast())
+}
+
+fn leases(client: &kube::Client) -> Api<Lease> {
+    Api::namespaced(client.clone(), NS)
+}
+
+async fn lease(client: &kube::Client) -> Lease {
+    leases(client).get(NAME).await.unwrap()
+}
+
+fn holder(lease: &Lease) -> Option<String> {
+    lease.spec.as_ref()?.holder_identity.clone()
+}
+
+async fn wait_for_value(rx: &mut watch::Receiver<bool>, value: bool) {
+    tokio::time::timeout(WAIT, rx.wait_for(|v| *v == value))
+        .await
+        .expect("leading did not change in time")
+        .unwrap();
+}
+
+/// Waits until the Lease's renewTime moved `times` times (so renewals are happening).
+async fn renewals(client: &kube::Client, times: usize) {
+    let mut last = lease(client).await.spec.unwrap().renew_time;
+    for i in 0..times {
+        last = wait_for(&format!("renewal {i}"), WAIT, || {
+            let last = last.clone();
+            async move {
+                let now = lease(client).await.spec.unwrap().renew_time;
+                (now != last).then_some(now)
+            }
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn only_one_candidate_leads_and_the_other_takes_over_on_release() {
+    let (_sim, client) = client();
+    let a = elector(&client, "a");
+    let b = elector(&client, "b");
+    let (winner, loser) = tokio::select! {
+        () = a.acquire() => (&a, &b),
+        () = b.acquire() => (&b, &a),
+    };
+    assert!(*winner.leading().borrow());
+    let taken = lease(&client).await;
+    assert_eq!(holder(&taken).as_deref(), Some(winner.identity()));
+    assert_eq!(taken.spec.as_ref().unwrap().lease_duration_seconds, Some(3));
+
+    // The loser keeps trying while the winner renews; it never gets the Lease.
+    let contender = loser.acquire();
+    tokio::pin!(contender);
+    tokio::select! {
+        () = &mut contender => panic!("both candidates lead"),
+        () = renewals(&client, 3) => {}
+    }
+    assert!(!*loser.leading().borrow());
+    assert_eq!(
+        holder(&lease(&client).await).as_deref(),
+        Some(winner.identity())
+    );
+
+    let mut winner_leading = winner.leading();
+    winner.release().await;
+    wait_for_value(&mut winner_leading, false).await;
+    tokio::time::timeout(WAIT, contender)
+        .await
+        .expect("the other candidate did not take over");
+    assert!(*loser.leading().borrow());
+    let taken = lease(&client).await;
+    assert_eq!(holder(&taken).as_deref(), Some(loser.identity()));
+    assert_eq!(taken.spec.unwrap().lease_transitions, Some(1));
+}
+
+#[tokio::test]
+async fn a_stale_lease_is_taken_over() {
+    let (_sim, client) = client();
+    let long_ago = Timestamp::now() - SignedDuration::from_hours(1);
+    let stale: Lease = serde_json::from_value(json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": NAME, "namespace": NS},
+        "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 15,
+            "acquireTime": long_ago, "renewTime": long_ago, "leaseTransitions": 4},
+    }))
+    .unwrap();
+    leases(&client)
+        .create(&PostParams::default(), &stale)
+        .await
+        .unwrap();
+    let me = LeaderElector::new(
+        client.clone(),
+        NS,
+        NAME,
+        "me".into(),
+        LeaseConfig::default(),
+    );
+    tokio::time::timeout(WAIT, me.acquire())
+        .await
+        .expect("the stale lease was not taken");
+    let taken = lease(&client).await;
+    assert_eq!(holder(&taken).as_deref(), Some("me"));
+    let spec = taken.spec.unwrap();
+    assert_eq!(spec.lease_transitions, Some(5));
+    assert_eq!(spec.lease_duration_seconds, Some(15));
+    assert!(spec.acquire_time.unwrap().0 > long_ago);
+    me.release().await;
+    assert_eq!(holder(&lease(&client).await), None);
+}
+
+#[tokio::test]
+async fn leadership_is_lost_when_someone_else_holds_the_lease() {
+    let (_sim, client) = client();
+    let me = elector(&client, "me");
+    me.acquire().await;
+    let mut leading = me.leading();
+    assert!(*leading.borrow_and_update());
+
+    let patch = json!({"spec": {"holderIdentity": "intruder", "renewTime": Timestamp::now(),
+        "leaseDurationSeconds": 3600}});
+    leases(&client)
+        .patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    wait_for_value(&mut leading, false).await;
+    // Releasing a lease we no longer hold leaves it alone.
+    me.release().await;
+    assert_eq!(holder(&lease(&client).await).as_deref(), Some("intruder"));
+}
+
+#[test]
+fn identities_name_the_host_and_differ_per_process_start() {
+    let id = default_identity();
+    let (host, suffix) = id.rsplit_once('_').unwrap();
+    assert!(!host.is_empty() && !suffix.is_empty(), "{id}");
+}
