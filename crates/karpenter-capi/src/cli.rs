@@ -24,10 +24,10 @@ pub enum Command {
     Crds(CrdsArgs),
     /// Print version information.
     Version(VersionArgs),
-    /// Run the controller against a cluster (not implemented yet).
-    Run,
-    /// Run the controller on an embedded simulated cluster (not implemented yet).
-    Simulate,
+    /// Run the controller against a workload cluster (and a Cluster API management cluster).
+    Run(crate::run_cmd::RunArgs),
+    /// Run the whole system on embedded simulated clusters: a built-in scenario or yours.
+    Simulate(crate::simulate_cmd::SimulateArgs),
     /// Simulated clusters: serve them locally, or run the simulated world against real ones.
     Sim(SimArgs),
     /// Show offline which NodeClaims a cluster dump would get, which pods bind to existing
@@ -35,21 +35,6 @@ pub enum Command {
     Plan(crate::plan::PlanArgs),
     /// Benchmarks.
     Bench(BenchArgs),
-}
-
-impl Command {
-    /// The subcommand's name as typed.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Crds(_) => "crds",
-            Self::Version(_) => "version",
-            Self::Run => "run",
-            Self::Simulate => "simulate",
-            Self::Sim(_) => "sim",
-            Self::Plan(_) => "plan",
-            Self::Bench(_) => "bench",
-        }
-    }
 }
 
 /// Flags of `crds`.
@@ -95,6 +80,10 @@ pub struct SimServeArgs {
     /// Write the management cluster's kubeconfig here.
     #[arg(long, value_name = "PATH")]
     pub management_kubeconfig: Option<std::path::PathBuf>,
+    /// Instant infrastructure: Machines get providerIDs, Nodes join and become Ready, and pods
+    /// start without delay (for benchmarks).
+    #[arg(long)]
+    pub instant: bool,
 }
 
 /// Flags of `sim world`.
@@ -124,6 +113,9 @@ pub enum BenchCommand {
     Scheduling(crate::bench::SchedulingArgs),
     /// The `sim` API server at scale: nodes, pods and concurrent watchers over HTTP.
     Sim(crate::bench_sim::SimBenchArgs),
+    /// Karpenter's performance suite "basic/scaleOut" end to end in `sim` with instant
+    /// infrastructure: time until every pod runs, nodes, utilization, controller CPU and RSS.
+    E2e(crate::bench_e2e::E2eArgs),
 }
 
 /// Flags of `version`.

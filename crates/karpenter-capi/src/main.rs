@@ -5,10 +5,13 @@
 //! Inputs: argv and environment. Outputs: the chosen command's effect and exit status.
 
 mod bench;
+mod bench_e2e;
 mod bench_sim;
 mod cli;
 mod plan;
+mod run_cmd;
 mod sim_cmd;
+mod simulate_cmd;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -70,6 +73,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", bench_sim::render(&report, args.output)?);
                 Ok(ExitCode::SUCCESS)
             }
+            cli::BenchCommand::E2e(args) => {
+                let report = bench_e2e::run(&args)?;
+                println!("{}", bench_e2e::render(&report, args.output)?);
+                Ok(ExitCode::SUCCESS)
+            }
         },
         Command::Sim(args) => {
             sim_cmd::run(args)?;
@@ -79,12 +87,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plan::run(&args)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Run | Command::Simulate => {
-            let name = cli.command.name();
-            eprintln!(
-                "karpenter-capi {name}: not implemented yet (see the status table in README.md)"
-            );
-            Ok(ExitCode::from(2))
+        Command::Run(args) => {
+            run_cmd::run(args)?;
+            Ok(ExitCode::SUCCESS)
         }
+        Command::Simulate(args) => simulate_cmd::run(&args),
     }
 }

@@ -25,7 +25,11 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
 
 async fn serve(args: SimServeArgs) -> anyhow::Result<()> {
     let world = sim::serve_world(ServeWorldConfig {
-        world: WorldConfig::default(),
+        world: if args.instant {
+            instant_world()
+        } else {
+            WorldConfig::default()
+        },
         management_addr: args.management_address,
         workload_addr: args.address,
         management_kubeconfig: args.management_kubeconfig,
@@ -55,6 +59,22 @@ async fn serve(args: SimServeArgs) -> anyhow::Result<()> {
         .shutdown()
         .await
         .context("shutting down the simulated clusters")
+}
+
+/// A world whose infrastructure, kubelets and scheduler act without delay.
+#[must_use]
+pub fn instant_world() -> WorldConfig {
+    let mut world = WorldConfig::default();
+    let zero = std::time::Duration::ZERO;
+    world.capi.bootstrap_delay = zero;
+    world.capi.provider_id_delay = zero;
+    world.capi.node_join_delay = zero;
+    world.capi.deletion_delay = zero;
+    world.kubelet.node_ready_delay = zero;
+    world.kubelet.pod_start_delay = zero;
+    world.kubelet.pod_termination_delay = zero;
+    world.scheduler.retry_interval = std::time::Duration::from_millis(500);
+    world
 }
 
 async fn world(args: SimWorldArgs) -> anyhow::Result<()> {

@@ -72,17 +72,53 @@ fn version_prints_text_and_json() {
 }
 
 #[test]
-fn commands_not_built_yet_say_so_and_fail() {
-    for command in ["run", "simulate"] {
-        let out = karpenter_capi(&[command]);
-        assert_eq!(out.status.code(), Some(2), "{command} must exit non-zero");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("not implemented yet"),
-            "{command}: {stderr}"
-        );
-        assert!(out.stdout.is_empty(), "{command} printed as if it worked");
-    }
+fn run_names_an_unreadable_kubeconfig() {
+    let out = karpenter_capi(&[
+        "run",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--log-format",
+        "plain",
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+}
+
+#[test]
+fn run_rejects_a_bad_batch_duration_from_the_environment() {
+    let out = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+        .args(["run"])
+        .env("BATCH_IDLE_DURATION", "soon")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("batch-idle-duration"), "{stderr}");
+}
+
+#[test]
+fn simulate_runs_the_built_in_scenario_to_every_pod_running() {
+    let dir = std::env::temp_dir().join(format!("kc-simulate-{}", std::process::id()));
+    let out = karpenter_capi(&[
+        "simulate",
+        "--output",
+        "json",
+        "--quiet",
+        "--kubeconfig-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["scenario"], "basic");
+    assert_eq!(summary["pods"], summary["podsRunning"]);
+    assert_eq!(summary["pods"], 8);
+    assert!(summary["nodes"].as_u64().unwrap() >= 1);
+    assert!(summary["costPerHour"].as_f64().unwrap() > 0.0);
+    assert!(!summary["decisions"].as_array().unwrap().is_empty());
+    assert!(dir.join("workload.kubeconfig").exists());
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

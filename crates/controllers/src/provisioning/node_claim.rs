@@ -23,6 +23,7 @@ use api::NodeClaim;
 use api::well_known::annotations::{
     NODECLAIM_MIN_VALUES_RELAXED, NODEPOOL_HASH, NODEPOOL_HASH_VERSION,
 };
+use api::well_known::labels::NODECLASS;
 use scheduling::labels::{NODE_POOL, WellKnownLabels};
 use scheduling::scheduler::PlannedNodeClaim;
 use serde_json::{Map, Value, json};
@@ -72,7 +73,10 @@ pub fn node_claim(
         pool: name.to_owned(),
         message: e.to_string(),
     };
-    let requirements = planned.launch_requirements(well_known);
+    let mut requirements = planned.launch_requirements(well_known);
+    // The NodeClass label is a label, not a requirement (instance types do not define it, so
+    // providers would find nothing compatible); upstream adds it in `ToNodeClaim` the same way.
+    requirements.remove(NODECLASS);
 
     let mut labels: BTreeMap<String, String> = pool
         .spec
@@ -88,6 +92,10 @@ pub fn node_claim(
     }
     labels.extend(requirements.labels(well_known));
     labels.insert(NODE_POOL.to_owned(), name.to_owned());
+    labels.insert(
+        NODECLASS.to_owned(),
+        pool.spec.template.spec.node_class_ref.name.clone(),
+    );
 
     let mut annotations: BTreeMap<String, String> = pool
         .spec
@@ -186,6 +194,7 @@ mod tests {
         let its = fake_instance_types(3).unwrap();
         let mut requirements = Requirements::new();
         requirements.add(Requirement::in_values("example.com/tier", ["gold"]));
+        requirements.add(Requirement::in_values(NODECLASS, ["default"]));
         PlannedNodeClaim {
             node_pool: Arc::from("general"),
             requirements,
@@ -244,6 +253,11 @@ mod tests {
         assert_eq!(it["operator"], "In");
         assert_eq!(it["values"].as_array().unwrap().len(), 3);
         assert!(reqs.iter().any(|r| r["key"] == "example.com/tier"));
+        assert!(
+            !reqs.iter().any(|r| r["key"] == NODECLASS),
+            "the NodeClass label is not a requirement"
+        );
+        assert_eq!(labels[NODECLASS], "default");
     }
 
     #[test]

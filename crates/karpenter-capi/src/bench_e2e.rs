@@ -1,0 +1,299 @@
+//! `karpenter-capi bench e2e`: Karpenter's performance suite "basic/scaleOut" in `sim`.
+//!
+//! Responsibility: start the simulated clusters with instant infrastructure in a **child
+//! process** (`karpenter-capi sim serve --instant`), so this process holds only the controller
+//! and its CPU time and peak RSS are the controller's; create nine MachineDeployments (c/m/r
+//! families, 4–16 CPUs), a NodeClass and a NodePool; start the [`Operator`]; scale two
+//! Deployments to the suite's shape (by default 500 pods of 900m/3100Mi and 500 of
+//! 3500m/28Gi) and report the time until every pod is Running, nodes, NodeClaims,
+//! utilization, cost, and the controller's CPU seconds and peak RSS.
+//! Inputs: [`E2eArgs`]. Outputs: a [`Report`] (text or JSON).
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use karpenter_capi::operator::{Operator, OperatorConfig};
+use karpenter_capi::scenario;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// Text.
+    Text,
+    /// JSON.
+    Json,
+}
+
+/// Flags of `bench e2e`.
+#[derive(Debug, Args)]
+pub struct E2eArgs {
+    /// Pods of 900m / 3100Mi.
+    #[arg(long, default_value_t = 500)]
+    pub small_pods: i32,
+    /// Pods of 3500m / 28Gi.
+    #[arg(long, default_value_t = 500)]
+    pub large_pods: i32,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+/// What the benchmark measured.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// Pods created.
+    pub pods: usize,
+    /// Seconds from the scale-up until every pod was Running.
+    pub seconds_to_all_running: f64,
+    /// Nodes at the end.
+    pub nodes: usize,
+    /// NodeClaims at the end.
+    pub node_claims: usize,
+    /// Requested / allocatable CPU, percent.
+    pub cpu_utilization_percent: f64,
+    /// Requested / allocatable memory, percent.
+    pub memory_utilization_percent: f64,
+    /// Sum of node prices per hour.
+    pub cost_per_hour: f64,
+    /// Provisioning loops that created NodeClaims.
+    pub provisioning_loops: usize,
+    /// Controller CPU seconds (user + system) during the run.
+    pub controller_cpu_seconds: f64,
+    /// Controller peak resident set (MiB).
+    pub controller_peak_rss_mib: Option<f64>,
+}
+
+/// (name, cpu, memory Gi, price per hour)
+const SHAPES: &[(&str, u32, u32, f64)] = &[
+    ("c5.xlarge", 4, 8, 0.17),
+    ("c5.2xlarge", 8, 16, 0.34),
+    ("c5.4xlarge", 16, 32, 0.68),
+    ("m5.xlarge", 4, 16, 0.192),
+    ("m5.2xlarge", 8, 32, 0.384),
+    ("m5.4xlarge", 16, 64, 0.768),
+    ("r5.xlarge", 4, 32, 0.252),
+    ("r5.2xlarge", 8, 64, 0.504),
+    ("r5.4xlarge", 16, 128, 1.008),
+];
+
+fn machine_deployment(name: &str, cpu: u32, memory_gi: u32, price: f64) -> Value {
+    let md = name.replace('.', "-");
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "MachineDeployment",
+        "metadata": {"name": md, "namespace": "default",
+            "labels": {"node.cluster.x-k8s.io/karpenter-member": ""},
+            "annotations": {
+                "capacity.cluster-autoscaler.kubernetes.io/cpu": cpu.to_string(),
+                "capacity.cluster-autoscaler.kubernetes.io/memory": format!("{memory_gi}Gi"),
+                "capacity.cluster-autoscaler.kubernetes.io/labels":
+                    format!("node.kubernetes.io/instance-type={name},topology.kubernetes.io/zone=zone-a"),
+                "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "1000",
+                "karpenter.cluster.x-k8s.io/price": price.to_string(),
+            }},
+        "spec": {"clusterName": "bench", "replicas": 0,
+            "selector": {"matchLabels": {"pool": md}},
+            "template": {"metadata": {"labels": {"pool": md}},
+                "spec": {"clusterName": "bench", "bootstrap": {"dataSecretName": "boot"},
+                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                        "kind": "DockerMachineTemplate", "name": md}}}},
+    })
+}
+
+fn deployment(name: &str, cpu: &str, memory: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "pause",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}},
+    })
+}
+
+/// The child `sim serve --instant`; killed on drop.
+struct SimChild(Child);
+
+impl Drop for SimChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn cpu_seconds() -> f64 {
+    // /proc/self/stat fields 14 and 15: utime, stime in clock ticks (100 per second on Linux).
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let utime: f64 = fields.get(11)?.parse().ok()?;
+            let stime: f64 = fields.get(12)?.parse().ok()?;
+            Some((utime + stime) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+async fn wait_for_file(path: &Path, timeout: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    while !path.exists() {
+        if Instant::now() > deadline {
+            bail!("the simulated clusters did not start within {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Written before the servers accept? serve_world writes after binding; a short grace.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(())
+}
+
+/// Runs the benchmark.
+pub fn run(args: &E2eArgs) -> anyhow::Result<Report> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(measure(args))
+}
+
+async fn client(path: &Path) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
+    let dir = std::env::temp_dir().join(format!("karpenter-capi-bench-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let (wl, mgmt) = (dir.join("workload"), dir.join("management"));
+    let exe = std::env::current_exe().context("cannot find my own executable")?;
+    let child = Command::new(exe)
+        .args(["sim", "serve", "--instant", "--kubeconfig"])
+        .arg(&wl)
+        .arg("--management-kubeconfig")
+        .arg(&mgmt)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("cannot start `sim serve`")?;
+    let _child = SimChild(child);
+    wait_for_file(&wl, Duration::from_secs(30)).await?;
+    wait_for_file(&mgmt, Duration::from_secs(30)).await?;
+    let workload = client(&wl).await?;
+    let management = client(&mgmt).await?;
+
+    let mds: Vec<Value> = SHAPES
+        .iter()
+        .map(|(n, c, m, p)| machine_deployment(n, *c, *m, *p))
+        .collect();
+    scenario::apply(&management, &mds).await?;
+    scenario::apply(
+        &workload,
+        &[
+            json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
+                "metadata": {"name": "default"}, "spec": {}}),
+            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+                "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+                    "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}),
+            deployment("small", "900m", "3100Mi"),
+            deployment("large", "3500m", "28Gi"),
+        ],
+    )
+    .await?;
+    let cpu_before = cpu_seconds();
+    let operator = Operator::start(
+        workload.clone(),
+        management.clone(),
+        OperatorConfig::default(),
+    );
+    operator
+        .wait_ready(Duration::from_secs(30))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    // Let the NodeClass and NodePool become Ready before the pods arrive.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let steps = vec![
+        scenario::Step::Scale {
+            deployment: "default/small".into(),
+            replicas: args.small_pods,
+        },
+        scenario::Step::Scale {
+            deployment: "default/large".into(),
+            replicas: args.large_pods,
+        },
+        scenario::Step::WaitForPods {
+            timeout: format!("{}s", args.timeout),
+        },
+    ];
+    let summary = karpenter_capi::simulate::run_timeline(
+        &workload,
+        &management,
+        &operator,
+        "bench-e2e",
+        &steps,
+    )
+    .await?;
+    let cpu = cpu_seconds() - cpu_before;
+    let seconds = summary
+        .steps
+        .last()
+        .map_or(0.0, |s| s.started_seconds + s.took_seconds);
+    drop(operator);
+    Ok(Report {
+        pods: summary.pods,
+        seconds_to_all_running: (seconds * 100.0).round() / 100.0,
+        nodes: summary.nodes,
+        node_claims: summary.node_claims,
+        cpu_utilization_percent: summary.cpu_utilization_percent,
+        memory_utilization_percent: summary.memory_utilization_percent,
+        cost_per_hour: summary.cost_per_hour,
+        provisioning_loops: summary
+            .decisions
+            .iter()
+            .filter(|d| d.node_claims > 0)
+            .count(),
+        controller_cpu_seconds: (cpu * 100.0).round() / 100.0,
+        controller_peak_rss_mib: peak_rss_mib().map(|m| (m * 10.0).round() / 10.0),
+    })
+}
+
+/// The report as text or JSON.
+pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
+    Ok(match output {
+        Output::Json => serde_json::to_string_pretty(report)?,
+        Output::Text => format!(
+            "basic/scaleOut: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}",
+            report.pods,
+            report.seconds_to_all_running,
+            report.nodes,
+            report.node_claims,
+            report.provisioning_loops,
+            report.cpu_utilization_percent,
+            report.memory_utilization_percent,
+            report.cost_per_hour,
+            report.controller_cpu_seconds,
+            report
+                .controller_peak_rss_mib
+                .map_or_else(|| "unknown".to_owned(), |m| format!("{m:.1} MiB")),
+        ),
+    })
+}

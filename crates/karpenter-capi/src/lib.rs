@@ -1,0 +1,12 @@
+//! The composition of karpenter-capi, shared by the binary, the end-to-end tests and the
+//! benchmarks.
+//!
+//! Responsibility:
+//! - [`operator`]: every controller wired to a workload and a management cluster;
+//! - [`scenario`] and [`simulate`]: the `simulate` command's scenarios and runner.
+//!
+//! Inputs: clients, configuration, scenarios. Outputs: running controllers and summaries.
+
+pub mod operator;
+pub mod scenario;
+pub mod simulate;

@@ -1,0 +1,186 @@
+//! The running operator: every controller wired to a workload and a management cluster.
+//!
+//! Responsibility: [`Operator::start`] composes the concrete parts — the cluster
+//! [`state`], the Cluster API provider with its NodeClass status controller and Machine
+//! garbage collector, the provisioner, the NodeClaim lifecycle, Node termination and the
+//! NodePool controllers — on the current tokio runtime, and keeps their tasks; dropping the
+//! [`Operator`] stops them. `run`, `simulate`, `bench e2e` and the end-to-end tests all start the
+//! controller through here, so they exercise exactly the same wiring.
+//! Inputs: two `kube::Client`s and an [`OperatorConfig`]. Outputs: running tasks, metrics,
+//! decisions, readiness.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use api::NodePool;
+use clusterapi::gc::{GcConfig, MachineGc};
+use clusterapi::nodeclass_status::{self, StatusConfig};
+use clusterapi::provider::{ClusterApiProvider, ProviderConfig};
+use controllers::events::Events;
+use controllers::metrics::Metrics;
+use controllers::nodeclaim::{Lifecycle, LifecycleConfig};
+use controllers::nodepool::NodePoolControllers;
+use controllers::nodepool::hash::{HASH_VERSION, pool_hash};
+use controllers::provisioning::node_claim::PoolHash;
+use controllers::provisioning::provisioner::{
+    Decision, Provisioner, ProvisionerConfig, trigger_channel,
+};
+use controllers::termination::{Termination, TerminationConfig};
+use state::{ClusterState, StateConfig};
+use tokio::task::JoinHandle;
+
+/// Settings of every controller.
+#[derive(Debug, Clone, Default)]
+pub struct OperatorConfig {
+    /// The provisioner (batch window, policies).
+    pub provisioner: ProvisionerConfig,
+    /// The NodeClaim lifecycle (timeouts).
+    pub lifecycle: LifecycleConfig,
+    /// Node termination (drain timings).
+    pub termination: TerminationConfig,
+    /// The Cluster API provider (scope, claim timeout).
+    pub provider: ProviderConfig,
+    /// The Machine garbage collector.
+    pub gc: GcConfig,
+    /// The Event reporter instance (pod name or host).
+    pub instance: Option<String>,
+}
+
+/// The NodePool hash stamped on new NodeClaims.
+fn stamp(pool: &NodePool) -> PoolHash {
+    PoolHash {
+        hash: pool_hash(pool),
+        version: HASH_VERSION.to_owned(),
+    }
+}
+
+/// Every controller, running.
+#[derive(Debug)]
+pub struct Operator {
+    state: Arc<ClusterState>,
+    metrics: Arc<Metrics>,
+    decisions: Arc<Mutex<Vec<Decision>>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Operator {
+    /// Starts every controller; NodePools, NodeClaims, Nodes and Pods live in `workload`,
+    /// Cluster API objects in `management` (may be the same cluster).
+    #[must_use]
+    pub fn start(workload: kube::Client, management: kube::Client, config: OperatorConfig) -> Self {
+        Self::start_with_metrics(workload, management, config, Arc::new(Metrics::new()))
+    }
+
+    /// [`Operator::start`] recording into `metrics` (served before the controllers start).
+    #[must_use]
+    pub fn start_with_metrics(
+        workload: kube::Client,
+        management: kube::Client,
+        config: OperatorConfig,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let events = Events::new(workload.clone(), config.instance.clone());
+        let (tx, rx, predicate) = trigger_channel();
+        let state = ClusterState::start(
+            &workload,
+            StateConfig {
+                triggers: Some((tx, predicate)),
+            },
+        );
+        let provider = Arc::new(ClusterApiProvider::new(
+            management.clone(),
+            workload.clone(),
+            config.provider.clone(),
+        ));
+        let provisioner = Provisioner::new(
+            workload.clone(),
+            Arc::clone(&provider),
+            Arc::clone(&state),
+            events.clone(),
+            Arc::clone(&metrics),
+            config.provisioner.clone(),
+            stamp,
+        );
+        let decisions = provisioner.decisions();
+        let lifecycle = Lifecycle::new(
+            workload.clone(),
+            Arc::clone(&provider),
+            events.clone(),
+            Arc::clone(&metrics),
+            config.lifecycle,
+        );
+        let termination = Termination::new(
+            workload.clone(),
+            Arc::clone(&provider),
+            events.clone(),
+            Arc::clone(&metrics),
+            config.termination,
+        );
+        let node_pools = NodePoolControllers::new(workload.clone(), events, Arc::clone(&metrics));
+        let status = StatusConfig {
+            scope: config.provider.scope.clone(),
+            ..StatusConfig::default()
+        };
+        let gc = MachineGc::new(Arc::clone(&provider), config.gc.clone());
+        let tasks = vec![
+            tokio::spawn(provisioner.run(rx)),
+            tokio::spawn(lifecycle.run()),
+            tokio::spawn(termination.run()),
+            tokio::spawn(node_pools.run()),
+            tokio::spawn(nodeclass_status::run(workload, management, status)),
+            tokio::spawn(gc.run()),
+        ];
+        Self {
+            state,
+            metrics,
+            decisions,
+            tasks,
+        }
+    }
+
+    /// The metrics.
+    #[must_use]
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// The provisioner's decisions so far.
+    #[must_use]
+    pub fn decisions(&self) -> Vec<Decision> {
+        self.decisions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The cluster state.
+    #[must_use]
+    pub fn state(&self) -> &Arc<ClusterState> {
+        &self.state
+    }
+
+    /// Ready once the caches listed (`/readyz`).
+    ///
+    /// # Errors
+    /// Why not yet.
+    pub async fn wait_ready(&self, timeout: Duration) -> Result<(), String> {
+        self.state
+            .wait_listed(timeout)
+            .await
+            .map_err(|()| format!("caches not listed within {timeout:?}"))
+    }
+
+    /// Whether every task still runs (`/healthz`).
+    #[must_use]
+    pub fn healthy(&self) -> bool {
+        self.tasks.iter().all(|t| !t.is_finished())
+    }
+}

@@ -1,0 +1,379 @@
+//! `karpenter-capi run`: the controller against real clusters.
+//!
+//! Responsibility: flags with environment fallbacks named as upstream (core: `BATCH_*`,
+//! `PREFERENCE_POLICY`, `MIN_VALUES_POLICY`, `LOG_LEVEL`, `METRICS_PORT`, `HEALTH_PROBE_PORT`,
+//! `DISABLE_LEADER_ELECTION`, `LEADER_ELECTION_*`; provider: `CLUSTER_API_KUBECONFIG`,
+//! `CLUSTER_API_URL`, `CLUSTER_API_TOKEN`, `CLUSTER_API_CERTIFICATE_AUTHORITY_DATA`,
+//! `CLUSTER_API_SKIP_TLS_VERIFY`), logging (plain or JSON), clients for the workload cluster
+//! (`--kubeconfig`/`KUBECONFIG`, else in-cluster) and the management cluster (its kubeconfig, else
+//! URL + token + CA, else the workload credentials), the health/metrics servers, leader
+//! election on a Lease, then the [`Operator`] until Ctrl-C/SIGTERM or lost leadership.
+//! Inputs: [`RunArgs`]. Outputs: a running controller; logs.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use clusterapi::Scope;
+use controllers::leader::{LeaderElector, LeaseConfig};
+use controllers::provisioning::batcher::BatchConfig;
+use karpenter_capi::operator::{Operator, OperatorConfig};
+use scheduling::instance_type::MinValuesPolicy;
+use scheduling::scheduler::PreferencePolicy;
+
+/// A Go-style duration flag (`10s`, `1m30s`).
+pub fn duration(text: &str) -> Result<Duration, String> {
+    api::common::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// Log format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Plain,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `PREFERENCE_POLICY`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PreferencePolicyArg {
+    /// Respect preferred affinities and ScheduleAnyway spreads.
+    #[value(name = "Respect")]
+    Respect,
+    /// Ignore them.
+    #[value(name = "Ignore")]
+    Ignore,
+}
+
+/// `MIN_VALUES_POLICY`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MinValuesPolicyArg {
+    /// A violated minValues blocks the NodeClaim.
+    #[value(name = "Strict")]
+    Strict,
+    /// Lower minValues to what is available.
+    #[value(name = "BestEffort")]
+    BestEffort,
+}
+
+/// Flags of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kubeconfig of the workload cluster (default: in-cluster, else ~/.kube/config).
+    #[arg(long, env = "KUBECONFIG", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig of the management cluster (Cluster API objects); wins over the URL flags.
+    #[arg(long, env = "CLUSTER_API_KUBECONFIG", value_name = "FILE")]
+    pub cluster_api_kubeconfig: Option<PathBuf>,
+    /// Management API server URL (when no management kubeconfig is given).
+    #[arg(long, env = "CLUSTER_API_URL", value_name = "URL")]
+    pub cluster_api_url: Option<String>,
+    /// Bearer token for the management URL.
+    #[arg(
+        long,
+        env = "CLUSTER_API_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub cluster_api_token: Option<String>,
+    /// PEM CA bundle (the text itself) for the management URL.
+    #[arg(
+        long,
+        env = "CLUSTER_API_CERTIFICATE_AUTHORITY_DATA",
+        value_name = "PEM"
+    )]
+    pub cluster_api_certificate_authority_data: Option<String>,
+    /// Do not verify the management server's certificate (URL mode).
+    #[arg(long, env = "CLUSTER_API_SKIP_TLS_VERIFY")]
+    pub cluster_api_skip_tls_verify: bool,
+    /// Only MachineDeployments of this Cluster (`cluster.x-k8s.io/cluster-name`).
+    #[arg(long, env = "CLUSTER_NAME", value_name = "NAME")]
+    pub cluster_name: Option<String>,
+    /// Only MachineDeployments in this namespace of the management cluster.
+    #[arg(long, env = "CLUSTER_API_NAMESPACE", value_name = "NAMESPACE")]
+    pub cluster_api_namespace: Option<String>,
+    /// Idle gap that closes a batching window.
+    #[arg(long, env = "BATCH_IDLE_DURATION", default_value = "1s", value_parser = duration)]
+    pub batch_idle_duration: Duration,
+    /// Longest batching window.
+    #[arg(long, env = "BATCH_MAX_DURATION", default_value = "10s", value_parser = duration)]
+    pub batch_max_duration: Duration,
+    /// Preferred affinities and ScheduleAnyway spreads.
+    #[arg(long, env = "PREFERENCE_POLICY", value_enum, default_value = "Respect")]
+    pub preference_policy: PreferencePolicyArg,
+    /// What an unmet minValues does.
+    #[arg(long, env = "MIN_VALUES_POLICY", value_enum, default_value = "Strict")]
+    pub min_values_policy: MinValuesPolicyArg,
+    /// Log level (`debug`, `info`, `error`, or a tracing filter such as `controllers=debug`).
+    #[arg(long, env = "LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+    /// Log format.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
+    pub log_format: LogFormat,
+    /// Port of `/metrics`.
+    #[arg(long, env = "METRICS_PORT", default_value_t = 8080)]
+    pub metrics_port: u16,
+    /// Port of `/healthz` and `/readyz`.
+    #[arg(long, env = "HEALTH_PROBE_PORT", default_value_t = 8081)]
+    pub health_probe_port: u16,
+    /// Run without a Lease (only one replica may run then).
+    #[arg(long, env = "DISABLE_LEADER_ELECTION")]
+    pub disable_leader_election: bool,
+    /// The Lease's name.
+    #[arg(
+        long,
+        env = "LEADER_ELECTION_NAME",
+        default_value = "karpenter-leader-election"
+    )]
+    pub leader_election_name: String,
+    /// The Lease's namespace (default: the pod's namespace, else `kube-system`).
+    #[arg(long, env = "LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+}
+
+/// Sets up logging (`LOG_LEVEL`, plain or JSON) for `run`.
+pub fn init_logging(level: &str, format: LogFormat) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(match level {
+        "" => "info",
+        l => l,
+    })
+    .with_context(|| format!("invalid --log-level {level:?}"))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let result = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Plain => builder.try_init(),
+    };
+    result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
+}
+
+async fn client_from_kubeconfig(path: &std::path::Path) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
+    kube::Client::try_from(config).context("cannot build a client")
+}
+
+async fn management_client(
+    args: &RunArgs,
+    workload: &kube::Client,
+) -> anyhow::Result<kube::Client> {
+    if let Some(path) = &args.cluster_api_kubeconfig {
+        return client_from_kubeconfig(path).await;
+    }
+    let Some(url) = &args.cluster_api_url else {
+        return Ok(workload.clone());
+    };
+    if args.cluster_api_skip_tls_verify && args.cluster_api_certificate_authority_data.is_some() {
+        bail!(
+            "--cluster-api-skip-tls-verify and --cluster-api-certificate-authority-data exclude each other"
+        );
+    }
+    let uri: http::Uri = url
+        .parse()
+        .with_context(|| format!("invalid --cluster-api-url {url:?}"))?;
+    let mut config = kube::Config::new(uri);
+    config.accept_invalid_certs = args.cluster_api_skip_tls_verify;
+    if let Some(token) = &args.cluster_api_token {
+        config.auth_info.token = Some(token.clone().into());
+    }
+    if let Some(pem) = &args.cluster_api_certificate_authority_data {
+        let certs: Vec<Vec<u8>> = pem_blocks(pem);
+        if certs.is_empty() {
+            bail!("--cluster-api-certificate-authority-data holds no PEM certificate");
+        }
+        config.root_cert = Some(certs);
+    }
+    kube::Client::try_from(config).context("cannot build the management client")
+}
+
+/// DER bytes of every `CERTIFICATE` block of a PEM text.
+fn pem_blocks(pem: &str) -> Vec<Vec<u8>> {
+    use base64::Engine as _;
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in pem.lines().map(str::trim) {
+        if line == "-----BEGIN CERTIFICATE-----" {
+            current = Some(String::new());
+        } else if line == "-----END CERTIFICATE-----" {
+            if let Some(body) = current.take()
+                && let Ok(der) = base64::engine::general_purpose::STANDARD.decode(body)
+            {
+                out.push(der);
+            }
+        } else if let Some(body) = current.as_mut() {
+            body.push_str(line);
+        }
+    }
+    out
+}
+
+fn identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "karpenter".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{host}_{:x}{nanos:x}", std::process::id())
+}
+
+/// Runs the controller until interrupted.
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    init_logging(&args.log_level, args.log_format)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(run_async(args))
+}
+
+async fn run_async(args: RunArgs) -> anyhow::Result<()> {
+    let workload = match &args.kubeconfig {
+        Some(path) => client_from_kubeconfig(path).await?,
+        None => kube::Client::try_default()
+            .await
+            .context("no workload cluster: not in a cluster and no usable kubeconfig")?,
+    };
+    let management = management_client(&args, &workload).await?;
+    let config = OperatorConfig {
+        provisioner: controllers::provisioning::provisioner::ProvisionerConfig {
+            batch: BatchConfig {
+                idle: args.batch_idle_duration,
+                max: args.batch_max_duration,
+            },
+            preference_policy: match args.preference_policy {
+                PreferencePolicyArg::Respect => PreferencePolicy::Respect,
+                PreferencePolicyArg::Ignore => PreferencePolicy::Ignore,
+            },
+            min_values_policy: match args.min_values_policy {
+                MinValuesPolicyArg::Strict => MinValuesPolicy::Strict,
+                MinValuesPolicyArg::BestEffort => MinValuesPolicy::BestEffort,
+            },
+            ..Default::default()
+        },
+        provider: clusterapi::provider::ProviderConfig {
+            scope: Scope {
+                namespace: args.cluster_api_namespace.clone(),
+                cluster_name: args.cluster_name.clone(),
+            },
+            ..Default::default()
+        },
+        instance: std::env::var("HOSTNAME").ok(),
+        ..OperatorConfig::default()
+    };
+
+    // Health and metrics first: probes answer while waiting for leadership. Both ports serve
+    // `/healthz`, `/readyz` and `/metrics`.
+    let metrics = Arc::new(controllers::metrics::Metrics::new());
+    let ready_flag = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&ready_flag);
+    let ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = Arc::new(move || {
+        if flag.load(Ordering::Relaxed) {
+            Ok(())
+        } else {
+            Err("caches not synced yet".to_owned())
+        }
+    });
+    for port in [args.health_probe_port, args.metrics_port] {
+        let addr = SocketAddr::from(([0, 0, 0, 0], port));
+        let router = controllers::http::router(Arc::clone(&metrics), Arc::clone(&ready));
+        tokio::spawn(async move {
+            if let Err(e) = controllers::http::serve(addr, router).await {
+                tracing::error!(error = %e, %addr, "HTTP server stopped");
+            }
+        });
+    }
+    let elector = if args.disable_leader_election {
+        None
+    } else {
+        let namespace = args
+            .leader_election_namespace
+            .clone()
+            .or_else(|| {
+                std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                    .ok()
+            })
+            .unwrap_or_else(|| "kube-system".into());
+        let elector = LeaderElector::new(
+            workload.clone(),
+            namespace.trim(),
+            &args.leader_election_name,
+            identity(),
+            LeaseConfig::default(),
+        );
+        tracing::info!(lease = %args.leader_election_name, "waiting for leadership");
+        elector.acquire().await;
+        tracing::info!("leading");
+        Some(elector)
+    };
+    let operator = Operator::start_with_metrics(workload, management, config, metrics);
+    operator
+        .wait_ready(Duration::from_secs(120))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    ready_flag.store(true, Ordering::Relaxed);
+    tracing::info!("caches synced; controllers running");
+
+    let mut leading = elector.as_ref().map(LeaderElector::leading);
+    let lost = async {
+        match leading.as_mut() {
+            Some(rx) => loop {
+                if rx.changed().await.is_err() || !*rx.borrow() {
+                    return;
+                }
+            },
+            None => std::future::pending::<()>().await,
+        }
+    };
+    let terminate = async {
+        #[cfg(unix)]
+        {
+            if let Ok(mut s) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            {
+                s.recv().await;
+                return;
+            }
+        }
+        std::future::pending::<()>().await;
+    };
+    let outcome = tokio::select! {
+        _ = tokio::signal::ctrl_c() => Ok(()),
+        () = terminate => Ok(()),
+        () = lost => Err(anyhow::anyhow!("leader election lost")),
+    };
+    drop(operator);
+    if let Some(e) = &elector {
+        e.release().await;
+    }
+    tracing::info!("stopped");
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_like_go() {
+        assert_eq!(duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert!(duration("soon").is_err());
+    }
+
+    #[test]
+    fn pem_blocks_are_decoded() {
+        let pem = "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n";
+        assert_eq!(pem_blocks(pem), vec![vec![0, 1, 2]]);
+        assert!(pem_blocks("nothing").is_empty());
+    }
+}

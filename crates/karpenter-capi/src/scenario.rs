@@ -1,0 +1,187 @@
+//! Scenarios for `simulate`: objects for both clusters and a timeline of steps.
+//!
+//! Responsibility: the scenario file format (YAML), the built-in scenario
+//! (`scenarios/basic.yaml`), parsing with errors that name the field, and applying manifests
+//! to a cluster through discovery (any kind the server serves).
+//!
+//! Format:
+//! ```yaml
+//! name: basic
+//! description: text
+//! management: [manifests…]   # Cluster API objects (MachineDeployments, templates)
+//! workload: [manifests…]     # NodeClasses, NodePools, Deployments, …
+//! steps:
+//!   - scale: {deployment: default/web, replicas: 18}
+//!   - waitForPods: {timeout: 90s}   # every pod of every Deployment Running
+//!   - sleep: 3s
+//! ```
+//! Inputs: YAML text, clients. Outputs: [`Scenario`] values, created objects.
+
+use anyhow::{Context, bail};
+use kube::api::{Api, DynamicObject, GroupVersionKind, PostParams};
+use kube::discovery::pinned_kind;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The built-in scenario's YAML.
+pub const BASIC: &str = include_str!("../scenarios/basic.yaml");
+
+/// A scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name.
+    pub name: String,
+    /// What it shows.
+    #[serde(default)]
+    pub description: String,
+    /// Objects for the management cluster.
+    #[serde(default)]
+    pub management: Vec<Value>,
+    /// Objects for the workload cluster.
+    #[serde(default)]
+    pub workload: Vec<Value>,
+    /// The timeline.
+    #[serde(default)]
+    pub steps: Vec<Step>,
+}
+
+/// One step of the timeline.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Step {
+    /// Set a Deployment's replicas.
+    Scale {
+        /// `namespace/name`.
+        deployment: String,
+        /// Replicas.
+        replicas: i32,
+    },
+    /// Wait until every pod of every Deployment is Running and every Deployment has its
+    /// replicas.
+    WaitForPods {
+        /// Give up (the scenario fails) after this long (Go duration, e.g. `90s`).
+        timeout: String,
+    },
+    /// Let time pass (Go duration).
+    Sleep(String),
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Scale {
+                deployment,
+                replicas,
+            } => write!(f, "scale {deployment} to {replicas}"),
+            Self::WaitForPods { timeout } => write!(f, "wait for pods (timeout {timeout})"),
+            Self::Sleep(d) => write!(f, "sleep {d}"),
+        }
+    }
+}
+
+/// Parses a scenario; errors name the field (`steps[2].scale.replicas: …`).
+///
+/// # Errors
+/// Invalid YAML, unknown fields, bad durations, objects without apiVersion/kind/name.
+pub fn parse(text: &str) -> anyhow::Result<Scenario> {
+    let value: Value = serde_norway::from_str(text).context("the scenario is not valid YAML")?;
+    let scenario: Scenario = serde_path_to_error::deserialize(&value)
+        .map_err(|e| anyhow::anyhow!("scenario: {}: {}", e.path(), e.inner()))?;
+    for (i, step) in scenario.steps.iter().enumerate() {
+        let duration = match step {
+            Step::WaitForPods { timeout } => Some(timeout),
+            Step::Sleep(d) => Some(d),
+            Step::Scale { deployment, .. } => {
+                if deployment.split_once('/').is_none() {
+                    bail!(
+                        "scenario: steps[{i}].scale.deployment: {deployment:?} is not namespace/name"
+                    );
+                }
+                None
+            }
+        };
+        if let Some(d) = duration {
+            api::common::parse_duration(d)
+                .map_err(|e| anyhow::anyhow!("scenario: steps[{i}]: {e}"))?;
+        }
+    }
+    for (side, objects) in [
+        ("management", &scenario.management),
+        ("workload", &scenario.workload),
+    ] {
+        for (i, o) in objects.iter().enumerate() {
+            gvk_and_name(o).with_context(|| format!("scenario: {side}[{i}]"))?;
+        }
+    }
+    Ok(scenario)
+}
+
+fn gvk_and_name(object: &Value) -> anyhow::Result<(GroupVersionKind, String)> {
+    let text = |p: &str| object.pointer(p).and_then(Value::as_str);
+    let (Some(api_version), Some(kind), Some(name)) =
+        (text("/apiVersion"), text("/kind"), text("/metadata/name"))
+    else {
+        bail!("apiVersion, kind and metadata.name are required");
+    };
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    Ok((GroupVersionKind::gvk(group, version, kind), name.to_owned()))
+}
+
+/// Creates every object in `client`'s cluster (kinds resolved through discovery).
+///
+/// # Errors
+/// An unknown kind or a rejected object, named.
+pub async fn apply(client: &kube::Client, objects: &[Value]) -> anyhow::Result<()> {
+    for object in objects {
+        let (gvk, name) = gvk_and_name(object)?;
+        let (resource, capabilities) = pinned_kind(client, &gvk)
+            .await
+            .with_context(|| format!("{} {name}: kind not served", gvk.kind))?;
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default");
+        let api: Api<DynamicObject> = if capabilities.scope == kube::discovery::Scope::Namespaced {
+            Api::namespaced_with(client.clone(), namespace, &resource)
+        } else {
+            Api::all_with(client.clone(), &resource)
+        };
+        let typed: DynamicObject = serde_json::from_value(object.clone())
+            .with_context(|| format!("{} {name}", gvk.kind))?;
+        api.create(&PostParams::default(), &typed)
+            .await
+            .with_context(|| format!("cannot create {} {name}", gvk.kind))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_built_in_scenario_parses() {
+        let s = parse(BASIC).unwrap();
+        assert_eq!(s.name, "basic");
+        assert_eq!(s.management.len(), 4);
+        assert!(
+            s.steps
+                .iter()
+                .any(|s| matches!(s, Step::WaitForPods { .. }))
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse("name: x\nsteps:\n  - scale: {deployment: web, replicas: 1}\n").unwrap_err();
+        assert!(e.to_string().contains("steps[0].scale.deployment"), "{e}");
+        let e = parse("name: x\nsteps:\n  - sleep: soon\n").unwrap_err();
+        assert!(e.to_string().contains("steps[0]"), "{e}");
+        let e = parse("name: x\nsteps:\n  - jump: {}\n").unwrap_err();
+        assert!(e.to_string().contains("steps[0]"), "{e}");
+        let e = parse("name: x\nworkload:\n  - {kind: Pod}\n").unwrap_err();
+        assert!(format!("{e:#}").contains("workload[0]"), "{e:#}");
+    }
+}

@@ -1,0 +1,561 @@
+//! `simulate`: the whole system on two embedded simulated clusters.
+//!
+//! Responsibility: start the management and workload `sim` servers on 127.0.0.1 (kubeconfigs
+//! written so `kubectl` can watch), load a [`Scenario`], start the real controller
+//! ([`Operator`]) against them over HTTP, run the timeline while printing progress, then
+//! measure a [`Summary`]: pods, nodes per MachineDeployment, utilization, cost per hour, the
+//! provisioner's decisions and their latencies, and how long each step took.
+//! Inputs: a [`Scenario`], [`SimulateOptions`]. Outputs: the [`Summary`]; progress on stderr.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use api::NodeClaim;
+use api::common::Conditions;
+use api::well_known::capi::{DEPLOYMENT_NAME, PRICE};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use scheduling::quantity::Quantity;
+use serde::Serialize;
+use serde_json::json;
+use sim::world::objects::{list_json, machine_deployments, machines};
+use sim::{ServeWorldConfig, WorldConfig};
+use tokio::time::Instant;
+
+use crate::operator::{Operator, OperatorConfig};
+use crate::scenario::{self, Scenario, Step};
+
+/// How `simulate` runs.
+#[derive(Debug, Clone, Default)]
+pub struct SimulateOptions {
+    /// Write `management.kubeconfig` and `workload.kubeconfig` here (else a temporary dir).
+    pub kubeconfig_dir: Option<PathBuf>,
+    /// Print progress lines on stderr.
+    pub progress: bool,
+    /// The simulated world's settings (delays, failure knobs).
+    pub world: WorldConfig,
+    /// The controller's settings.
+    pub operator: OperatorConfig,
+}
+
+/// Nodes of one MachineDeployment at the end.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineDeploymentSummary {
+    /// `namespace/name`.
+    pub name: String,
+    /// Machines with a Node.
+    pub nodes: usize,
+    /// `spec.replicas`.
+    pub replicas: i64,
+    /// Price per node-hour (our price annotation; 0 when absent).
+    pub price_per_hour: f64,
+}
+
+/// One provisioning decision.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionSummary {
+    /// Seconds since the scenario started, when the loop finished.
+    pub at_seconds: f64,
+    /// Pending pods considered.
+    pub pods: usize,
+    /// NodeClaims created.
+    pub node_claims: usize,
+    /// Pods placed on existing nodes.
+    pub pods_on_existing: usize,
+    /// Pods that fit nowhere.
+    pub unschedulable: usize,
+    /// First trigger → NodeClaims created (ms); includes the batch window.
+    pub latency_ms: u64,
+    /// Time in the scheduling engine (ms).
+    pub solve_ms: u64,
+}
+
+/// One step's outcome.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StepSummary {
+    /// The step.
+    pub step: String,
+    /// Seconds since the start when it began.
+    pub started_seconds: f64,
+    /// How long it took.
+    pub took_seconds: f64,
+}
+
+/// What `simulate` prints at the end.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// The scenario's name.
+    pub scenario: String,
+    /// Wall time of the timeline.
+    pub wall_seconds: f64,
+    /// Pods of Deployments at the end.
+    pub pods: usize,
+    /// Of which Running.
+    pub pods_running: usize,
+    /// Nodes at the end.
+    pub nodes: usize,
+    /// NodeClaims at the end.
+    pub node_claims: usize,
+    /// NodeClaims Ready at the end.
+    pub node_claims_ready: usize,
+    /// Per MachineDeployment.
+    pub machine_deployments: Vec<MachineDeploymentSummary>,
+    /// Requested / allocatable CPU over all nodes, percent.
+    pub cpu_utilization_percent: f64,
+    /// Requested / allocatable memory over all nodes, percent.
+    pub memory_utilization_percent: f64,
+    /// Sum of node prices per hour.
+    pub cost_per_hour: f64,
+    /// Provisioning decisions.
+    pub decisions: Vec<DecisionSummary>,
+    /// The timeline.
+    pub steps: Vec<StepSummary>,
+}
+
+async fn client_from(path: &std::path::Path) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
+    kube::Client::try_from(config).context("cannot build a client")
+}
+
+/// Runs `scenario` on fresh simulated clusters and returns the summary.
+///
+/// # Errors
+/// The clusters cannot start, an object is rejected, or a wait times out.
+pub async fn simulate(scenario: &Scenario, options: SimulateOptions) -> anyhow::Result<Summary> {
+    let dir = match &options.kubeconfig_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+            d.clone()
+        }
+        None => {
+            std::env::temp_dir().join(format!("karpenter-capi-simulate-{}", std::process::id()))
+        }
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let world = sim::serve_world(ServeWorldConfig {
+        world: options.world.clone(),
+        management_kubeconfig: Some(dir.join("management.kubeconfig")),
+        workload_kubeconfig: Some(dir.join("workload.kubeconfig")),
+        install_karpenter_crds: true,
+        ..ServeWorldConfig::default()
+    })
+    .await
+    .context("cannot start the simulated clusters")?;
+    if options.progress {
+        eprintln!("scenario {}: {}", scenario.name, scenario.description);
+        eprintln!(
+            "watch it: kubectl --kubeconfig {} get nodes,nodeclaims,pods -w",
+            world.workload_kubeconfig().display()
+        );
+        eprintln!(
+            "          kubectl --kubeconfig {} get machinedeployments,machines",
+            world.management_kubeconfig().display()
+        );
+    }
+    let management = client_from(world.management_kubeconfig()).await?;
+    let workload = client_from(world.workload_kubeconfig()).await?;
+    scenario::apply(&management, &scenario.management).await?;
+    scenario::apply(&workload, &scenario.workload).await?;
+    let operator = Operator::start(
+        workload.clone(),
+        management.clone(),
+        options.operator.clone(),
+    );
+    operator
+        .wait_ready(Duration::from_secs(30))
+        .await
+        .map_err(anyhow::Error::msg)?;
+
+    let result = timeline(
+        &workload,
+        &management,
+        &operator,
+        &scenario.name,
+        &scenario.steps,
+        options.progress,
+    )
+    .await;
+    drop(operator);
+    world
+        .shutdown()
+        .await
+        .context("shutting down the simulated clusters")?;
+    result
+}
+
+/// Runs `steps` against clusters the `operator` already manages and summarizes the end state.
+///
+/// # Errors
+/// A step fails (a wait times out, a Deployment is missing) or the summary cannot be read.
+pub async fn run_timeline(
+    workload: &kube::Client,
+    management: &kube::Client,
+    operator: &Operator,
+    name: &str,
+    steps: &[Step],
+) -> anyhow::Result<Summary> {
+    timeline(workload, management, operator, name, steps, false).await
+}
+
+async fn timeline(
+    workload: &kube::Client,
+    management: &kube::Client,
+    operator: &Operator,
+    name: &str,
+    steps: &[Step],
+    progress: bool,
+) -> anyhow::Result<Summary> {
+    let start = Instant::now();
+    let printer = progress.then(|| {
+        let workload = workload.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(2));
+            loop {
+                tick.tick().await;
+                if let Ok(line) = progress_line(&workload, start).await {
+                    eprintln!("{line}");
+                }
+            }
+        })
+    });
+    let mut done = Vec::new();
+    let result = run_steps(workload, steps, start, &mut done).await;
+    if let Some(p) = printer {
+        p.abort();
+    }
+    let wall = start.elapsed();
+    let summary = summarize(name, workload, management, operator, start, wall, done).await;
+    result?;
+    summary
+}
+
+async fn run_steps(
+    workload: &kube::Client,
+    steps: &[Step],
+    start: Instant,
+    out: &mut Vec<StepSummary>,
+) -> anyhow::Result<()> {
+    for step in steps {
+        let began = Instant::now();
+        match step {
+            Step::Scale {
+                deployment,
+                replicas,
+            } => {
+                let (ns, name) = deployment
+                    .split_once('/')
+                    .unwrap_or(("default", deployment));
+                let api: Api<Deployment> = Api::namespaced(workload.clone(), ns);
+                api.patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+                )
+                .await
+                .with_context(|| format!("cannot scale Deployment {deployment}"))?;
+            }
+            Step::WaitForPods { timeout } => {
+                let timeout = api::common::parse_duration(timeout)?;
+                let deadline = Instant::now() + timeout;
+                loop {
+                    let (want, running, total) = pod_counts(workload).await?;
+                    if running == want && total == want {
+                        break;
+                    }
+                    if Instant::now() >= deadline {
+                        bail!(
+                            "step `{step}`: after {timeout:?}, {running} of {want} pods are Running"
+                        );
+                    }
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+            Step::Sleep(d) => tokio::time::sleep(api::common::parse_duration(d)?).await,
+        }
+        out.push(StepSummary {
+            step: step.to_string(),
+            started_seconds: (began - start).as_secs_f64(),
+            took_seconds: began.elapsed().as_secs_f64(),
+        });
+    }
+    Ok(())
+}
+
+/// (replicas wanted over all Deployments, Running pods, non-terminating pods) — DaemonSet
+/// pods excluded.
+async fn pod_counts(workload: &kube::Client) -> anyhow::Result<(usize, usize, usize)> {
+    let deployments: Api<Deployment> = Api::all(workload.clone());
+    let want: i64 = deployments
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(|d| i64::from(d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)))
+        .sum();
+    let pods = workload_pods(workload).await?;
+    let total = pods.len();
+    let running = pods
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .count();
+    Ok((usize::try_from(want).unwrap_or(0), running, total))
+}
+
+async fn workload_pods(workload: &kube::Client) -> anyhow::Result<Vec<Pod>> {
+    let pods: Api<Pod> = Api::all(workload.clone());
+    Ok(pods
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| !p.owner_references().iter().any(|o| o.kind == "DaemonSet"))
+        .collect())
+}
+
+async fn progress_line(workload: &kube::Client, start: Instant) -> anyhow::Result<String> {
+    let (want, running, total) = pod_counts(workload).await?;
+    let ncs: Api<NodeClaim> = Api::all(workload.clone());
+    let ncs = ncs.list(&ListParams::default()).await?.items;
+    let ready = ncs
+        .iter()
+        .filter(|n| {
+            n.status
+                .as_ref()
+                .is_some_and(|s| s.conditions.is_true("Ready"))
+        })
+        .count();
+    let nodes: Api<Node> = Api::all(workload.clone());
+    let nodes = nodes.list(&ListParams::default()).await?.items.len();
+    Ok(format!(
+        "t={:>5.1}s  pods {running}/{want} running ({total} exist)  nodeclaims {} ({ready} ready)  nodes {nodes}",
+        start.elapsed().as_secs_f64(),
+        ncs.len()
+    ))
+}
+
+fn quantity(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>) -> f64 {
+    q.and_then(|q| Quantity::parse(&q.0).ok())
+        .map_or(0.0, |q| q.as_nanos() as f64 / 1e9)
+}
+
+async fn summarize(
+    name: &str,
+    workload: &kube::Client,
+    management: &kube::Client,
+    operator: &Operator,
+    start: Instant,
+    wall: Duration,
+    steps: Vec<StepSummary>,
+) -> anyhow::Result<Summary> {
+    let pods = workload_pods(workload).await?;
+    let running = pods
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .count();
+    let nodes: Api<Node> = Api::all(workload.clone());
+    let nodes = nodes.list(&ListParams::default()).await?.items;
+    let ncs: Api<NodeClaim> = Api::all(workload.clone());
+    let ncs = ncs.list(&ListParams::default()).await?.items;
+
+    let (mut cpu_alloc, mut mem_alloc) = (0.0, 0.0);
+    for n in &nodes {
+        let alloc = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
+        cpu_alloc += quantity(alloc.and_then(|a| a.get("cpu")));
+        mem_alloc += quantity(alloc.and_then(|a| a.get("memory")));
+    }
+    let (mut cpu_req, mut mem_req) = (0.0, 0.0);
+    for p in pods.iter().filter(|p| {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty())
+    }) {
+        for c in p.spec.iter().flat_map(|s| &s.containers) {
+            let req = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+            cpu_req += quantity(req.and_then(|r| r.get("cpu")));
+            mem_req += quantity(req.and_then(|r| r.get("memory")));
+        }
+    }
+
+    let mds = list_json(&sim::world::objects::all(
+        management,
+        &machine_deployments(),
+    ))
+    .await?;
+    let machines = list_json(&sim::world::objects::all(management, &machines())).await?;
+    let mut per_md: BTreeMap<String, MachineDeploymentSummary> = BTreeMap::new();
+    for md in &mds {
+        let ns = md
+            .pointer("/metadata/namespace")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default();
+        let name = md
+            .pointer("/metadata/name")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default();
+        let price = md
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(PRICE))
+            .and_then(|v| v.as_str())
+            .and_then(|p| p.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        per_md.insert(
+            format!("{ns}/{name}"),
+            MachineDeploymentSummary {
+                name: format!("{ns}/{name}"),
+                nodes: 0,
+                replicas: md
+                    .pointer("/spec/replicas")
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or(0),
+                price_per_hour: price,
+            },
+        );
+    }
+    for m in &machines {
+        let ns = m
+            .pointer("/metadata/namespace")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default();
+        let Some(md) = m
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(DEPLOYMENT_NAME))
+            .and_then(|v| v.as_str())
+        else {
+            continue;
+        };
+        if m.pointer("/status/nodeRef/name").is_some()
+            && let Some(s) = per_md.get_mut(&format!("{ns}/{md}"))
+        {
+            s.nodes += 1;
+        }
+    }
+    let cost: f64 = per_md
+        .values()
+        .map(|m| m.price_per_hour * m.nodes as f64)
+        .sum();
+    let decisions = operator
+        .decisions()
+        .into_iter()
+        .filter(|d| d.pods > 0)
+        .map(|d| DecisionSummary {
+            at_seconds: d.finished.saturating_duration_since(start).as_secs_f64(),
+            pods: d.pods,
+            node_claims: d.node_claims.len(),
+            pods_on_existing: d.pods_on_existing,
+            unschedulable: d.unschedulable,
+            latency_ms: d.window_opened.map_or(0, |o| {
+                d.finished.saturating_duration_since(o).as_millis() as u64
+            }),
+            solve_ms: d.solve.as_millis() as u64,
+        })
+        .collect();
+    let percent = |a: f64, b: f64| {
+        if b > 0.0 {
+            (a / b * 1000.0).round() / 10.0
+        } else {
+            0.0
+        }
+    };
+    Ok(Summary {
+        scenario: name.to_owned(),
+        wall_seconds: (wall.as_secs_f64() * 10.0).round() / 10.0,
+        pods: pods.len(),
+        pods_running: running,
+        nodes: nodes.len(),
+        node_claims: ncs.len(),
+        node_claims_ready: ncs
+            .iter()
+            .filter(|n| {
+                n.status
+                    .as_ref()
+                    .is_some_and(|s| s.conditions.is_true("Ready"))
+            })
+            .count(),
+        machine_deployments: per_md.into_values().collect(),
+        cpu_utilization_percent: percent(cpu_req, cpu_alloc),
+        memory_utilization_percent: percent(mem_req, mem_alloc),
+        cost_per_hour: (cost * 1000.0_f64).round() / 1000.0,
+        decisions,
+        steps,
+    })
+}
+
+/// The summary as text.
+#[must_use]
+pub fn render(summary: &Summary) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "scenario {} finished in {:.1}s",
+        summary.scenario, summary.wall_seconds
+    );
+    let _ = writeln!(
+        out,
+        "pods: {} running of {}   nodes: {}   nodeclaims: {} ({} ready)",
+        summary.pods_running,
+        summary.pods,
+        summary.nodes,
+        summary.node_claims,
+        summary.node_claims_ready
+    );
+    let _ = writeln!(
+        out,
+        "utilization: cpu {:.1}%  memory {:.1}%   cost: ${:.3}/hour",
+        summary.cpu_utilization_percent, summary.memory_utilization_percent, summary.cost_per_hour
+    );
+    let _ = writeln!(
+        out,
+        "\nMACHINEDEPLOYMENT          NODES  REPLICAS  $/NODE-HOUR"
+    );
+    for md in &summary.machine_deployments {
+        let _ = writeln!(
+            out,
+            "{:<26} {:>5}  {:>8}  {:>11.3}",
+            md.name, md.nodes, md.replicas, md.price_per_hour
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nDECISION AT   PODS  NODECLAIMS  ON-EXISTING  UNSCHEDULABLE  LATENCY  SOLVE"
+    );
+    for d in &summary.decisions {
+        let _ = writeln!(
+            out,
+            "{:>10.1}s {:>5}  {:>10}  {:>11}  {:>13}  {:>5}ms  {:>3}ms",
+            d.at_seconds,
+            d.pods,
+            d.node_claims,
+            d.pods_on_existing,
+            d.unschedulable,
+            d.latency_ms,
+            d.solve_ms
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nSTEP                                      AT      TOOK"
+    );
+    for s in &summary.steps {
+        let _ = writeln!(
+            out,
+            "{:<40} {:>6.1}s {:>7.1}s",
+            s.step, s.started_seconds, s.took_seconds
+        );
+    }
+    out
+}

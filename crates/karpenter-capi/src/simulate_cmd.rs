@@ -1,0 +1,83 @@
+//! `karpenter-capi simulate`: flags and output of the simulation.
+//!
+//! Responsibility: pick the scenario (built-in or `--scenario FILE`), run it through
+//! [`karpenter_capi::simulate`] with progress on stderr, print the summary as a table or JSON,
+//! and exit non-zero when a pod was left not Running.
+//! Inputs: [`SimulateArgs`]. Outputs: the summary on stdout, progress on stderr, exit status.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use karpenter_capi::scenario;
+use karpenter_capi::simulate::{SimulateOptions, render, simulate};
+
+use crate::run_cmd::{LogFormat, init_logging};
+
+/// Output formats of `simulate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SimulateOutput {
+    /// Tables.
+    Table,
+    /// One JSON object.
+    Json,
+}
+
+/// Flags of `simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// A scenario file (YAML; see `crates/karpenter-capi/scenarios/basic.yaml`); default: the
+    /// built-in scenario.
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Output format of the summary.
+    #[arg(long, short, value_enum, default_value_t = SimulateOutput::Table)]
+    pub output: SimulateOutput,
+    /// Write `management.kubeconfig` and `workload.kubeconfig` here, for `kubectl`.
+    #[arg(long, value_name = "DIR")]
+    pub kubeconfig_dir: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Controller log level (logs go to stderr).
+    #[arg(long, env = "LOG_LEVEL", default_value = "warn")]
+    pub log_level: String,
+}
+
+/// Runs `simulate`.
+pub fn run(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
+    init_logging(&args.log_level, LogFormat::Plain)?;
+    let text = match &args.scenario {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?,
+        None => scenario::BASIC.to_owned(),
+    };
+    let scenario = scenario::parse(&text)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let summary = runtime.block_on(simulate(
+        &scenario,
+        SimulateOptions {
+            kubeconfig_dir: args.kubeconfig_dir.clone(),
+            progress: !args.quiet,
+            ..SimulateOptions::default()
+        },
+    ))?;
+    match args.output {
+        SimulateOutput::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
+        SimulateOutput::Table => print!("{}", render(&summary)),
+    }
+    if summary.pods_running == summary.pods {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "{} of {} pods are not Running",
+            summary.pods - summary.pods_running,
+            summary.pods
+        );
+        Ok(ExitCode::FAILURE)
+    }
+}

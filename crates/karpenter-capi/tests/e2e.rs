@@ -1,0 +1,455 @@
+//! End-to-end: the whole controller ([`Operator`]) against the simulated world — management and
+//! workload clusters in two separate API servers, simulated Cluster API, kube-scheduler and
+//! kubelets — with fast (not instant) infrastructure.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::time::Duration;
+
+use api::{Machine, MachineDeployment, NodeClaim};
+use controllers::provisioning::batcher::BatchConfig;
+use controllers::provisioning::provisioner::ProvisionerConfig;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use karpenter_capi::operator::{Operator, OperatorConfig};
+use karpenter_capi::scenario;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use sim::{World, WorldConfig};
+
+fn fast_world() -> WorldConfig {
+    let mut w = WorldConfig::default();
+    let ms = Duration::from_millis;
+    w.capi.bootstrap_delay = ms(100);
+    w.capi.provider_id_delay = ms(300);
+    w.capi.node_join_delay = ms(200);
+    w.capi.deletion_delay = ms(200);
+    w.kubelet.node_ready_delay = ms(200);
+    w.kubelet.pod_start_delay = ms(100);
+    w.kubelet.pod_termination_delay = ms(100);
+    w.scheduler.retry_interval = ms(500);
+    w
+}
+
+fn fast_operator() -> OperatorConfig {
+    OperatorConfig {
+        provisioner: ProvisionerConfig {
+            batch: BatchConfig {
+                idle: Duration::from_millis(300),
+                max: Duration::from_secs(3),
+            },
+            ..ProvisionerConfig::default()
+        },
+        ..OperatorConfig::default()
+    }
+}
+
+fn md(name: &str, cpu: u32, memory_gi: u32, zone: &str, price: f64) -> Value {
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+        "metadata": {"name": format!("{name}-{zone}"), "namespace": "default",
+            "labels": {"node.cluster.x-k8s.io/karpenter-member": ""},
+            "annotations": {
+                "capacity.cluster-autoscaler.kubernetes.io/cpu": cpu.to_string(),
+                "capacity.cluster-autoscaler.kubernetes.io/memory": format!("{memory_gi}Gi"),
+                "capacity.cluster-autoscaler.kubernetes.io/labels":
+                    format!("node.kubernetes.io/instance-type={name},topology.kubernetes.io/zone={zone}"),
+                "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "200",
+                "karpenter.cluster.x-k8s.io/price": price.to_string(),
+            }},
+        "spec": {"clusterName": "e2e", "replicas": 0,
+            "selector": {"matchLabels": {"pool": format!("{name}-{zone}")}},
+            "template": {"metadata": {"labels": {"pool": format!("{name}-{zone}")}},
+                "spec": {"clusterName": "e2e", "bootstrap": {"dataSecretName": "boot"},
+                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                        "kind": "DockerMachineTemplate", "name": name}}}},
+    })
+}
+
+fn deployment(name: &str, replicas: i32, cpu: &str, memory: &str, extra: Value) -> Value {
+    let mut spec = json!({"containers": [{"name": "c", "image": "pause",
+        "resources": {"requests": {"cpu": cpu, "memory": memory}}}]});
+    if let (Some(target), Value::Object(extra)) = (spec.as_object_mut(), extra) {
+        target.extend(extra);
+    }
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec}},
+    })
+}
+
+/// Two separate API servers with the Karpenter CRDs, the given MDs, a NodeClass and a NodePool.
+async fn setup(mds: &[Value]) -> World {
+    let world = World::start(fast_world()).await.unwrap();
+    sim::world::crds::install_karpenter_crds(&world.workload_client())
+        .await
+        .unwrap();
+    scenario::apply(&world.management_client(), mds)
+        .await
+        .unwrap();
+    scenario::apply(
+        &world.workload_client(),
+        &[
+            json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
+                "metadata": {"name": "default"}, "spec": {}}),
+            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+                "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+                    "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}),
+        ],
+    )
+    .await
+    .unwrap();
+    world
+}
+
+fn start(world: &World) -> Operator {
+    if let Ok(filter) = std::env::var("E2E_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_test_writer()
+            .try_init();
+    }
+    Operator::start(
+        world.workload_client(),
+        world.management_client(),
+        fast_operator(),
+    )
+}
+
+async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn pods(world: &World) -> Vec<Pod> {
+    Api::<Pod>::all(world.workload_client())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect()
+}
+
+fn running(p: &Pod) -> bool {
+    p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+}
+
+async fn all_running(world: &World, want: usize, timeout: Duration) -> Vec<Pod> {
+    wait_for(&format!("{want} pods Running"), timeout, || async {
+        let pods = pods(world).await;
+        (pods.len() == want && pods.iter().all(running)).then_some(pods)
+    })
+    .await
+}
+
+async fn nodes(world: &World) -> Vec<Node> {
+    Api::<Node>::all(world.workload_client())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+}
+
+async fn node_claims(world: &World) -> Vec<NodeClaim> {
+    Api::<NodeClaim>::all(world.workload_client())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+}
+
+async fn machines(world: &World) -> Vec<Machine> {
+    Api::<Machine>::all(world.management_client())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+}
+
+async fn replicas(world: &World) -> i32 {
+    Api::<MachineDeployment>::all(world.management_client())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|m| m.spec.replicas.unwrap_or(0))
+        .sum()
+}
+
+fn label<'a>(node: &'a Node, key: &str) -> &'a str {
+    node.labels().get(key).map_or("", String::as_str)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_pod_gets_one_node() {
+    let world = setup(&[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let _operator = start(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("one", 1, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    let pods = all_running(&world, 1, Duration::from_secs(60)).await;
+    let nodes = nodes(&world).await;
+    assert_eq!(nodes.len(), 1);
+    let node = &nodes[0];
+    assert_eq!(
+        pods[0].spec.as_ref().unwrap().node_name.as_deref(),
+        Some(node.name_any().as_str())
+    );
+    assert_eq!(label(node, "karpenter.sh/nodepool"), "default");
+    assert_eq!(label(node, "karpenter.sh/initialized"), "true");
+    assert!(
+        node.finalizers()
+            .iter()
+            .any(|f| f == "karpenter.sh/termination")
+    );
+    let ncs = node_claims(&world).await;
+    assert_eq!(ncs.len(), 1);
+    assert_eq!(replicas(&world).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_hundred_mixed_pods_all_run_with_no_node_claim_beyond_the_plan() {
+    let world = setup(&[
+        md("small", 2, 8, "zone-a", 0.1),
+        md("medium", 8, 32, "zone-a", 0.4),
+        md("large", 16, 64, "zone-a", 0.8),
+    ])
+    .await;
+    let operator = start(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[
+            deployment("tiny", 200, "100m", "128Mi", json!({})),
+            deployment("web", 150, "500m", "1Gi", json!({})),
+            deployment("api", 100, "1", "2Gi", json!({})),
+            deployment("batch", 50, "3", "8Gi", json!({})),
+        ],
+    )
+    .await
+    .unwrap();
+    let pods = all_running(&world, 500, Duration::from_secs(180)).await;
+    assert!(pods.iter().all(running));
+    // Settle, then nothing more may be created.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let ncs = node_claims(&world).await;
+    let decided: BTreeSet<String> = operator
+        .decisions()
+        .iter()
+        .flat_map(|d| d.node_claims.clone())
+        .collect();
+    let existing: BTreeSet<String> = ncs.iter().map(ResourceExt::name_any).collect();
+    assert_eq!(
+        existing, decided,
+        "every NodeClaim comes from a provisioning decision"
+    );
+    let nodes = nodes(&world).await;
+    assert_eq!(nodes.len(), ncs.len());
+    assert_eq!(usize::try_from(replicas(&world).await).unwrap(), ncs.len());
+    // Every node is used.
+    let used: BTreeSet<&str> = pods
+        .iter()
+        .filter_map(|p| p.spec.as_ref()?.node_name.as_deref())
+        .collect();
+    assert_eq!(used.len(), nodes.len(), "a node without pods was launched");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zone_spread_uses_machine_deployments_in_three_zones() {
+    let world = setup(&[
+        md("m", 4, 16, "zone-a", 0.2),
+        md("m", 4, 16, "zone-b", 0.2),
+        md("m", 4, 16, "zone-c", 0.2),
+    ])
+    .await;
+    let _operator = start(&world);
+    let spread = json!({"topologySpreadConstraints": [{"maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "spread"}}}]});
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("spread", 9, "1", "1Gi", spread)],
+    )
+    .await
+    .unwrap();
+    let pods = all_running(&world, 9, Duration::from_secs(90)).await;
+    let nodes = nodes(&world).await;
+    let zone_of: BTreeMap<String, String> = nodes
+        .iter()
+        .map(|n| {
+            (
+                n.name_any(),
+                label(n, "topology.kubernetes.io/zone").to_owned(),
+            )
+        })
+        .collect();
+    let mut per_zone: BTreeMap<String, usize> = BTreeMap::new();
+    for p in &pods {
+        let node = p.spec.as_ref().unwrap().node_name.clone().unwrap();
+        *per_zone.entry(zone_of[&node].clone()).or_default() += 1;
+    }
+    assert_eq!(
+        per_zone,
+        BTreeMap::from([
+            ("zone-a".into(), 3),
+            ("zone-b".into(), 3),
+            ("zone-c".into(), 3)
+        ])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostname_anti_affinity_gives_each_pod_its_own_node() {
+    let world = setup(&[md("m", 8, 32, "zone-a", 0.4)]).await;
+    let _operator = start(&world);
+    let anti = json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "solo"}}}]}}});
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("solo", 4, "100m", "128Mi", anti)],
+    )
+    .await
+    .unwrap();
+    let pods = all_running(&world, 4, Duration::from_secs(90)).await;
+    let hosts: BTreeSet<String> = pods
+        .iter()
+        .map(|p| p.spec.as_ref().unwrap().node_name.clone().unwrap())
+        .collect();
+    assert_eq!(hosts.len(), 4);
+    assert_eq!(nodes(&world).await.len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_claim_deleted_by_hand_is_drained_and_its_machine_removed() {
+    let world = setup(&[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let _operator = start(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 3, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 3, Duration::from_secs(60)).await;
+    let ncs = node_claims(&world).await;
+    assert_eq!(ncs.len(), 1);
+    let victim = ncs[0].name_any();
+    let machine_before: BTreeSet<String> = machines(&world)
+        .await
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    Api::<NodeClaim>::all(world.workload_client())
+        .delete(&victim, &DeleteParams::default())
+        .await
+        .unwrap();
+    // The NodeClaim goes, its Machine goes, and the pods come back on a new node.
+    wait_for("the NodeClaim gone", Duration::from_secs(60), || async {
+        (!node_claims(&world)
+            .await
+            .iter()
+            .any(|n| n.name_any() == victim))
+        .then_some(())
+    })
+    .await;
+    wait_for("the old Machine gone", Duration::from_secs(60), || async {
+        let now: BTreeSet<String> = machines(&world)
+            .await
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect();
+        machine_before.is_disjoint(&now).then_some(())
+    })
+    .await;
+    let pods = all_running(&world, 3, Duration::from_secs(90)).await;
+    let nodes = nodes(&world).await;
+    assert_eq!(nodes.len(), 1, "one replacement node");
+    assert!(pods.iter().all(
+        |p| p.spec.as_ref().unwrap().node_name.as_deref() == Some(nodes[0].name_any().as_str())
+    ));
+    assert_eq!(
+        replicas(&world).await,
+        1,
+        "replicas lowered, then raised once"
+    );
+    assert_eq!(node_claims(&world).await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_in_the_middle_of_a_scale_up_converges_without_extra_machines() {
+    let world = setup(&[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let operator = start(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 12, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    // Stop as soon as the first NodeClaims exist (launching), start a fresh controller.
+    wait_for("NodeClaims created", Duration::from_secs(60), || async {
+        (!node_claims(&world).await.is_empty()).then_some(())
+    })
+    .await;
+    drop(operator);
+    let _operator = start(&world);
+    let pods = all_running(&world, 12, Duration::from_secs(120)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let ncs = node_claims(&world).await;
+    let machines = machines(&world).await;
+    assert_eq!(machines.len(), ncs.len(), "no Machine without a NodeClaim");
+    assert_eq!(usize::try_from(replicas(&world).await).unwrap(), ncs.len());
+    let used: BTreeSet<&str> = pods
+        .iter()
+        .filter_map(|p| p.spec.as_ref()?.node_name.as_deref())
+        .collect();
+    assert_eq!(used.len(), nodes(&world).await.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaling_a_deployment_uses_the_existing_node_first() {
+    let world = setup(&[md("m", 8, 32, "zone-a", 0.4)]).await;
+    let _operator = start(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 2, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(60)).await;
+    Api::<Deployment>::namespaced(world.workload_client(), "default")
+        .patch(
+            "app",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    all_running(&world, 5, Duration::from_secs(60)).await;
+    assert_eq!(node_claims(&world).await.len(), 1);
+}
