@@ -8,12 +8,13 @@
 //! - [`termination`]: the Node finalizer: taint, drain through the Eviction API, instance
 //!   termination;
 //! - [`nodepool`]: NodePool status (resources, readiness, registration health) and hash;
-//! - shared plumbing: [`conditions`] (upstream's condition library), [`events`] (deduplicated
+//! - shared plumbing: [`clock`] (wall time that follows tokio time), [`conditions`] (upstream's condition library), [`events`] (deduplicated
 //!   Kubernetes Events), [`metrics`] (upstream metric names).
 //!
 //! Inputs: a workload `kube::Client`, a [`cloudprovider::CloudProvider`], the cluster
 //! [`state`]. Outputs: API writes, Events, metrics.
 
+pub mod clock;
 pub mod conditions;
 pub mod events;
 pub mod http;

@@ -33,8 +33,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cloudprovider::CloudProvider;
-use k8s_openapi::jiff::Timestamp;
-use tokio::time::Instant;
 
 use crate::events::Events;
 use crate::metrics::Metrics;
@@ -79,31 +77,7 @@ impl Default for TerminationConfig {
     }
 }
 
-/// Wall-clock "now" that advances with tokio time (so paused-time tests move it).
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    wall: Timestamp,
-    at: Instant,
-}
-
-impl Clock {
-    /// A clock anchored at the current wall time and tokio instant.
-    #[must_use]
-    pub fn start() -> Self {
-        Self {
-            wall: Timestamp::now(),
-            at: Instant::now(),
-        }
-    }
-
-    /// The anchor wall time plus the tokio time elapsed since.
-    #[must_use]
-    pub fn now(&self) -> Timestamp {
-        self.wall
-            .checked_add(self.at.elapsed())
-            .unwrap_or(self.wall)
-    }
-}
+pub use crate::clock::Clock;
 
 /// The node termination controller and its eviction queue.
 pub struct Termination<P> {

@@ -167,6 +167,9 @@ async fn wait_for_file(path: &Path, timeout: Duration) -> anyhow::Result<()> {
 
 /// Runs the benchmark.
 pub fn run(args: &E2eArgs) -> anyhow::Result<Report> {
+    if let Ok(level) = std::env::var("LOG_LEVEL") {
+        crate::run_cmd::init_logging(&level, crate::run_cmd::LogFormat::Plain)?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -15,7 +15,6 @@ use api::NodeClaim;
 use cloudprovider::Launch;
 use cloudprovider::types::normalize_provider_id;
 use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::reflector::Store;
 use tokio::time::Instant;
 
@@ -51,38 +50,7 @@ impl Default for LifecycleConfig {
     }
 }
 
-/// Wall-clock time that advances with tokio's clock (so paused tests can move it).
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    wall: Timestamp,
-    start: Instant,
-}
-
-impl Clock {
-    /// Anchored at the current wall time.
-    #[must_use]
-    pub fn new() -> Self {
-        Self {
-            wall: Timestamp::now(),
-            start: Instant::now(),
-        }
-    }
-
-    /// The current time.
-    #[must_use]
-    pub fn now(&self) -> Timestamp {
-        SignedDuration::try_from(self.start.elapsed())
-            .ok()
-            .and_then(|d| self.wall.checked_add(d).ok())
-            .unwrap_or(self.wall)
-    }
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+pub use crate::clock::Clock;
 
 /// The state shared by every reconcile.
 pub(crate) struct Ctx<P> {
@@ -188,14 +156,5 @@ mod tests {
         let secs: Vec<u64> = (1..=8).map(|n| backoff_delay(n).as_secs()).collect();
         assert_eq!(secs, [1, 2, 4, 8, 16, 32, 60, 60]);
         assert_eq!(backoff_delay(u32::MAX), BACKOFF_MAX);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_clock_follows_tokio_time() {
-        let clock = Clock::new();
-        let t0 = clock.now();
-        tokio::time::advance(Duration::from_secs(600)).await;
-        let elapsed = clock.now().duration_since(t0);
-        assert!(elapsed >= SignedDuration::from_secs(600), "{elapsed:?}");
     }
 }
