@@ -257,3 +257,33 @@ async fn a_machine_deployment_leaving_the_node_class_drifts_its_node_claims() {
         Some(clusterapi::drift::NOT_SELECTED)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_creates_on_one_machine_deployment_share_scale_writes() {
+    let world = world(WorldConfig::default()).await;
+    add_md(&world, "md", "1", None).await;
+    let mds: Api<api::MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    let generation = |md: api::MachineDeployment| md.metadata.generation.unwrap_or(0);
+    let before = generation(mds.get("md").await.unwrap());
+    let p = provider(&world);
+    let mut ncs = Vec::new();
+    for i in 0..20 {
+        ncs.push(node_claim(&world, &format!("nc-{i}")).await);
+    }
+    let results = futures::future::join_all(ncs.iter().map(|nc| p.create(nc))).await;
+    let machines: HashSet<_> = results
+        .iter()
+        .map(|r| r.as_ref().unwrap().machine.clone())
+        .collect();
+    assert_eq!(machines.len(), 20, "every create has its own Machine");
+    assert_eq!(
+        support::replicas(&world, "md").await,
+        20,
+        "no replica leaked"
+    );
+    let writes = generation(mds.get("md").await.unwrap()) - before;
+    assert!(
+        (1..20).contains(&writes),
+        "20 creates took {writes} replica writes; they should be batched"
+    );
+}
