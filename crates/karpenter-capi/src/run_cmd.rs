@@ -145,6 +145,7 @@ pub fn init_logging(level: &str, format: LogFormat) -> anyhow::Result<()> {
     .with_context(|| format!("invalid --log-level {level:?}"))?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let result = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
