@@ -10,7 +10,8 @@
 //!
 //! Removal is the provider's own delete path (`ClusterApiProvider::remove_machine`): annotate
 //! `cluster.x-k8s.io/delete-machine` with a resourceVersion precondition, then lower replicas
-//! once through `/scale` (at min size the Machine is deleted instead). A Machine already
+//! once per Machine through `/scale`, batched with other removals of the MD (at min size the
+//! Machine is deleted instead). A Machine already
 //! annotated or deleting is skipped, so replicas are never lowered twice for one Machine; the
 //! decision is re-checked on a fresh read under the MachineDeployment lock, so a concurrent
 //! claim wins (its write changes the resourceVersion).

@@ -287,3 +287,60 @@ async fn concurrent_creates_on_one_machine_deployment_share_scale_writes() {
         "20 creates took {writes} replica writes; they should be batched"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_deletes_on_one_machine_deployment_share_scale_writes() {
+    let world = world(WorldConfig::default()).await;
+    add_md(&world, "md", "1", None).await;
+    let p = provider(&world);
+    let mut ncs = Vec::new();
+    for i in 0..10 {
+        ncs.push(node_claim(&world, &format!("nc-{i}")).await);
+    }
+    let launches: Vec<Launch> = futures::future::join_all(ncs.iter().map(|nc| p.create(nc)))
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(support::replicas(&world, "md").await, 10);
+    let mut fresh_ncs = Vec::new();
+    for nc in &ncs {
+        fresh_ncs.push(fresh(&world, nc).await);
+    }
+    let mds: Api<api::MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    let generation = |md: api::MachineDeployment| md.metadata.generation.unwrap_or(0);
+    let before = generation(mds.get("md").await.unwrap());
+    let results = futures::future::join_all(fresh_ncs.iter().map(|nc| p.delete(nc))).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(
+        support::replicas(&world, "md").await,
+        0,
+        "lowered once per Machine"
+    );
+    let writes = generation(mds.get("md").await.unwrap()) - before;
+    assert!(
+        (1..10).contains(&writes),
+        "10 deletes took {writes} replica writes; they should be batched"
+    );
+    for launch in &launches {
+        if let Some(m) = machine(&world, launch).await {
+            assert!(
+                m.metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key("cluster.x-k8s.io/delete-machine"))
+                    || m.metadata.deletion_timestamp.is_some(),
+                "{} neither annotated nor deleting",
+                launch.machine
+            );
+        }
+    }
+    // Deleting again changes nothing.
+    let again = futures::future::join_all(fresh_ncs.iter().map(|nc| p.delete(nc))).await;
+    assert!(
+        again
+            .iter()
+            .all(|r| r.is_ok() || matches!(r, Err(CloudProviderError::NodeClaimNotFound(_))))
+    );
+    assert_eq!(support::replicas(&world, "md").await, 0);
+}
