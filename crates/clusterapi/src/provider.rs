@@ -46,7 +46,9 @@
 //!
 //! **Get / List** read the cache; Get looks the providerID up in the normalised index. List
 //! returns every Machine carrying the member label; a Machine whose MachineDeployment cannot be
-//! described is still listed (without shape), so one bad Machine never fails List.
+//! described is still listed (without shape), so one bad Machine never fails List. Shapes use
+//! the NodeClass of the Machine's NodeClaim (Get), else the first NodeClass by name that
+//! selects its MachineDeployment, so allocatable includes that NodeClass's overhead.
 //!
 //! Orphaned and surplus Machines are collected by [`crate::gc`] through the same removal
 //! (`ClusterApiProvider::remove_machine`).
@@ -391,6 +393,38 @@ impl ClusterApiProvider {
             .await
             .ok()
             .map(|c| c.spec)
+    }
+
+    /// Every ClusterAPINodeClass not being deleted, by name (empty when unreadable: callers
+    /// fall back to the default spec).
+    async fn node_classes(&self) -> Vec<ClusterAPINodeClass> {
+        let api: Api<ClusterAPINodeClass> = Api::all(self.workload.clone());
+        let mut classes: Vec<ClusterAPINodeClass> = api
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.metadata.deletion_timestamp.is_none())
+            .collect();
+        classes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        classes
+    }
+
+    /// The spec of the first NodeClass (by name) that selects `md`.
+    fn spec_selecting<'a>(
+        &self,
+        classes: &'a [ClusterAPINodeClass],
+        md: &MachineDeployment,
+    ) -> Option<&'a ClusterAPINodeClassSpec> {
+        classes.iter().map(|c| &c.spec).find(|spec| {
+            select(
+                std::slice::from_ref(md),
+                spec.scalable_resource_selector.as_ref(),
+                &self.config.scope,
+            )
+            .is_ok_and(|s| !s.is_empty())
+        })
     }
 
     /// The Machine claimed for `nc` according to the cache (by UID).
@@ -1011,7 +1045,23 @@ impl CloudProvider for ClusterApiProvider {
             .cache
             .by_provider_id(provider_id)
             .ok_or_else(|| CloudProviderError::NodeClaimNotFound(provider_id.to_owned()))?;
-        Ok(self.launch_for(&m, None).await)
+        // Describe it with the NodeClass of its NodeClaim, else the one selecting its MD.
+        let claimed_by = annotation(&m.metadata, CLAIMED_BY).map(str::to_owned);
+        let mut spec = None;
+        if let Some(name) = claimed_by {
+            let api: Api<NodeClaim> = Api::all(self.workload.clone());
+            if let Ok(Some(nc)) = api.get_opt(&name).await {
+                spec = self.spec_of(&nc).await;
+            }
+        }
+        if spec.is_none()
+            && let Some(md_ref) = deployment_of(&m)
+            && let Ok(Some(md)) = self.mds_api(&md_ref.namespace).get_opt(&md_ref.name).await
+        {
+            let classes = self.node_classes().await;
+            spec = self.spec_selecting(&classes, &md).cloned();
+        }
+        Ok(self.launch_for(&m, spec.as_ref()).await)
     }
 
     async fn list(&self) -> Result<Vec<Launch>, CloudProviderError> {
@@ -1022,9 +1072,11 @@ impl CloudProvider for ClusterApiProvider {
             .await
             .map_err(|e| transient("list MachineDeployments", e))?;
         let default = ClusterAPINodeClassSpec::default();
+        let classes = self.node_classes().await;
         let mut by_ref: HashMap<MachineDeploymentRef, Option<Catalogue>> = HashMap::new();
         for md in &mds.items {
-            by_ref.insert(MachineDeploymentRef::of(md), describe(md, &default));
+            let spec = self.spec_selecting(&classes, md).unwrap_or(&default);
+            by_ref.insert(MachineDeploymentRef::of(md), describe(md, spec));
         }
         let mut launches: Vec<Launch> = self
             .cache

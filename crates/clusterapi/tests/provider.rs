@@ -344,3 +344,39 @@ async fn concurrent_deletes_on_one_machine_deployment_share_scale_writes() {
     );
     assert_eq!(support::replicas(&world, "md").await, 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn get_and_list_describe_machines_with_their_node_class_overhead() {
+    let world = world(WorldConfig::default()).await;
+    let classes: Api<api::ClusterAPINodeClass> = Api::all(world.workload_client());
+    classes
+        .patch(
+            "default",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"kubeReserved": {"cpu": "500m"}}})),
+        )
+        .await
+        .unwrap();
+    add_md(&world, "md", "1", None).await;
+    let p = provider(&world);
+    let nc = node_claim(&world, "nc").await;
+    p.create(&nc).await.unwrap();
+    let nc = fresh(&world, &nc).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let id = p
+        .get_launch(&nc)
+        .await
+        .unwrap()
+        .provider_id
+        .expect("providerID");
+    let cpu = |l: &Launch| {
+        l.allocatable
+            .iter()
+            .find(|(k, _)| k.as_str() == "cpu")
+            .map(|(_, q)| q.to_string())
+    };
+    let by_id = p.get(&id).await.unwrap();
+    assert_eq!(cpu(&by_id).as_deref(), Some("3500m"), "{by_id:?}");
+    let listed = p.list().await.unwrap();
+    assert_eq!(cpu(&listed[0]).as_deref(), Some("3500m"));
+}
