@@ -380,3 +380,43 @@ async fn get_and_list_describe_machines_with_their_node_class_overhead() {
     let listed = p.list().await.unwrap();
     assert_eq!(cpu(&listed[0]).as_deref(), Some("3500m"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn min_and_max_sizes_hold_under_fifty_concurrent_creates_and_deletes() {
+    let world = world(WorldConfig::default()).await;
+    add_md(&world, "md", "1", Some("10")).await;
+    let mds: Api<api::MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    mds.patch(
+        "md",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {
+            "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "3"}}})),
+    )
+    .await
+    .unwrap();
+    let p = provider(&world);
+    let mut ncs = Vec::new();
+    for i in 0..50 {
+        ncs.push(node_claim(&world, &format!("nc-{i}")).await);
+    }
+    let results = futures::future::join_all(ncs.iter().map(|nc| p.create(nc))).await;
+    let launched: HashSet<_> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok().map(|l| l.machine.clone()))
+        .collect();
+    assert_eq!(launched.len(), 10, "max size 10");
+    assert_eq!(support::replicas(&world, "md").await, 10);
+    let mut bound = Vec::new();
+    for (nc, r) in ncs.iter().zip(&results) {
+        if r.is_ok() {
+            bound.push(fresh(&world, nc).await);
+        }
+    }
+    let deleted = futures::future::join_all(bound.iter().map(|nc| p.delete(nc))).await;
+    assert!(deleted.iter().all(Result::is_ok), "{deleted:?}");
+    assert_eq!(
+        support::replicas(&world, "md").await,
+        3,
+        "min size 3 holds: the Machines beyond it were deleted directly"
+    );
+}
