@@ -74,6 +74,8 @@ pub fn instant_world() -> WorldConfig {
     world.kubelet.pod_start_delay = zero;
     world.kubelet.pod_termination_delay = zero;
     world.scheduler.retry_interval = std::time::Duration::from_millis(500);
+    // Instant means thousands of events a second: fold them into fewer full passes.
+    world.min_pass_interval = std::time::Duration::from_millis(100);
     world
 }
 

@@ -77,9 +77,11 @@ pub async fn drive<R: Reconciler>(
     wake: Arc<Notify>,
     resync: Duration,
     health: Health,
+    min_interval: Duration,
 ) {
     let name = reconciler.name();
     loop {
+        let started = tokio::time::Instant::now();
         let wait = match reconciler.pass().await {
             Ok(next) => {
                 health.update(name, |h| h.passes += 1);
@@ -96,6 +98,10 @@ pub async fn drive<R: Reconciler>(
         tokio::select! {
             () = wake.notified() => {}
             () = tokio::time::sleep(wait.max(Duration::from_millis(1))) => {}
+        }
+        // Under churn, let events pile up into one pass instead of passing back to back.
+        if !min_interval.is_zero() {
+            tokio::time::sleep_until(started + min_interval).await;
         }
     }
 }
@@ -117,9 +123,10 @@ where
     })
 }
 
-/// A controller's tasks: its loop and its watches.
+/// A controller's tasks: its loop and its watches, and the least time between the starts of
+/// two passes of one controller (zero: pass again as soon as something changes).
 #[derive(Debug, Default)]
-pub struct Tasks(pub Vec<JoinHandle<()>>);
+pub struct Tasks(pub Vec<JoinHandle<()>>, pub Duration);
 
 impl Tasks {
     /// Start a reconciler woken by the watches `watches` starts (each given the shared wake-up).
@@ -137,6 +144,7 @@ impl Tasks {
             wake,
             resync,
             health.clone(),
+            self.1,
         )));
     }
 
@@ -145,5 +153,51 @@ impl Tasks {
         for t in &self.0 {
             t.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    struct Counter;
+
+    impl Reconciler for Counter {
+        fn name(&self) -> &'static str {
+            "counter"
+        }
+
+        async fn pass(&mut self) -> PassResult {
+            Ok(None)
+        }
+    }
+
+    async fn passes_during_a_burst(min_interval: Duration) -> u64 {
+        let wake = Arc::new(Notify::new());
+        let health = Health::default();
+        let task = tokio::spawn(drive(
+            Counter,
+            Arc::clone(&wake),
+            Duration::from_secs(3600),
+            health.clone(),
+            min_interval,
+        ));
+        // 100 events, 10 ms apart: one second of churn.
+        for _ in 0..100 {
+            wake.notify_one();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        task.abort();
+        health.snapshot()["counter"].passes
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_minimum_interval_folds_bursts_into_fewer_passes() {
+        let eager = passes_during_a_burst(Duration::ZERO).await;
+        let folded = passes_during_a_burst(Duration::from_millis(100)).await;
+        assert!(eager >= 100, "every event passes when eager: {eager}");
+        assert!((10..=13).contains(&folded), "one pass per 100 ms: {folded}");
     }
 }

@@ -87,6 +87,7 @@ pub fn start_controllers(
     config: &WorldConfig,
 ) -> Controllers {
     let mut c = Controllers::default();
+    c.tasks.1 = config.min_pass_interval;
     let (tasks, health) = (&mut c.tasks, &c.health);
     let pods = || Api::<Pod>::all(workload.clone());
     let nodes = || Api::<Node>::all(workload.clone());
