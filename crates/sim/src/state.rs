@@ -17,7 +17,7 @@ use crate::error::{ApiError, ApiResult, GroupResource};
 use crate::object;
 use crate::options::{ContinueToken, ListOptions, WriteOptions};
 use crate::patch::{PatchError, PatchType, apply_patch};
-use crate::registry::{Registry, ResourceDef, Special, def_from_crd};
+use crate::registry::{Conversion, Registry, ResourceDef, Special, def_from_crd};
 use crate::semantics::{
     WriteMode, check_namespace, check_resource_version, check_type, prepare_create, prepare_update,
 };
@@ -255,11 +255,21 @@ impl State {
             .check_supported(&def.all_field_labels())
             .map_err(|e| ApiError::BadRequest(e.to_string()))?;
         let after = opts.continue_from.as_ref().map(|c| &c.after);
-        Ok(self
-            .store
-            .list(&def.store, ep.namespace.as_deref(), after)
+        let selected =
+            |obj: &Value| opts.labels.matches(&object::labels(obj)) && opts.fields.matches(obj);
+        let objects = self.store.list(&def.store, ep.namespace.as_deref(), after);
+        if def.conversion == Conversion::EventsV1 {
+            // Field names differ between the stored and served forms: select after converting.
+            return Ok(objects
+                .map(|(_, obj)| to_served(def, &ep.version, obj.clone()))
+                .filter(|obj| selected(obj))
+                .collect());
+        }
+        // Only the selected objects are copied (a field-selected LIST of one node's pods must
+        // not copy every pod).
+        Ok(objects
+            .filter(|(_, obj)| selected(obj))
             .map(|(_, obj)| to_served(def, &ep.version, obj.clone()))
-            .filter(|obj| opts.labels.matches(&object::labels(obj)) && opts.fields.matches(obj))
             .collect())
     }
 
