@@ -218,4 +218,16 @@ pub mod events {
     pub const INSUFFICIENT_CAPACITY_ERROR: &str = "InsufficientCapacityError";
     /// A Node registered without the unregistered taint.
     pub const UNREGISTERED_TAINT_MISSING: &str = "UnregisteredTaintMissing";
+    /// Where a pod is expected to land (on the Pod).
+    pub const NOMINATED: &str = "Nominated";
+    /// The NodeClass cannot launch (on the NodeClaim).
+    pub const NODE_CLASS_NOT_READY: &str = "NodeClassNotReady";
+    /// Pods still wait to be evicted, or an eviction was refused (on the Node).
+    pub const FAILED_DRAINING: &str = "FailedDraining";
+    /// A pod was evicted by drain (on the Pod).
+    pub const EVICTED: &str = "Evicted";
+    /// A pod was deleted because the termination grace period ran out (on the Pod).
+    pub const DISRUPTED: &str = "Disrupted";
+    /// The NodeClaim's termination grace period will force pod deletion (on NodeClaim/Node).
+    pub const TERMINATION_GRACE_PERIOD_EXPIRING: &str = "TerminationGracePeriodExpiring";
 }

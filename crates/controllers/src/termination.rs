@@ -40,16 +40,11 @@ use crate::metrics::Metrics;
 pub use error::TerminationError;
 pub use eviction::EvictionQueue;
 
-/// Event reasons of node termination (upstream's names).
+/// Event reasons of node termination (upstream's names, from `api::well_known::events`).
 pub mod events {
-    /// Warning on a Node that still has pods to drain, or whose pod eviction a PDB blocks.
-    pub const FAILED_DRAINING: &str = "FailedDraining";
-    /// Normal on a pod evicted through the Eviction API.
-    pub const EVICTED: &str = "Evicted";
-    /// Normal on a pod deleted because its node's termination time is near.
-    pub const DISRUPTED: &str = "Disrupted";
-    /// Warning on a Node whose NodeClaim has a termination time: pods are deleted by then.
-    pub const TERMINATION_GRACE_PERIOD_EXPIRING: &str = "TerminationGracePeriodExpiring";
+    pub use api::well_known::events::{
+        DISRUPTED, EVICTED, FAILED_DRAINING, TERMINATION_GRACE_PERIOD_EXPIRING,
+    };
 }
 
 /// Settings of node termination.

@@ -38,8 +38,8 @@ use super::work::{Work, label};
 use crate::events::Message;
 use crate::metrics::{PoolLabels, PoolTypeZoneLabels};
 
-/// Event reason when the termination deadline is stamped (upstream's spelling).
-pub const TERMINATION_GRACE_PERIOD_EXPIRING: &str = "TerminationGracePeriodExpiring";
+/// Event reason when the termination deadline is stamped.
+pub use api::well_known::events::TERMINATION_GRACE_PERIOD_EXPIRING;
 /// How often instance termination is checked.
 const INSTANCE_POLL: Duration = Duration::from_secs(5);
 /// Safety requeue while Nodes are being terminated (their deletion also re-triggers).

@@ -28,8 +28,8 @@ use super::error::Error;
 use super::work::{Flow, Work, delete_node_claim};
 use crate::events::{Message, truncate};
 
-/// Event reason when Create reports the NodeClass not ready (upstream's spelling).
-pub const NODE_CLASS_NOT_READY_EVENT: &str = "NodeClassNotReady";
+/// Event reason when Create reports the NodeClass not ready.
+pub use api::well_known::events::NODE_CLASS_NOT_READY as NODE_CLASS_NOT_READY_EVENT;
 /// `nodeclaims_disrupted` reason of an insufficient-capacity launch.
 pub const INSUFFICIENT_CAPACITY: &str = "insufficient_capacity";
 /// `nodeclaims_disrupted` reason of a NodeClass-not-ready launch.

@@ -50,7 +50,7 @@ use crate::events::{Events, Message};
 use crate::metrics::{ControllerLabels, CreatedLabels, Metrics};
 
 /// `Nominated` (Normal, on pods).
-pub const NOMINATED: &str = "Nominated";
+pub use api::well_known::events::NOMINATED;
 /// How often pending pods re-trigger provisioning.
 pub const RETRIGGER: Duration = Duration::from_secs(10);
 const FAILED_SCHEDULING_DEDUPE: Duration = Duration::from_secs(300);
