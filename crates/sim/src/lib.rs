@@ -40,6 +40,7 @@
 //! - No authentication, authorization, admission webhooks, or aggregated discovery.
 
 pub mod apply;
+pub mod builtin_validation;
 pub mod builtins;
 pub mod convert;
 pub mod crd;

@@ -491,11 +491,21 @@ impl State {
     }
 }
 
-/// Prune and default a custom resource with its CRD's schema, then validate it against the
-/// schema and its CEL rules ([`crate::validation`]); `old` is the stored object on updates.
+/// Built-in kinds: [`crate::builtin_validation`]. Custom resources: prune and default with the
+/// CRD's schema, then validate against the schema and its CEL rules ([`crate::validation`]);
+/// `old` is the stored object on updates.
 fn structural(def: &ResourceDef, obj: &mut Value, old: Option<&Value>) -> ApiResult<()> {
     if !def.custom {
-        return Ok(());
+        let causes = crate::builtin_validation::validate(def, obj);
+        if causes.is_empty() {
+            return Ok(());
+        }
+        return Err(ApiError::Invalid {
+            group: def.group.clone(),
+            kind: def.kind.clone(),
+            name: object::name(obj).to_owned(),
+            causes,
+        });
     }
     let api_version = obj
         .get("apiVersion")

@@ -102,7 +102,8 @@ async fn percentages_unready_pods_and_pods_without_budgets() {
     let st = pdbs.get("web").await.unwrap().status.unwrap();
     assert_eq!(st.expected_pods, 4);
 
-    let other: Pod = from_json(json!({"metadata": {"name": "lonely"}, "spec": {"containers": []}}));
+    let other: Pod = from_json(json!({"metadata": {"name": "lonely"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}}));
     pods.create(&PostParams::default(), &other).await.unwrap();
     pods.evict("lonely", &EvictParams::default()).await.unwrap();
     assert_eq!(

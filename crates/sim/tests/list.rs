@@ -70,9 +70,8 @@ async fn field_selectors_per_resource() {
         pods.create(&PostParams::default(), &pod).await.unwrap();
     }
     let other: Api<Pod> = Api::namespaced(client.clone(), "other");
-    let pod: Pod = from_json(
-        json!({"metadata": {"name": "p1"}, "spec": {"containers": [], "nodeName": "n1"}}),
-    );
+    let pod: Pod = from_json(json!({"metadata": {"name": "p1"},
+            "spec": {"containers": [{"name": "c", "image": "i"}], "nodeName": "n1"}}));
     other.create(&PostParams::default(), &pod).await.unwrap();
 
     let all: Api<Pod> = Api::all(client.clone());
@@ -202,5 +201,26 @@ async fn delete_collection_by_selector() {
     assert_eq!(
         names(&cms.list(&ListParams::default()).await.unwrap().items),
         vec!["c"]
+    );
+}
+
+#[tokio::test]
+async fn invalid_built_in_objects_are_rejected_with_the_field() {
+    let sim = sim::Sim::new(sim::SimConfig::default());
+    let client = kube::Client::new(sim.router(), "default");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let pod: Pod =
+        from_json(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}));
+    let err = pods.create(&PostParams::default(), &pod).await.unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("{err}")
+    };
+    assert_eq!(status.code, 422);
+    assert!(
+        status
+            .message
+            .contains("spec.containers[0].image: Required value"),
+        "{}",
+        status.message
     );
 }

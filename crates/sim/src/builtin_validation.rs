@@ -1,0 +1,257 @@
+//! Validation of built-in kinds, the part of kube-apiserver's that clients trip over.
+//!
+//! Responsibility: [`validate`] rejects, with a 422 naming each field like kube-apiserver:
+//! - an object that does not decode as its kind (wrong types, unknown enum shapes), through the
+//!   k8s-openapi types, with the JSON path of the first mismatch;
+//! - `metadata.name` that is not a lowercase RFC 1123 subdomain (a DNS label for Namespaces);
+//! - Pods without containers, containers without a name or an image, duplicate container names;
+//! - Deployments, ReplicaSets, DaemonSets and StatefulSets without a selector, or whose template
+//!   labels the selector does not match.
+//!
+//! Not checked (kube-apiserver checks many more): resource quantities' semantics beyond their
+//! syntax, immutability of fields on update, probes, volumes, security contexts.
+//! Inputs: the resource definition and the object as it will be stored. Outputs: the causes.
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::registry::ResourceDef;
+
+fn decodes<T: DeserializeOwned>(obj: &Value) -> Result<(), String> {
+    serde_path_to_error::deserialize::<_, T>(obj)
+        .map(|_| ())
+        .map_err(|e| format!("{}: Invalid value: {}", e.path(), e.inner()))
+}
+
+fn subdomain(name: &str) -> bool {
+    name.len() <= 253
+        && !name.is_empty()
+        && name
+            .split('.')
+            .all(|part| label_chars(part) && !part.is_empty())
+}
+
+fn label_chars(part: &str) -> bool {
+    let bytes = part.as_bytes();
+    bytes
+        .iter()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+fn dns_label(name: &str) -> bool {
+    name.len() <= 63 && label_chars(name)
+}
+
+fn pod_spec(spec: Option<&Value>, at: &str, causes: &mut Vec<String>) {
+    let containers = spec
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_array);
+    let Some(containers) = containers.filter(|c| !c.is_empty()) else {
+        causes.push(format!("{at}.containers: Required value"));
+        return;
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, c) in containers.iter().enumerate() {
+        let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+        if name.is_empty() {
+            causes.push(format!("{at}.containers[{i}].name: Required value"));
+        } else if !seen.insert(name) {
+            causes.push(format!(
+                "{at}.containers[{i}].name: Duplicate value: {name:?}"
+            ));
+        }
+        if c.get("image")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            causes.push(format!("{at}.containers[{i}].image: Required value"));
+        }
+    }
+}
+
+fn selector_matches_template(obj: &Value, causes: &mut Vec<String>) {
+    let Some(selector) = obj.pointer("/spec/selector") else {
+        causes.push("spec.selector: Required value".into());
+        return;
+    };
+    let labels = obj
+        .pointer("/spec/template/metadata/labels")
+        .and_then(Value::as_object);
+    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
+    let expressions = selector.get("matchExpressions").and_then(Value::as_array);
+    if match_labels.is_none_or(serde_json::Map::is_empty) && expressions.is_none_or(Vec::is_empty) {
+        causes
+            .push("spec.selector: Invalid value: empty selector is invalid for deployment".into());
+        return;
+    }
+    let mut matches = match_labels
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| label(k) == v.as_str());
+    for e in expressions.into_iter().flatten() {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+        let values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        matches &= match e.get("operator").and_then(Value::as_str) {
+            Some("In") => label(key).is_some_and(|v| values.contains(&v)),
+            Some("NotIn") => label(key).is_none_or(|v| !values.contains(&v)),
+            Some("Exists") => label(key).is_some(),
+            Some("DoesNotExist") => label(key).is_none(),
+            _ => false,
+        };
+    }
+    if !matches {
+        causes.push(
+            "spec.template.metadata.labels: Invalid value: `selector` does not match template `labels`"
+                .into(),
+        );
+    }
+}
+
+/// The problems of `obj`, a built-in object about to be stored (empty: valid).
+#[must_use]
+pub fn validate(def: &ResourceDef, obj: &Value) -> Vec<String> {
+    let mut causes = Vec::new();
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = def.kind.as_str();
+    let name_ok = if kind == "Namespace" {
+        dns_label(name)
+    } else {
+        subdomain(name)
+    };
+    if !name.is_empty() && !name_ok && kind != "Event" {
+        causes.push(format!(
+            "metadata.name: Invalid value: {name:?}: a lowercase RFC 1123 {} must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            if kind == "Namespace" { "label" } else { "subdomain" }
+        ));
+    }
+    let decoded = match (def.group.as_str(), kind) {
+        ("", "Pod") => decodes::<Pod>(obj),
+        ("", "Node") => decodes::<Node>(obj),
+        ("", "Namespace") => decodes::<Namespace>(obj),
+        ("", "ConfigMap") => decodes::<ConfigMap>(obj),
+        ("apps", "Deployment") => decodes::<Deployment>(obj),
+        ("apps", "ReplicaSet") => decodes::<ReplicaSet>(obj),
+        ("apps", "DaemonSet") => decodes::<DaemonSet>(obj),
+        ("apps", "StatefulSet") => decodes::<StatefulSet>(obj),
+        ("policy", "PodDisruptionBudget") => decodes::<PodDisruptionBudget>(obj),
+        ("coordination.k8s.io", "Lease") => decodes::<Lease>(obj),
+        _ => Ok(()),
+    };
+    if let Err(cause) = decoded {
+        causes.push(cause);
+        return causes;
+    }
+    match (def.group.as_str(), kind) {
+        ("", "Pod") => pod_spec(obj.get("spec"), "spec", &mut causes),
+        ("apps", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet") => {
+            selector_matches_template(obj, &mut causes);
+            pod_spec(
+                obj.pointer("/spec/template/spec"),
+                "spec.template.spec",
+                &mut causes,
+            );
+        }
+        _ => {}
+    }
+    causes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtins;
+    use serde_json::json;
+
+    fn def(kind: &str) -> ResourceDef {
+        builtins::all()
+            .into_iter()
+            .find(|d| d.kind == kind)
+            .unwrap_or_else(|| builtins::all().remove(0))
+    }
+
+    #[test]
+    fn a_valid_pod_passes() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1"},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        assert!(validate(&def("Pod"), &pod).is_empty());
+    }
+
+    #[test]
+    fn pods_need_named_containers_with_images() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c"}, {"name": "c", "image": "x"}]}});
+        assert_eq!(
+            validate(&def("Pod"), &pod),
+            vec![
+                "spec.containers[0].image: Required value".to_owned(),
+                "spec.containers[1].name: Duplicate value: \"c\"".to_owned(),
+            ]
+        );
+        let empty =
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}});
+        assert_eq!(
+            validate(&def("Pod"), &empty),
+            vec!["spec.containers: Required value"]
+        );
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "x", "ports": "80"}]}});
+        let causes = validate(&def("Pod"), &pod);
+        assert!(
+            causes[0].starts_with("spec.containers[0].ports: Invalid value"),
+            "{causes:?}"
+        );
+    }
+
+    #[test]
+    fn names_must_be_lowercase_subdomains() {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}});
+        assert!(validate(&def("ConfigMap"), &cm)[0].starts_with("metadata.name: Invalid value"));
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a.b"}});
+        assert!(!validate(&def("Namespace"), &ns).is_empty());
+        let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "ip-10-0-0-1.ec2.internal"}});
+        assert!(validate(&def("Node"), &node).is_empty());
+    }
+
+    #[test]
+    fn a_deployment_selector_must_match_its_template() {
+        let d = |selector: Value| {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                "spec": {"selector": selector, "template": {"metadata": {"labels": {"app": "a"}},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+        };
+        assert!(validate(&def("Deployment"), &d(json!({"matchLabels": {"app": "a"}}))).is_empty());
+        assert!(
+            validate(&def("Deployment"), &d(json!({"matchLabels": {"app": "b"}})))[0]
+                .contains("does not match")
+        );
+        assert!(
+            validate(
+                &def("Deployment"),
+                &d(
+                    json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a"]}]})
+                )
+            )
+            .is_empty()
+        );
+    }
+}
