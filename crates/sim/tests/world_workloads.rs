@@ -143,6 +143,21 @@ async fn pods_are_bound_and_run_or_marked_unschedulable() {
         message.starts_with("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}."),
         "{message}"
     );
+    // kube-scheduler also says so in a Warning Event.
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(world.workload_client(), "default");
+    let note = wait_for("a FailedScheduling event", 400, || async {
+        events
+            .list(&ListParams::default().fields("involvedObject.name=huge"))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("FailedScheduling"))
+            .and_then(|e| e.message)
+    })
+    .await;
+    assert!(note.starts_with("0/2 nodes are available"), "{note}");
     let elsewhere = pods.get("elsewhere").await.unwrap();
     let message = condition(&elsewhere, "PodScheduled")
         .unwrap()

@@ -5,12 +5,14 @@
 //! most room left, in priority then creation order, accounting for the pods it just placed;
 //! mark the rest `PodScheduled=False` with reason `Unschedulable` and kube-scheduler's
 //! `0/N nodes are available: …` message (or `SchedulingGated` for pods with scheduling gates),
-//! rewriting the condition only when it changes. Runs on every pod or node change and every
-//! retry interval while something is unschedulable.
-//! Inputs: Pods and Nodes (fresh lists). Outputs: bindings and pod status patches.
-//! Approximations: no preemption, no FailedScheduling events, no volume or DRA plugins.
+//! rewriting the condition only when it changes, each time with a Warning `FailedScheduling`
+//! Event (core/v1, source `default-scheduler`) carrying the same message. Runs on every pod or
+//! node change and every retry interval while something is unschedulable.
+//! Inputs: Pods and Nodes (fresh lists). Outputs: bindings, pod status patches, Events.
+//! Approximations: no preemption, no volume or DRA plugins; Events are not aggregated into a
+//! series.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -182,8 +184,29 @@ impl Scheduler {
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
+            Ok(_) => {}
+            Err(e) if code(&e) == Some(404) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        // Like kube-scheduler: a Warning Event each time the verdict changes.
+        let events: Api<Event> = Api::namespaced(self.client.clone(), ns);
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let event: Event = serde_json::from_value(json!({
+            "metadata": {"name": format!("{name}.{:x}", now.as_nanosecond()), "namespace": ns},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": ns,
+                "uid": p.metadata.uid},
+            "reason": "FailedScheduling",
+            "message": message,
+            "type": "Warning",
+            "source": {"component": self.config.scheduler_name},
+            "reportingComponent": self.config.scheduler_name,
+            "firstTimestamp": now.to_string(),
+            "lastTimestamp": now.to_string(),
+            "count": 1,
+        }))?;
+        match events.create(&PostParams::default(), &event).await {
             Ok(_) => Ok(()),
-            Err(e) if code(&e) == Some(404) => Ok(()),
+            Err(e) if matches!(code(&e), Some(404 | 409)) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
