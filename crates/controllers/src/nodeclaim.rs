@@ -9,6 +9,8 @@
 //! Unlike upstream, Create returns before the providerID exists: a launched NodeClaim polls
 //! `CloudProvider::get_launch` until it does.
 //!
+//! [`garbage_collection`] deletes registered NodeClaims whose instance disappeared (§4.7).
+//!
 //! Inputs: a workload `kube::Client`, a [`cloudprovider::CloudProvider`], [`LifecycleConfig`].
 //! Outputs: NodeClaim and Node writes, Events, metrics (`nodeclaims_disrupted`,
 //! `nodes_created`, `nodeclaims_terminated`, termination durations).
@@ -17,6 +19,7 @@ mod context;
 mod controller;
 pub mod error;
 pub mod finalize;
+pub mod garbage_collection;
 pub mod initialization;
 pub mod launch;
 pub mod liveness;

@@ -2,8 +2,8 @@
 //!
 //! Responsibility: [`Operator::start`] composes the concrete parts — the cluster
 //! [`state`], the Cluster API provider with its NodeClass status controller and Machine
-//! garbage collector, the provisioner, the NodeClaim lifecycle, Node termination and the
-//! NodePool controllers — on the current tokio runtime, and keeps their tasks; dropping the
+//! garbage collector, the provisioner, the NodeClaim lifecycle and garbage collector, Node
+//! termination and the NodePool controllers — on the current tokio runtime, and keeps their tasks; dropping the
 //! [`Operator`] stops them. `run`, `simulate`, `bench e2e` and the end-to-end tests all start the
 //! controller through here, so they exercise exactly the same wiring.
 //! Inputs: two `kube::Client`s and an [`OperatorConfig`]. Outputs: running tasks, metrics,
@@ -42,6 +42,8 @@ pub struct OperatorConfig {
     pub provider: ProviderConfig,
     /// The Machine garbage collector.
     pub gc: GcConfig,
+    /// The NodeClaim garbage collector (instances gone).
+    pub node_claim_gc: controllers::nodeclaim::garbage_collection::GcConfig,
     /// The Event reporter instance (pod name or host).
     pub instance: Option<String>,
 }
@@ -130,6 +132,12 @@ impl Operator {
             ..StatusConfig::default()
         };
         let gc = MachineGc::new(Arc::clone(&provider), config.gc.clone());
+        let node_claim_gc = controllers::nodeclaim::garbage_collection::NodeClaimGc::new(
+            workload.clone(),
+            Arc::clone(&provider),
+            Arc::clone(&metrics),
+            config.node_claim_gc,
+        );
         let tasks = vec![
             tokio::spawn(provisioner.run(rx)),
             tokio::spawn(lifecycle.run()),
@@ -137,6 +145,7 @@ impl Operator {
             tokio::spawn(node_pools.run()),
             tokio::spawn(nodeclass_status::run(workload, management, status)),
             tokio::spawn(gc.run()),
+            tokio::spawn(node_claim_gc.run()),
         ];
         Self {
             state,

@@ -40,6 +40,9 @@ fn fast_world() -> WorldConfig {
 
 fn fast_operator() -> OperatorConfig {
     OperatorConfig {
+        node_claim_gc: controllers::nodeclaim::garbage_collection::GcConfig {
+            interval: Duration::from_secs(1),
+        },
         provisioner: ProvisionerConfig {
             batch: BatchConfig {
                 idle: Duration::from_millis(300),
@@ -452,4 +455,43 @@ async fn scaling_a_deployment_uses_the_existing_node_first() {
         .unwrap();
     all_running(&world, 5, Duration::from_secs(60)).await;
     assert_eq!(node_claims(&world).await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_deleted_by_hand_takes_its_node_claim_and_the_pods_come_back() {
+    let world = setup(&[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let _operator = start(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 2, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(60)).await;
+    let old_claim = node_claims(&world).await[0].name_any();
+    let machine = machines(&world).await[0].clone();
+    Api::<Machine>::namespaced(world.management_client(), "default")
+        .delete(&machine.name_any(), &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(
+        "the NodeClaim of the deleted Machine gone",
+        Duration::from_secs(60),
+        || async {
+            (!node_claims(&world)
+                .await
+                .iter()
+                .any(|n| n.name_any() == old_claim))
+            .then_some(())
+        },
+    )
+    .await;
+    all_running(&world, 2, Duration::from_secs(90)).await;
+    let ncs = node_claims(&world).await;
+    assert_eq!(ncs.len(), 1, "one replacement NodeClaim");
+    assert_eq!(
+        replicas(&world).await,
+        1,
+        "the MachineSet's replacement Machine was reused"
+    );
 }
