@@ -393,3 +393,92 @@ async fn untolerated_no_execute_taints_evict_running_pods() {
     })
     .await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_node_goes_unknown_loses_its_pods_and_recovers() {
+    let world = world().await;
+    let wc = world.workload_client();
+    let nodes: Api<Node> = Api::all(wc.clone());
+    let pods: Api<Pod> = Api::namespaced(wc.clone(), "default");
+    node(&nodes, "n1", "z1", "4", json!([])).await;
+    pods.create(&PostParams::default(), &pod("p", "1", json!({})))
+        .await
+        .unwrap();
+    wait_for("the pod running", 400, || async {
+        running_and_ready(&pods.get("p").await.unwrap()).then_some(())
+    })
+    .await;
+    nodes
+        .patch(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "sim.karpenter-capi.dev/node-failure": "NotReady"}}})),
+        )
+        .await
+        .unwrap();
+    let lost = wait_for("the node Unknown and tainted", 400, || async {
+        let n = nodes.get("n1").await.unwrap();
+        let unknown = n.status.as_ref()?.conditions.as_ref()?.iter().any(|c| {
+            c.type_ == "Ready"
+                && c.status == "Unknown"
+                && c.reason.as_deref() == Some("NodeStatusUnknown")
+        });
+        let taints = n.spec.as_ref()?.taints.clone().unwrap_or_default();
+        (unknown
+            && taints
+                .iter()
+                .filter(|t| t.key == "node.kubernetes.io/unreachable")
+                .count()
+                == 2)
+            .then_some(n)
+    })
+    .await;
+    assert!(lost.metadata.name.is_some());
+    // The pod tolerates unreachable:NoExecute for the default 300 s only.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let p = pods.get("p").await.unwrap();
+    assert!(
+        p.metadata.deletion_timestamp.is_none(),
+        "evicted before tolerationSeconds"
+    );
+    tokio::time::sleep(Duration::from_secs(250)).await;
+    // Then the taint manager evicts it; with its kubelet gone nothing confirms the end, so it
+    // stays Terminating (as in Kubernetes) or is gone.
+    wait_for("the pod terminating", 400, || async {
+        pods.get_opt("p")
+            .await
+            .unwrap()
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+            .then_some(())
+    })
+    .await;
+    // Healed: Ready again, taints gone.
+    nodes
+        .patch(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "sim.karpenter-capi.dev/node-failure": null}}})),
+        )
+        .await
+        .unwrap();
+    wait_for("the node Ready again", 400, || async {
+        let n = nodes.get("n1").await.unwrap();
+        let ready = n
+            .status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        let tainted = n
+            .spec
+            .as_ref()?
+            .taints
+            .as_ref()
+            .is_some_and(|t| !t.is_empty());
+        (ready && !tainted).then_some(())
+    })
+    .await;
+}

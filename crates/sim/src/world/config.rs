@@ -25,6 +25,12 @@ pub mod annotations {
     pub const NO_PROVIDER_ID: &str = "NoProviderID";
     /// [`FAILURE`] value: provisioning failed.
     pub const FAILED: &str = "Failed";
+    /// On a Node: `NotReady` makes its kubelet stop posting status — `Ready=Unknown`, the
+    /// `node.kubernetes.io/unreachable` taints (NoSchedule and NoExecute, so the taint manager
+    /// evicts pods that do not tolerate it), no pod starts there. Remove it to heal the node.
+    pub const NODE_FAILURE: &str = "sim.karpenter-capi.dev/node-failure";
+    /// [`NODE_FAILURE`] value.
+    pub const NOT_READY: &str = "NotReady";
 }
 
 /// The simulated Cluster API controllers and infrastructure (management cluster, creating

@@ -10,8 +10,13 @@
 //! - a terminating pod is removed (deleted with grace period 0, uid precondition) a
 //!   configurable delay after it was first seen terminating — at once if it never started;
 //! - a pod that does not tolerate a `NoExecute` taint of its node is evicted (deleted with its
-//!   grace period), as the taint manager does (`tolerationSeconds` is not waited for);
-//! - a pod bound to a node that no longer exists is force-deleted (pod GC).
+//!   grace period), as the taint manager does; one that tolerates it only for
+//!   `tolerationSeconds` (e.g. the 300 s DefaultTolerationSeconds adds for not-ready and
+//!   unreachable) is evicted that long after the taint was first seen;
+//! - a pod bound to a node that no longer exists is force-deleted (pod GC);
+//! - a node annotated `sim.karpenter-capi.dev/node-failure: NotReady` is lost: `Ready=Unknown`
+//!   (`NodeStatusUnknown`) and tainted `node.kubernetes.io/unreachable` NoSchedule + NoExecute,
+//!   as the node lifecycle controller does; without the annotation it recovers like a new node.
 //!
 //! Inputs: Pods and Nodes (fresh lists). Outputs: node and pod status patches, node taint
 //! patches, pod deletes. Times are kept in memory (tokio time).
@@ -24,13 +29,14 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use api::well_known::taints::NOT_READY;
+use api::well_known::taints::{NOT_READY, UNREACHABLE};
+
+use crate::world::config::annotations::{NODE_FAILURE, NOT_READY as FAILURE_NOT_READY};
 use scheduling::taints::{Taint, TaintEffect};
 
 use crate::world::WorldError;
 use crate::world::config::KubeletConfig;
 use crate::world::driver::{PassResult, Reconciler};
-use crate::world::fit;
 use crate::world::objects::{code, condition, ignore_not_found, new_condition};
 
 /// kubelet-lite.
@@ -38,6 +44,8 @@ pub struct Kubelet {
     client: kube::Client,
     config: KubeletConfig,
     nodes_seen: HashMap<String, Instant>,
+    /// (node name, taint key) of NoExecute taints → when first seen (tolerationSeconds).
+    no_execute_seen: HashMap<(String, String), Instant>,
     bound_seen: HashMap<String, Instant>,
     terminating_seen: HashMap<String, Instant>,
 }
@@ -90,9 +98,82 @@ impl Kubelet {
             client,
             config,
             nodes_seen: HashMap::new(),
+            no_execute_seen: HashMap::new(),
             bound_seen: HashMap::new(),
             terminating_seen: HashMap::new(),
         }
+    }
+
+    /// The node's kubelet stopped posting status: `Ready=Unknown` and the unreachable taints.
+    async fn make_lost(&self, node: &Node) -> Result<Option<Duration>, WorldError> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let mut taints = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        let mut changed = false;
+        for effect in ["NoSchedule", "NoExecute"] {
+            if !taints
+                .iter()
+                .any(|t| t.key == UNREACHABLE && t.effect == effect)
+            {
+                taints.push(k8s_openapi::api::core::v1::Taint {
+                    key: UNREACHABLE.into(),
+                    effect: effect.into(),
+                    time_added: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                        k8s_openapi::jiff::Timestamp::now(),
+                    )),
+                    value: None,
+                });
+                changed = true;
+            }
+        }
+        if changed {
+            let patch = json!({"metadata": {"resourceVersion": node.metadata.resource_version},
+                "spec": {"taints": serde_json::to_value(&taints)?}});
+            match api
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if code(&e) == Some(409) => return Ok(Some(Duration::from_millis(100))),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let obj = serde_json::to_value(node)?;
+        let previous = condition(&obj, "Ready");
+        if previous
+            .and_then(|c| c.get("status"))
+            .and_then(Value::as_str)
+            == Some("Unknown")
+        {
+            return Ok(None);
+        }
+        let mut ready = new_condition(
+            previous,
+            "Ready",
+            true,
+            "NodeStatusUnknown",
+            "Kubelet stopped posting node status.",
+        );
+        let map = crate::object::as_map(&mut ready);
+        map.insert("status".into(), json!("Unknown"));
+        map.insert(
+            "lastTransitionTime".into(),
+            json!(crate::object::now_rfc3339()),
+        );
+        let conditions = with_conditions(
+            crate::object::get_path(&obj, ".status.conditions"),
+            vec![ready],
+        );
+        let patch = json!({"status": {"conditions": conditions}});
+        ignore_not_found(
+            api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await,
+        )?;
+        Ok(None)
     }
 
     async fn make_ready(&self, node: &Node) -> Result<Option<Duration>, WorldError> {
@@ -103,8 +184,14 @@ impl Kubelet {
             .as_ref()
             .and_then(|s| s.taints.clone())
             .unwrap_or_default();
-        if taints.iter().any(|t| t.key == NOT_READY) {
-            let kept: Vec<_> = taints.into_iter().filter(|t| t.key != NOT_READY).collect();
+        if taints
+            .iter()
+            .any(|t| t.key == NOT_READY || t.key == UNREACHABLE)
+        {
+            let kept: Vec<_> = taints
+                .into_iter()
+                .filter(|t| t.key != NOT_READY && t.key != UNREACHABLE)
+                .collect();
             let patch = json!({"metadata": {"resourceVersion": node.metadata.resource_version},
                 "spec": {"taints": if kept.is_empty() { Value::Null } else { serde_json::to_value(kept)? }}});
             match api
@@ -248,11 +335,12 @@ impl Kubelet {
         if matches!(phase(pod), "Succeeded" | "Failed") {
             return Ok(());
         }
-        if self.config.evict_untolerated_no_execute
-            && let Ok(engine) = scheduling::k8s::pod(pod)
-            && fit::untolerated(&engine, taints, &[TaintEffect::NoExecute]).is_some()
-        {
-            return self.delete_pod(pod, None).await;
+        if self.config.evict_untolerated_no_execute {
+            match self.eviction_due(pod, node_name, taints, now) {
+                Some(due) if due <= now => return self.delete_pod(pod, None).await,
+                Some(due) => soonest(next, due, now),
+                None => {}
+            }
         }
         let node_ready = node
             .status
@@ -270,6 +358,65 @@ impl Kubelet {
         }
         Ok(())
     }
+}
+
+impl Kubelet {
+    /// When the taint manager evicts `pod` from `node`: now for a NoExecute taint it does not
+    /// tolerate; for taints tolerated only for `tolerationSeconds`, that long after the taint
+    /// was first seen (the earliest such deadline); never when every NoExecute taint is
+    /// tolerated without a limit.
+    fn eviction_due(
+        &self,
+        pod: &Pod,
+        node: &str,
+        taints: &[Taint],
+        now: Instant,
+    ) -> Option<Instant> {
+        let tolerations = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.tolerations.as_deref())
+            .unwrap_or_default();
+        let mut due: Option<Instant> = None;
+        for taint in taints.iter().filter(|t| t.effect == TaintEffect::NoExecute) {
+            let matching: Vec<&k8s_openapi::api::core::v1::Toleration> =
+                tolerations.iter().filter(|t| tolerates(t, taint)).collect();
+            if matching.is_empty() {
+                return Some(now);
+            }
+            if matching.iter().any(|t| t.toleration_seconds.is_none()) {
+                continue;
+            }
+            let seconds = matching
+                .iter()
+                .filter_map(|t| t.toleration_seconds)
+                .min()
+                .unwrap_or(0)
+                .max(0);
+            let seen = self
+                .no_execute_seen
+                .get(&(node.to_owned(), taint.key.clone()))
+                .copied()
+                .unwrap_or(now);
+            let at = seen + Duration::from_secs(seconds.unsigned_abs());
+            due = Some(due.map_or(at, |d| d.min(at)));
+        }
+        due
+    }
+}
+
+/// Whether a Kubernetes toleration tolerates `taint` (key, operator, value, effect).
+fn tolerates(t: &k8s_openapi::api::core::v1::Toleration, taint: &Taint) -> bool {
+    let effect_ok = t
+        .effect
+        .as_deref()
+        .is_none_or(|e| e.is_empty() || e == taint.effect.to_string());
+    let key = t.key.as_deref().unwrap_or_default();
+    let matches = match t.operator.as_deref() {
+        Some("Exists") => key.is_empty() || key == taint.key,
+        _ => key == taint.key && t.value.as_deref().unwrap_or_default() == taint.value,
+    };
+    effect_ok && matches
 }
 
 impl Reconciler for Kubelet {
@@ -299,6 +446,29 @@ impl Reconciler for Kubelet {
             if node.metadata.deletion_timestamp.is_some() {
                 continue;
             }
+            let lost = node
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(NODE_FAILURE))
+                .is_some_and(|v| v == FAILURE_NOT_READY);
+            if lost {
+                // A healed node counts as new: it becomes Ready a delay after it heals.
+                self.nodes_seen.remove(&uid(&node.metadata));
+                match self.make_lost(node).await {
+                    Ok(Some(d)) => next = Some(next.map_or(d, |n: Duration| n.min(d))),
+                    Ok(None) => {}
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+                continue;
+            }
+            let unreachable = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|ts| ts.iter().any(|t| t.key == UNREACHABLE));
             let ready = node
                 .status
                 .as_ref()
@@ -309,7 +479,7 @@ impl Reconciler for Kubelet {
                 .as_ref()
                 .and_then(|s| s.taints.as_ref())
                 .is_some_and(|ts| ts.iter().any(|t| t.key == NOT_READY));
-            if ready && !has_not_ready_taint {
+            if ready && !has_not_ready_taint && !unreachable {
                 continue;
             }
             let since = *self.nodes_seen.entry(uid(&node.metadata)).or_insert(now);
@@ -333,6 +503,19 @@ impl Reconciler for Kubelet {
                 (n.metadata.name.clone().unwrap_or_default(), (n, taints))
             })
             .collect();
+        let present: std::collections::HashSet<(String, String)> = by_name
+            .iter()
+            .flat_map(|(name, (_, taints))| {
+                taints
+                    .iter()
+                    .filter(|t| t.effect == TaintEffect::NoExecute)
+                    .map(move |t| (name.clone(), t.key.clone()))
+            })
+            .collect();
+        self.no_execute_seen.retain(|k, _| present.contains(k));
+        for k in present {
+            self.no_execute_seen.entry(k).or_insert(now);
+        }
         for pod in &pods {
             if let Err(e) = self.pod(pod, &by_name, now, &mut next).await {
                 first_error.get_or_insert(e);
