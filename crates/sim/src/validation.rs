@@ -14,7 +14,8 @@
 //! validation does, so a CRD with an uncompilable rule is rejected.
 //! Inputs: a version's root schema, the new object and the stored one (on updates). Outputs:
 //! field errors rendered as kube-apiserver renders them (`field: Invalid value: ...`).
-//! Not done: `allOf`/`anyOf`/`oneOf`/`not` value validations, formats other than `date-time`,
+//! `allOf`/`anyOf`/`oneOf`/`not` value validations are checked too (kube-apiserver's messages).
+//! Not done: formats other than `date-time`,
 //! CEL type checking (rules are parsed, not type-checked, so a rule naming an undeclared field
 //! fails at evaluation, not at CRD creation), cost limits, `date-time`/`duration` values as
 //! CEL timestamps (they are CEL strings here).
@@ -234,6 +235,7 @@ fn structural(
             format!("Invalid value: {}: {path} in body {detail}", show(v)),
         ));
     };
+    junctors(schema, v, path, root, errors);
     match v {
         Value::String(s) => {
             let len = s.chars().count() as u64;
@@ -360,6 +362,58 @@ fn structural(
             }
         }
         _ => {}
+    }
+}
+
+/// Whether `v` validates against `schema` with no error (no ratcheting inside junctors).
+fn valid_against(schema: &Value, v: &Value, path: &str, root: bool) -> bool {
+    let mut errors = Vec::new();
+    structural(schema, v, None, path, root, &mut errors);
+    errors.is_empty()
+}
+
+/// `allOf`, `anyOf`, `oneOf` and `not` (value validations of structural schemas).
+fn junctors(schema: &Value, v: &Value, path: &str, root: bool, errors: &mut Vec<FieldError>) {
+    let subs = |key: &str| {
+        schema
+            .get(key)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    };
+    let invalid = |errors: &mut Vec<FieldError>, detail: String| {
+        errors.push(FieldError::new(
+            ErrorType::Invalid,
+            path,
+            format!("Invalid value: {}: {detail}", show(v)),
+        ));
+    };
+    for sub in subs("allOf") {
+        structural(sub, v, None, path, root, errors);
+    }
+    let any = subs("anyOf");
+    if !any.is_empty() && !any.iter().any(|sub| valid_against(sub, v, path, root)) {
+        invalid(errors, "must validate at least one schema (anyOf)".into());
+    }
+    let one = subs("oneOf");
+    if !one.is_empty() {
+        let n = one
+            .iter()
+            .filter(|sub| valid_against(sub, v, path, root))
+            .count();
+        if n != 1 {
+            invalid(
+                errors,
+                format!(
+                    "must validate one and only one schema (oneOf). Found {n} valid alternatives"
+                ),
+            );
+        }
+    }
+    if let Some(not) = schema.get("not")
+        && valid_against(not, v, path, root)
+    {
+        invalid(errors, "must not validate the schema (not)".into());
     }
 }
 
@@ -764,6 +818,46 @@ mod tests {
         let old = json!({"spec": {"op": "In", "n": 500}});
         let obj = json!({"spec": {"op": "In", "n": 500, "b": "y"}});
         assert!(validate(&schema(), &obj, Some(&old)).is_empty());
+    }
+
+    #[test]
+    fn junctors_validate_values() {
+        let schema = json!({"type": "object", "properties": {
+            "size": {"anyOf": [{"type": "integer"}, {"type": "string"}],
+                "x-kubernetes-int-or-string": true},
+            "mode": {"type": "string", "oneOf": [{"pattern": "^a"}, {"pattern": "b$"}]},
+            "name": {"type": "string", "not": {"pattern": "^kube-"},
+                "allOf": [{"minLength": 2}, {"maxLength": 5}]},
+            "tier": {"type": "string", "anyOf": [{"enum": ["gold"]}, {"pattern": "^x-"}]},
+        }});
+        let ok = json!({"size": 3, "mode": "ax", "name": "web", "tier": "x-1"});
+        assert!(rendered(&validate(&schema, &ok, None)).is_empty());
+        let bad = json!({"size": "3", "mode": "ab", "name": "kube-system", "tier": "silver"});
+        let errs = rendered(&validate(&schema, &bad, None));
+        assert!(
+            errs.iter().any(|e| e == "mode: Invalid value: \"ab\": must validate one and only one schema (oneOf). Found 2 valid alternatives"),
+            "{errs:#?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e
+                    == "name: Invalid value: \"kube-system\": must not validate the schema (not)"),
+            "{errs:#?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.starts_with("name: Too long: may not be more than 5")),
+            "{errs:#?}"
+        );
+        assert!(
+            errs.iter().any(|e| e
+                == "tier: Invalid value: \"silver\": must validate at least one schema (anyOf)"),
+            "{errs:#?}"
+        );
+        assert!(
+            !errs.iter().any(|e| e.starts_with("size")),
+            "int-or-string strings pass: {errs:#?}"
+        );
     }
 
     #[test]
