@@ -16,6 +16,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use karpenter_capi::operator::{Operator, OperatorConfig};
+use karpenter_capi::process::{client_from_kubeconfig, cpu_seconds, peak_rss_mib};
 use karpenter_capi::scenario;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -131,27 +132,6 @@ impl Drop for SimChild {
     }
 }
 
-fn cpu_seconds() -> f64 {
-    // /proc/self/stat fields 14 and 15: utime, stime in clock ticks (100 per second on Linux).
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            let rest = s.rsplit_once(')')?.1;
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            let utime: f64 = fields.get(11)?.parse().ok()?;
-            let stime: f64 = fields.get(12)?.parse().ok()?;
-            Some((utime + stime) / 100.0)
-        })
-        .unwrap_or(0.0)
-}
-
-fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
-}
-
 async fn wait_for_file(path: &Path, timeout: Duration) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
     while !path.exists() {
@@ -177,12 +157,6 @@ pub fn run(args: &E2eArgs) -> anyhow::Result<Report> {
     runtime.block_on(measure(args))
 }
 
-async fn client(path: &Path) -> anyhow::Result<kube::Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    Ok(kube::Client::try_from(config)?)
-}
-
 async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     let dir = std::env::temp_dir().join(format!("karpenter-capi-bench-e2e-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -200,8 +174,8 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     let _child = SimChild(child);
     wait_for_file(&wl, Duration::from_secs(30)).await?;
     wait_for_file(&mgmt, Duration::from_secs(30)).await?;
-    let workload = client(&wl).await?;
-    let management = client(&mgmt).await?;
+    let workload = client_from_kubeconfig(&wl).await?;
+    let management = client_from_kubeconfig(&mgmt).await?;
 
     let mds: Vec<Value> = SHAPES
         .iter()

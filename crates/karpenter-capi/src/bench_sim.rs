@@ -7,6 +7,7 @@
 //! watcher has seen every pod, a full LIST of the pods, and the process's peak RSS.
 //! Inputs: flags. Outputs: a [`Report`] (text or JSON).
 
+use karpenter_capi::process::peak_rss_mib;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -78,13 +79,6 @@ fn pod(i: usize) -> anyhow::Result<Pod> {
         "metadata": {"name": format!("pod-{i:05}"), "namespace": "default", "labels": {"app": format!("app-{}", i % 50)}},
         "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}
     }))?)
-}
-
-fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
 }
 
 /// Runs the benchmark.

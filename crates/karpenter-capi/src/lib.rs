@@ -3,10 +3,12 @@
 //!
 //! Responsibility:
 //! - [`operator`]: every controller wired to a workload and a management cluster;
+//! - [`process`]: kubeconfig clients and this process's CPU and RSS;
 //! - [`scenario`] and [`simulate`]: the `simulate` command's scenarios and runner.
 //!
 //! Inputs: clients, configuration, scenarios. Outputs: running controllers and summaries.
 
 pub mod operator;
+pub mod process;
 pub mod scenario;
 pub mod simulate;

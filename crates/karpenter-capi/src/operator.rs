@@ -186,10 +186,4 @@ impl Operator {
             .await
             .map_err(|()| format!("caches not listed within {timeout:?}"))
     }
-
-    /// Whether every task still runs (`/healthz`).
-    #[must_use]
-    pub fn healthy(&self) -> bool {
-        self.tasks.iter().all(|t| !t.is_finished())
-    }
 }

@@ -22,6 +22,7 @@ use clusterapi::Scope;
 use controllers::leader::{LeaderElector, LeaseConfig};
 use controllers::provisioning::batcher::BatchConfig;
 use karpenter_capi::operator::{Operator, OperatorConfig};
+use karpenter_capi::process::client_from_kubeconfig;
 use scheduling::instance_type::MinValuesPolicy;
 use scheduling::scheduler::PreferencePolicy;
 
@@ -152,15 +153,6 @@ pub fn init_logging(level: &str, format: LogFormat) -> anyhow::Result<()> {
         LogFormat::Plain => builder.try_init(),
     };
     result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
-}
-
-async fn client_from_kubeconfig(path: &std::path::Path) -> anyhow::Result<kube::Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path)
-        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
-    kube::Client::try_from(config).context("cannot build a client")
 }
 
 async fn management_client(

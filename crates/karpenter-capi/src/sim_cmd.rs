@@ -5,6 +5,7 @@
 //! Inputs: [`cli::SimArgs`]. Outputs: running servers; messages on stdout.
 
 use anyhow::Context;
+use karpenter_capi::process::client_from_kubeconfig;
 use sim::{ServeWorldConfig, WorldConfig};
 
 use crate::cli::{SimArgs, SimCommand, SimServeArgs, SimWorldArgs};
@@ -80,16 +81,8 @@ pub fn instant_world() -> WorldConfig {
 }
 
 async fn world(args: SimWorldArgs) -> anyhow::Result<()> {
-    let client = |path: std::path::PathBuf| async move {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&path)
-            .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
-        kube::Client::try_from(config).context("cannot build a client")
-    };
-    let workload = client(args.kubeconfig).await?;
-    let management = client(args.management_kubeconfig).await?;
+    let workload = client_from_kubeconfig(&args.kubeconfig).await?;
+    let management = client_from_kubeconfig(&args.management_kubeconfig).await?;
     println!("running the simulated world controllers; Ctrl-C stops");
     tokio::select! {
         result = sim::run_world_against(workload, management, WorldConfig::default()) => result,

@@ -27,6 +27,7 @@ use sim::{ServeWorldConfig, WorldConfig};
 use tokio::time::Instant;
 
 use crate::operator::{Operator, OperatorConfig};
+use crate::process::client_from_kubeconfig;
 use crate::scenario::{self, Scenario, Step};
 
 /// How `simulate` runs.
@@ -120,15 +121,6 @@ pub struct Summary {
     pub steps: Vec<StepSummary>,
 }
 
-async fn client_from(path: &std::path::Path) -> anyhow::Result<kube::Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path)
-        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
-    kube::Client::try_from(config).context("cannot build a client")
-}
-
 /// Runs `scenario` on fresh simulated clusters and returns the summary.
 ///
 /// # Errors
@@ -164,8 +156,8 @@ pub async fn simulate(scenario: &Scenario, options: SimulateOptions) -> anyhow::
             world.management_kubeconfig().display()
         );
     }
-    let management = client_from(world.management_kubeconfig()).await?;
-    let workload = client_from(world.workload_kubeconfig()).await?;
+    let management = client_from_kubeconfig(world.management_kubeconfig()).await?;
+    let workload = client_from_kubeconfig(world.workload_kubeconfig()).await?;
     scenario::apply(&management, &scenario.management).await?;
     scenario::apply(&workload, &scenario.workload).await?;
     let operator = Operator::start(

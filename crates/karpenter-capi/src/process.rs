@@ -1,0 +1,62 @@
+//! Small process and client helpers shared by the commands.
+//!
+//! Responsibility: [`client_from_kubeconfig`] (a `kube::Client` from a kubeconfig file, errors
+//! naming the file), and this process's resource use for the benchmarks: [`cpu_seconds`]
+//! (user + system, from `/proc/self/stat`) and [`peak_rss_mib`] (`VmHWM` from
+//! `/proc/self/status`). Linux only; elsewhere the figures are absent.
+//! Inputs: a path; `/proc`. Outputs: clients and numbers.
+
+use std::path::Path;
+
+use anyhow::Context;
+
+/// A client for the cluster of the kubeconfig at `path` (its current context).
+///
+/// # Errors
+/// The file cannot be read or does not describe a usable cluster; the message names it.
+pub async fn client_from_kubeconfig(path: &Path) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
+    kube::Client::try_from(config).context("cannot build a client")
+}
+
+/// CPU seconds (user + system) this process used so far; 0 when unknown.
+#[must_use]
+pub fn cpu_seconds() -> f64 {
+    // Fields 14 and 15 of /proc/self/stat: utime and stime in clock ticks (100 per second).
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let utime: f64 = fields.get(11)?.parse().ok()?;
+            let stime: f64 = fields.get(12)?.parse().ok()?;
+            Some((utime + stime) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// The peak resident set of this process, in MiB.
+#[must_use]
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_a_peak_rss_and_cpu_time() {
+        if cfg!(target_os = "linux") {
+            assert!(peak_rss_mib().is_some_and(|m| m > 0.0));
+            assert!(cpu_seconds() >= 0.0);
+        }
+    }
+}
