@@ -80,6 +80,25 @@ fn start(world: &World) -> Arc<ClusterState> {
     state
 }
 
+/// The note of the first `FailedScheduling` Event karpenter published in `default`.
+async fn karpenter_failed_scheduling(world: &World) -> String {
+    let events: Api<Event> = Api::namespaced(world.workload_client(), "default");
+    wait_for("FailedScheduling", Duration::from_secs(30), || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("FailedScheduling")
+                    && e.reporting_controller.as_deref() == Some("karpenter")
+            })
+            .and_then(|e| e.note)
+    })
+    .await
+}
+
 async fn node_claims(world: &World) -> Vec<NodeClaim> {
     let api: Api<NodeClaim> = Api::all(world.workload_client());
     api.list(&ListParams::default()).await.unwrap().items
@@ -154,21 +173,7 @@ async fn without_a_ready_node_pool_pods_get_failed_scheduling() {
     node_pool(&world, "general", json!({})).await;
     let _state = start(&world);
     pod(&world, "lonely", "1").await;
-    let events: Api<Event> = Api::namespaced(world.workload_client(), "default");
-    let note = wait_for("FailedScheduling", Duration::from_secs(30), || async {
-        events
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .find(|e| {
-                e.reason.as_deref() == Some("FailedScheduling")
-                    && e.reporting_controller.as_deref() == Some("karpenter")
-            })
-            .and_then(|e| e.note)
-    })
-    .await;
+    let note = karpenter_failed_scheduling(&world).await;
     assert!(note.contains("no dynamic nodepools"), "{note}");
     assert!(node_claims(&world).await.is_empty());
 }
@@ -181,21 +186,7 @@ async fn a_pod_too_big_for_every_machine_deployment_is_reported() {
     mark_ready(&world, "general").await;
     let _state = start(&world);
     pod(&world, "huge", "64").await;
-    let events: Api<Event> = Api::namespaced(world.workload_client(), "default");
-    let note = wait_for("FailedScheduling", Duration::from_secs(30), || async {
-        events
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .find(|e| {
-                e.reason.as_deref() == Some("FailedScheduling")
-                    && e.reporting_controller.as_deref() == Some("karpenter")
-            })
-            .and_then(|e| e.note)
-    })
-    .await;
+    let note = karpenter_failed_scheduling(&world).await;
     assert!(note.starts_with("Failed to schedule pod, "), "{note}");
     assert!(node_claims(&world).await.is_empty());
 }

@@ -146,12 +146,21 @@ where
     }
 }
 
-async fn pods(world: &World) -> Vec<Pod> {
-    Api::<Pod>::all(world.workload_client())
+/// Every object of kind `K` in `client`'s cluster.
+async fn list<K>(client: kube::Client) -> Vec<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Api::<K>::all(client)
         .list(&ListParams::default())
         .await
         .unwrap()
         .items
+}
+
+async fn pods(world: &World) -> Vec<Pod> {
+    list::<Pod>(world.workload_client())
+        .await
         .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect()
@@ -170,35 +179,20 @@ async fn all_running(world: &World, want: usize, timeout: Duration) -> Vec<Pod> 
 }
 
 async fn nodes(world: &World) -> Vec<Node> {
-    Api::<Node>::all(world.workload_client())
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
+    list(world.workload_client()).await
 }
 
 async fn node_claims(world: &World) -> Vec<NodeClaim> {
-    Api::<NodeClaim>::all(world.workload_client())
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
+    list(world.workload_client()).await
 }
 
 async fn machines(world: &World) -> Vec<Machine> {
-    Api::<Machine>::all(world.management_client())
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
+    list(world.management_client()).await
 }
 
 async fn replicas(world: &World) -> i32 {
-    Api::<MachineDeployment>::all(world.management_client())
-        .list(&ListParams::default())
+    list::<MachineDeployment>(world.management_client())
         .await
-        .unwrap()
-        .items
         .iter()
         .map(|m| m.spec.replicas.unwrap_or(0))
         .sum()
