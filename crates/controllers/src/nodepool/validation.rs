@@ -1,8 +1,9 @@
 //! Runtime validation of a NodePool (spec §1.1 "Runtime validation", §1.2
 //! `ValidationSucceeded`).
 //!
-//! Responsibility: what the CRD's schema and CEL rules do not already reject, checked the way
-//! the provisioning inputs check it (`provisioning::inputs::pools`): every requirement
+//! Responsibility: what the CRD's schema and CEL rules do not already reject — the one runtime
+//! validation of NodePools, used by the `ValidationSucceeded` condition and by the provisioning
+//! inputs (`provisioning::inputs::pools::scheduler_node_pool`, so `plan` too): every requirement
 //! ([`validate_requirement`], including restricted keys of the Cluster API domain and
 //! well-known values such as capacity types), no `karpenter.sh/nodepool` requirement, template
 //! labels (qualified-name keys, label values, restricted keys), taints and startup taints

@@ -211,6 +211,9 @@ pub fn scheduler_node_pool(
     instance_types: Vec<Arc<InstanceType>>,
     well_known: &WellKnownLabels,
 ) -> Result<NodePool, String> {
+    // The same runtime validation as the NodePool's `ValidationSucceeded` condition, so the
+    // provisioner and `plan` refuse exactly the pools that condition calls invalid.
+    crate::nodepool::validation::validate(pool, well_known)?;
     let name = pool.metadata.name.as_deref().unwrap_or_default();
     let class = pool.spec.template.spec.node_class_ref.name.as_str();
     let spec = &pool.spec.template.spec;
