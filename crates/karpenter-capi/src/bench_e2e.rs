@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use karpenter_capi::connect::client_from_kubeconfig;
 use karpenter_capi::operator::{Operator, OperatorConfig};
-use karpenter_capi::process::{client_from_kubeconfig, cpu_seconds, peak_rss_mib};
+use karpenter_capi::process::{cpu_seconds, peak_rss_mib};
 use karpenter_capi::scenario;
 use serde::Serialize;
 use serde_json::{Value, json};

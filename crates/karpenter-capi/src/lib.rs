@@ -2,12 +2,15 @@
 //! benchmarks.
 //!
 //! Responsibility:
+//! - [`connect`]: clients for the workload and management clusters (TLS, every kubeconfig
+//!   authentication, the management URL flags), checked once with errors naming the source;
 //! - [`operator`]: every controller wired to a workload and a management cluster;
-//! - [`process`]: kubeconfig clients and this process's CPU and RSS;
+//! - [`process`]: this process's CPU and RSS;
 //! - [`scenario`] and [`simulate`]: the `simulate` command's scenarios and runner.
 //!
 //! Inputs: clients, configuration, scenarios. Outputs: running controllers and summaries.
 
+pub mod connect;
 pub mod operator;
 pub mod process;
 pub mod scenario;

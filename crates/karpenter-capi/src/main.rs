@@ -23,6 +23,7 @@ use cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    karpenter_capi::connect::install_crypto_provider();
     match run(cli) {
         Ok(code) => code,
         Err(err) => {

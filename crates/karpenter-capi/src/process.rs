@@ -1,27 +1,9 @@
 //! Small process and client helpers shared by the commands.
 //!
-//! Responsibility: [`client_from_kubeconfig`] (a `kube::Client` from a kubeconfig file, errors
-//! naming the file), and this process's resource use for the benchmarks: [`cpu_seconds`]
+//! Responsibility: this process's resource use for the benchmarks: [`cpu_seconds`]
 //! (user + system, from `/proc/self/stat`) and [`peak_rss_mib`] (`VmHWM` from
 //! `/proc/self/status`). Linux only; elsewhere the figures are absent.
-//! Inputs: a path; `/proc`. Outputs: clients and numbers.
-
-use std::path::Path;
-
-use anyhow::Context;
-
-/// A client for the cluster of the kubeconfig at `path` (its current context).
-///
-/// # Errors
-/// The file cannot be read or does not describe a usable cluster; the message names it.
-pub async fn client_from_kubeconfig(path: &Path) -> anyhow::Result<kube::Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path)
-        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
-    kube::Client::try_from(config).context("cannot build a client")
-}
+//! Inputs: `/proc`. Outputs: numbers.
 
 /// CPU seconds (user + system) this process used so far; 0 when unknown.
 #[must_use]

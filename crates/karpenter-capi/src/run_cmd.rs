@@ -4,9 +4,10 @@
 //! `PREFERENCE_POLICY`, `MIN_VALUES_POLICY`, `LOG_LEVEL`, `METRICS_PORT`, `HEALTH_PROBE_PORT`,
 //! `DISABLE_LEADER_ELECTION`, `LEADER_ELECTION_*`; provider: `CLUSTER_API_KUBECONFIG`,
 //! `CLUSTER_API_URL`, `CLUSTER_API_TOKEN`, `CLUSTER_API_CERTIFICATE_AUTHORITY_DATA`,
-//! `CLUSTER_API_SKIP_TLS_VERIFY`), logging (plain or JSON), clients for the workload cluster
+//! `CLUSTER_API_TOKEN_FILE`, `CLUSTER_API_SKIP_TLS_VERIFY`), logging (plain or JSON), clients for the workload cluster
 //! (`--kubeconfig`/`KUBECONFIG`, else in-cluster) and the management cluster (its kubeconfig, else
-//! URL + token + CA, else the workload credentials), the health/metrics servers, leader
+//! URL + token + CA, else the workload credentials; see [`karpenter_capi::connect`]: each is
+//! checked once with `/version`, failures name the source), the health/metrics servers, leader
 //! election on a Lease, then the [`Operator`] until Ctrl-C/SIGTERM or lost leadership.
 //! Inputs: [`RunArgs`]. Outputs: a running controller; logs.
 
@@ -16,13 +17,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use clusterapi::Scope;
 use controllers::leader::{LeaderElector, LeaseConfig};
 use controllers::provisioning::batcher::BatchConfig;
+use karpenter_capi::connect::{Source, UrlCredentials, connect};
 use karpenter_capi::operator::{Operator, OperatorConfig};
-use karpenter_capi::process::client_from_kubeconfig;
 use scheduling::instance_type::MinValuesPolicy;
 use scheduling::scheduler::PreferencePolicy;
 
@@ -74,7 +75,7 @@ pub struct RunArgs {
     /// Management API server URL (when no management kubeconfig is given).
     #[arg(long, env = "CLUSTER_API_URL", value_name = "URL")]
     pub cluster_api_url: Option<String>,
-    /// Bearer token for the management URL.
+    /// Bearer token for the management URL (visible in `ps`: prefer --cluster-api-token-file).
     #[arg(
         long,
         env = "CLUSTER_API_TOKEN",
@@ -82,6 +83,9 @@ pub struct RunArgs {
         hide_env_values = true
     )]
     pub cluster_api_token: Option<String>,
+    /// File holding the bearer token for the management URL (re-read when it rotates).
+    #[arg(long, env = "CLUSTER_API_TOKEN_FILE", value_name = "FILE")]
+    pub cluster_api_token_file: Option<PathBuf>,
     /// PEM CA bundle (the text itself) for the management URL.
     #[arg(
         long,
@@ -155,58 +159,39 @@ pub fn init_logging(level: &str, format: LogFormat) -> anyhow::Result<()> {
     result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
 }
 
+/// How long the first `/version` check of each cluster may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
 async fn management_client(
     args: &RunArgs,
     workload: &kube::Client,
 ) -> anyhow::Result<kube::Client> {
     if let Some(path) = &args.cluster_api_kubeconfig {
-        return client_from_kubeconfig(path).await;
+        return connect(
+            "management",
+            &Source::Kubeconfig(path.clone()),
+            None,
+            CONNECT_TIMEOUT,
+        )
+        .await;
     }
     let Some(url) = &args.cluster_api_url else {
         return Ok(workload.clone());
     };
-    if args.cluster_api_skip_tls_verify && args.cluster_api_certificate_authority_data.is_some() {
-        bail!(
-            "--cluster-api-skip-tls-verify and --cluster-api-certificate-authority-data exclude each other"
-        );
-    }
-    let uri: http::Uri = url
-        .parse()
-        .with_context(|| format!("invalid --cluster-api-url {url:?}"))?;
-    let mut config = kube::Config::new(uri);
-    config.accept_invalid_certs = args.cluster_api_skip_tls_verify;
-    if let Some(token) = &args.cluster_api_token {
-        config.auth_info.token = Some(token.clone().into());
-    }
-    if let Some(pem) = &args.cluster_api_certificate_authority_data {
-        let certs: Vec<Vec<u8>> = pem_blocks(pem);
-        if certs.is_empty() {
-            bail!("--cluster-api-certificate-authority-data holds no PEM certificate");
-        }
-        config.root_cert = Some(certs);
-    }
-    kube::Client::try_from(config).context("cannot build the management client")
-}
-
-/// DER bytes of every `CERTIFICATE` block of a PEM text.
-fn pem_blocks(pem: &str) -> Vec<Vec<u8>> {
-    use base64::Engine as _;
-    let mut out = Vec::new();
-    let mut current: Option<String> = None;
-    for line in pem.lines().map(str::trim) {
-        if line == "-----BEGIN CERTIFICATE-----" {
-            current = Some(String::new());
-        } else if line == "-----END CERTIFICATE-----" {
-            if let Some(body) = current.take()
-                && let Ok(der) = base64::engine::general_purpose::STANDARD.decode(body)
-            {
-                out.push(der);
-            }
-        } else if let Some(body) = current.as_mut() {
-            body.push_str(line);
-        }
-    }
-    out
+    let creds = UrlCredentials {
+        url: url.clone(),
+        token: args.cluster_api_token.clone(),
+        token_file: args.cluster_api_token_file.clone(),
+        certificate_authority_data: args.cluster_api_certificate_authority_data.clone(),
+        skip_tls_verify: args.cluster_api_skip_tls_verify,
+    };
+    connect(
+        "management",
+        &Source::Url(url.clone()),
+        Some(&creds),
+        CONNECT_TIMEOUT,
+    )
+    .await
 }
 
 fn identity() -> String {
@@ -231,12 +216,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 async fn run_async(args: RunArgs) -> anyhow::Result<()> {
-    let workload = match &args.kubeconfig {
-        Some(path) => client_from_kubeconfig(path).await?,
-        None => kube::Client::try_default()
-            .await
-            .context("no workload cluster: not in a cluster and no usable kubeconfig")?,
-    };
+    let source = args
+        .kubeconfig
+        .clone()
+        .map_or(Source::Default, Source::Kubeconfig);
+    let workload = connect("workload", &source, None, CONNECT_TIMEOUT).await?;
     let management = management_client(&args, &workload).await?;
     let config = OperatorConfig {
         provisioner: controllers::provisioning::provisioner::ProvisionerConfig {
@@ -361,12 +345,5 @@ mod tests {
     fn durations_parse_like_go() {
         assert_eq!(duration("1m30s"), Ok(Duration::from_secs(90)));
         assert!(duration("soon").is_err());
-    }
-
-    #[test]
-    fn pem_blocks_are_decoded() {
-        let pem = "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n";
-        assert_eq!(pem_blocks(pem), vec![vec![0, 1, 2]]);
-        assert!(pem_blocks("nothing").is_empty());
     }
 }

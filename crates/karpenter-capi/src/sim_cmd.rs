@@ -5,7 +5,7 @@
 //! Inputs: [`cli::SimArgs`]. Outputs: running servers; messages on stdout.
 
 use anyhow::Context;
-use karpenter_capi::process::client_from_kubeconfig;
+use karpenter_capi::connect::{Source, connect};
 use sim::{ServeWorldConfig, WorldConfig};
 
 use crate::cli::{SimArgs, SimCommand, SimServeArgs, SimWorldArgs};
@@ -81,8 +81,21 @@ pub fn instant_world() -> WorldConfig {
 }
 
 async fn world(args: SimWorldArgs) -> anyhow::Result<()> {
-    let workload = client_from_kubeconfig(&args.kubeconfig).await?;
-    let management = client_from_kubeconfig(&args.management_kubeconfig).await?;
+    let timeout = std::time::Duration::from_secs(30);
+    let workload = connect(
+        "workload",
+        &Source::Kubeconfig(args.kubeconfig.clone()),
+        None,
+        timeout,
+    )
+    .await?;
+    let management = connect(
+        "management",
+        &Source::Kubeconfig(args.management_kubeconfig.clone()),
+        None,
+        timeout,
+    )
+    .await?;
     println!("running the simulated world controllers; Ctrl-C stops");
     tokio::select! {
         result = sim::run_world_against(workload, management, WorldConfig::default()) => result,

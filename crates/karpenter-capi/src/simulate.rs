@@ -26,8 +26,8 @@ use sim::world::objects::{list_json, machine_deployments, machines};
 use sim::{ServeWorldConfig, WorldConfig};
 use tokio::time::Instant;
 
+use crate::connect::client_from_kubeconfig;
 use crate::operator::{Operator, OperatorConfig};
-use crate::process::client_from_kubeconfig;
 use crate::scenario::{self, Scenario, Step};
 
 /// How `simulate` runs.

@@ -1,6 +1,7 @@
-//! End-to-end: the whole controller ([`Operator`]) against the simulated world — management and
-//! workload clusters in two separate API servers, simulated Cluster API, kube-scheduler and
-//! kubelets — with fast (not instant) infrastructure.
+//! End-to-end: the whole controller ([`Operator`]) against the simulated world — simulated
+//! Cluster API and kubelets, with fast (not instant) infrastructure — once on `sim` (management
+//! and workload clusters in two separate API servers, kube-scheduler-lite) and once on a real
+//! kube-apiserver with the real kube-controller-manager and kube-scheduler (`NAME::real`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -22,7 +23,7 @@ use karpenter_capi::scenario;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
-use sim::{World, WorldConfig};
+use sim::{Backend, World, WorldConfig};
 
 fn fast_world() -> WorldConfig {
     let mut w = WorldConfig::default();
@@ -90,9 +91,9 @@ fn deployment(name: &str, replicas: i32, cpu: &str, memory: &str, extra: Value) 
     })
 }
 
-/// Two separate API servers with the Karpenter CRDs, the given MDs, a NodeClass and a NodePool.
-async fn setup(mds: &[Value]) -> World {
-    let world = World::start(fast_world()).await.unwrap();
+/// The world on `backend` (two separate sim servers, or one real kube-apiserver as both) with the Karpenter CRDs, the given MDs, a NodeClass and a NodePool.
+async fn setup(backend: Backend, mds: &[Value]) -> World {
+    let world = World::start_on(backend, fast_world()).await.unwrap();
     sim::world::crds::install_karpenter_crds(&world.workload_client())
         .await
         .unwrap();
@@ -202,9 +203,8 @@ fn label<'a>(node: &'a Node, key: &str) -> &'a str {
     node.labels().get(key).map_or("", String::as_str)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_pod_gets_one_node() {
-    let world = setup(&[md("m", 4, 16, "zone-a", 0.2)]).await;
+async fn one_pod_gets_one_node(backend: Backend) {
+    let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
     let _operator = start(&world);
     scenario::apply(
         &world.workload_client(),
@@ -232,13 +232,15 @@ async fn one_pod_gets_one_node() {
     assert_eq!(replicas(&world).await, 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn five_hundred_mixed_pods_all_run_with_no_node_claim_beyond_the_plan() {
-    let world = setup(&[
-        md("small", 2, 8, "zone-a", 0.1),
-        md("medium", 8, 32, "zone-a", 0.4),
-        md("large", 16, 64, "zone-a", 0.8),
-    ])
+async fn five_hundred_mixed_pods_all_run_with_no_node_claim_beyond_the_plan(backend: Backend) {
+    let world = setup(
+        backend,
+        &[
+            md("small", 2, 8, "zone-a", 0.1),
+            md("medium", 8, 32, "zone-a", 0.4),
+            md("large", 16, 64, "zone-a", 0.8),
+        ],
+    )
     .await;
     let operator = start(&world);
     scenario::apply(
@@ -278,13 +280,15 @@ async fn five_hundred_mixed_pods_all_run_with_no_node_claim_beyond_the_plan() {
     assert_eq!(used.len(), nodes.len(), "a node without pods was launched");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zone_spread_uses_machine_deployments_in_three_zones() {
-    let world = setup(&[
-        md("m", 4, 16, "zone-a", 0.2),
-        md("m", 4, 16, "zone-b", 0.2),
-        md("m", 4, 16, "zone-c", 0.2),
-    ])
+async fn zone_spread_uses_machine_deployments_in_three_zones(backend: Backend) {
+    let world = setup(
+        backend,
+        &[
+            md("m", 4, 16, "zone-a", 0.2),
+            md("m", 4, 16, "zone-b", 0.2),
+            md("m", 4, 16, "zone-c", 0.2),
+        ],
+    )
     .await;
     let _operator = start(&world);
     let spread = json!({"topologySpreadConstraints": [{"maxSkew": 1,
@@ -322,9 +326,8 @@ async fn zone_spread_uses_machine_deployments_in_three_zones() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hostname_anti_affinity_gives_each_pod_its_own_node() {
-    let world = setup(&[md("m", 8, 32, "zone-a", 0.4)]).await;
+async fn hostname_anti_affinity_gives_each_pod_its_own_node(backend: Backend) {
+    let world = setup(backend, &[md("m", 8, 32, "zone-a", 0.4)]).await;
     let _operator = start(&world);
     let anti = json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "solo"}}}]}}});
@@ -343,9 +346,8 @@ async fn hostname_anti_affinity_gives_each_pod_its_own_node() {
     assert_eq!(nodes(&world).await.len(), 4);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_node_claim_deleted_by_hand_is_drained_and_its_machine_removed() {
-    let world = setup(&[md("m", 4, 16, "zone-a", 0.2)]).await;
+async fn a_node_claim_deleted_by_hand_is_drained_and_its_machine_removed(backend: Backend) {
+    let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
     let _operator = start(&world);
     scenario::apply(
         &world.workload_client(),
@@ -398,9 +400,8 @@ async fn a_node_claim_deleted_by_hand_is_drained_and_its_machine_removed() {
     assert_eq!(node_claims(&world).await.len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restart_in_the_middle_of_a_scale_up_converges_without_extra_machines() {
-    let world = setup(&[md("m", 4, 16, "zone-a", 0.2)]).await;
+async fn a_restart_in_the_middle_of_a_scale_up_converges_without_extra_machines(backend: Backend) {
+    let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
     let operator = start(&world);
     scenario::apply(
         &world.workload_client(),
@@ -428,9 +429,8 @@ async fn a_restart_in_the_middle_of_a_scale_up_converges_without_extra_machines(
     assert_eq!(used.len(), nodes(&world).await.len());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scaling_a_deployment_uses_the_existing_node_first() {
-    let world = setup(&[md("m", 8, 32, "zone-a", 0.4)]).await;
+async fn scaling_a_deployment_uses_the_existing_node_first(backend: Backend) {
+    let world = setup(backend, &[md("m", 8, 32, "zone-a", 0.4)]).await;
     let _operator = start(&world);
     scenario::apply(
         &world.workload_client(),
@@ -451,9 +451,8 @@ async fn scaling_a_deployment_uses_the_existing_node_first() {
     assert_eq!(node_claims(&world).await.len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_machine_deleted_by_hand_takes_its_node_claim_and_the_pods_come_back() {
-    let world = setup(&[md("m", 4, 16, "zone-a", 0.2)]).await;
+async fn a_machine_deleted_by_hand_takes_its_node_claim_and_the_pods_come_back(backend: Backend) {
+    let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
     let _operator = start(&world);
     scenario::apply(
         &world.workload_client(),
@@ -489,3 +488,14 @@ async fn a_machine_deleted_by_hand_takes_its_node_claim_and_the_pods_come_back()
         "the MachineSet's replacement Machine was reused"
     );
 }
+
+sim::backend_tests!(
+    one_pod_gets_one_node,
+    five_hundred_mixed_pods_all_run_with_no_node_claim_beyond_the_plan,
+    zone_spread_uses_machine_deployments_in_three_zones,
+    hostname_anti_affinity_gives_each_pod_its_own_node,
+    a_node_claim_deleted_by_hand_is_drained_and_its_machine_removed,
+    a_restart_in_the_middle_of_a_scale_up_converges_without_extra_machines,
+    scaling_a_deployment_uses_the_existing_node_first,
+    a_machine_deleted_by_hand_takes_its_node_claim_and_the_pods_come_back,
+);

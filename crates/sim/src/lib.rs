@@ -57,6 +57,7 @@ pub mod openapi;
 pub mod options;
 pub mod patch;
 pub mod pdb;
+pub mod realk8s;
 pub mod registry;
 pub mod rng;
 pub mod route;
@@ -78,6 +79,7 @@ pub use error::{ApiError, ApiResult};
 pub use server::{RunningServer, serve, serve_pair};
 pub use sim::{Sim, SimConfig};
 pub use state::Endpoint;
+pub use world::Backend;
 pub use world::{
     Controllers, RunningWorld, ServeWorldConfig, World, WorldConfig, run_world_against,
     serve_world, start_controllers,

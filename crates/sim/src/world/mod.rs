@@ -51,6 +51,9 @@ pub enum WorldError {
     /// An object could not be converted.
     #[error("cannot convert an object: {0}")]
     Json(#[from] serde_json::Error),
+    /// The real control plane did not start.
+    #[error("cannot start the real API server: {0}")]
+    Real(#[from] crate::realk8s::RealK8sError),
     /// A CRD did not become Established.
     #[error("the CustomResourceDefinition {0} did not become Established")]
     NotEstablished(String),
@@ -151,14 +154,60 @@ pub async fn run_world_against(
     Ok(())
 }
 
-/// An in-process world: a management and a workload [`Sim`] with the controllers running
-/// against them (through routers without injected faults, so faults hit only the system
-/// under test). Dropping it stops the controllers.
+/// The servers behind a [`World`].
+enum Servers {
+    /// Two in-process [`Sim`]s.
+    Sim { management: Sim, workload: Sim },
+    /// One real control plane serving as both clusters (CAPI objects in the workload cluster,
+    /// as when Cluster API manages itself), reached over TLS with a client certificate.
+    Real {
+        cluster: crate::realk8s::RealCluster,
+        client: kube::Client,
+    },
+}
+
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Servers::Sim {
+                management,
+                workload,
+            } => f
+                .debug_struct("Sim")
+                .field("management", management)
+                .field("workload", workload)
+                .finish(),
+            Servers::Real { cluster, .. } => {
+                f.debug_struct("Real").field("cluster", cluster).finish()
+            }
+        }
+    }
+}
+
+/// Which API server a [`World`] runs on: the test suites that matter run once per backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Two in-process [`Sim`]s.
+    Sim,
+    /// A real kube-apiserver ([`crate::realk8s`]) with kube-controller-manager (garbage
+    /// collection, Deployments, ReplicaSets, PDB status) and the real kube-scheduler; the
+    /// world simulates Cluster API, kubelets and DaemonSets.
+    Real,
+}
+
+impl Backend {
+    /// Both backends, for parameterised tests.
+    pub const ALL: [Backend; 2] = [Backend::Sim, Backend::Real];
+}
+
+/// An in-process world: a management and a workload server with the controllers running
+/// against them. On [`Backend::Sim`] the controllers use routers without injected faults, so
+/// faults hit only the system under test. Dropping it stops the controllers (and, on
+/// [`Backend::Real`], the control plane).
 #[derive(Debug)]
 pub struct World {
-    management: Sim,
-    workload: Sim,
     controllers: Controllers,
+    servers: Servers,
 }
 
 impl World {
@@ -169,9 +218,41 @@ impl World {
         let workload = Sim::new(config.workload.clone());
         let controllers = Self::run(&management, &workload, &config).await?;
         Ok(World {
-            management,
-            workload,
             controllers,
+            servers: Servers::Sim {
+                management,
+                workload,
+            },
+        })
+    }
+
+    /// Start a world on `backend`; see [`Backend`] for what runs where.
+    pub async fn start_on(backend: Backend, config: WorldConfig) -> Result<World, WorldError> {
+        match backend {
+            Backend::Sim => Self::start(config).await,
+            Backend::Real => Self::start_real(config).await,
+        }
+    }
+
+    /// Start a real control plane (etcd, kube-apiserver, kube-controller-manager,
+    /// kube-scheduler) and the world's Cluster API, kubelet and DaemonSet controllers against
+    /// it. The real controller-manager and scheduler replace the world's workload controllers
+    /// and kube-scheduler-lite, whatever `config` says of them.
+    pub async fn start_real(mut config: WorldConfig) -> Result<World, WorldError> {
+        let cluster = crate::realk8s::RealCluster::start(crate::realk8s::RealConfig {
+            controller_manager: true,
+            scheduler: true,
+            apiserver_args: Vec::new(),
+        })
+        .await?;
+        let client = cluster.client().await?;
+        config.scheduler.enabled = false;
+        config.workloads.deployments = false;
+        crds::install_capi_crds(&client).await?;
+        let controllers = start_controllers(&client, &client, &config);
+        Ok(World {
+            controllers,
+            servers: Servers::Real { cluster, client },
         })
     }
 
@@ -187,28 +268,77 @@ impl World {
         Ok(start_controllers(&wl, &mgmt, config))
     }
 
-    /// The management server.
-    pub fn management(&self) -> &Sim {
-        &self.management
+    /// Which backend this world runs on.
+    pub fn backend(&self) -> Backend {
+        match self.servers {
+            Servers::Sim { .. } => Backend::Sim,
+            Servers::Real { .. } => Backend::Real,
+        }
     }
 
-    /// The workload server.
-    pub fn workload(&self) -> &Sim {
-        &self.workload
+    /// The management [`Sim`] (fault injection, world knobs), or `None` on a real server.
+    pub fn management(&self) -> Option<&Sim> {
+        match &self.servers {
+            Servers::Sim { management, .. } => Some(management),
+            Servers::Real { .. } => None,
+        }
+    }
+
+    /// The workload [`Sim`], or `None` on a real server.
+    pub fn workload(&self) -> Option<&Sim> {
+        match &self.servers {
+            Servers::Sim { workload, .. } => Some(workload),
+            Servers::Real { .. } => None,
+        }
+    }
+
+    /// The real control plane, or `None` on `sim`.
+    pub fn real(&self) -> Option<&crate::realk8s::RealCluster> {
+        match &self.servers {
+            Servers::Real { cluster, .. } => Some(cluster),
+            Servers::Sim { .. } => None,
+        }
     }
 
     /// A client of the management server, as the system under test sees it (with faults).
     pub fn management_client(&self) -> kube::Client {
-        kube::Client::new(self.management.router(), "default")
+        match &self.servers {
+            Servers::Sim { management, .. } => kube::Client::new(management.router(), "default"),
+            Servers::Real { client, .. } => client.clone(),
+        }
     }
 
     /// A client of the workload server, as the system under test sees it (with faults).
     pub fn workload_client(&self) -> kube::Client {
-        kube::Client::new(self.workload.router(), "default")
+        match &self.servers {
+            Servers::Sim { workload, .. } => kube::Client::new(workload.router(), "default"),
+            Servers::Real { client, .. } => client.clone(),
+        }
     }
 
     /// How each controller is doing.
     pub fn health(&self) -> BTreeMap<&'static str, ControllerHealth> {
         self.controllers.health()
     }
+}
+
+/// Declares each named `async fn NAME(backend: Backend)` as two tests, `NAME::sim` and
+/// `NAME::real` (multi-threaded tokio runtimes), so a suite runs against `sim` and against a
+/// real kube-apiserver. The real variants need the tools of [`crate::realk8s`].
+#[macro_export]
+macro_rules! backend_tests {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sim() {
+                    super::$name($crate::Backend::Sim).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn real() {
+                    super::$name($crate::Backend::Real).await;
+                }
+            }
+        )*
+    };
 }
