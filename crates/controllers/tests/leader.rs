@@ -1,4 +1,4 @@
-//! Lease-based leader election against the in-memory API server.
+//! Lease-based leader election, against sim and against a real kube-apiserver.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -15,7 +15,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use sim::{Sim, SimConfig};
+use sim::realk8s::{RealCluster, RealConfig};
+use sim::{Backend, Sim, SimConfig};
 use support::wait_for;
 use tokio::sync::watch;
 
@@ -31,10 +32,26 @@ fn fast() -> LeaseConfig {
     }
 }
 
-fn client() -> (Sim, kube::Client) {
-    let sim = Sim::new(SimConfig::default());
-    let client = kube::Client::new(sim.router(), "default");
-    (sim, client)
+/// Keeps the server of a test alive.
+#[allow(dead_code)]
+enum Server {
+    Sim(Sim),
+    Real(RealCluster),
+}
+
+async fn client(backend: Backend) -> (Server, kube::Client) {
+    match backend {
+        Backend::Sim => {
+            let sim = Sim::new(SimConfig::default());
+            let client = kube::Client::new(sim.router(), "default");
+            (Server::Sim(sim), client)
+        }
+        Backend::Real => {
+            let real = RealCluster::start(RealConfig::default()).await.unwrap();
+            let client = real.client().await.unwrap();
+            (Server::Real(real), client)
+        }
+    }
 }
 
 fn elector(client: &kube::Client, identity: &str) -> LeaderElector {
@@ -75,9 +92,8 @@ async fn renewals(client: &kube::Client, times: usize) {
     }
 }
 
-#[tokio::test]
-async fn only_one_candidate_leads_and_the_other_takes_over_on_release() {
-    let (_sim, client) = client();
+async fn only_one_candidate_leads_and_the_other_takes_over_on_release(backend: Backend) {
+    let (_sim, client) = client(backend).await;
     let a = elector(&client, "a");
     let b = elector(&client, "b");
     let (winner, loser) = tokio::select! {
@@ -114,9 +130,8 @@ async fn only_one_candidate_leads_and_the_other_takes_over_on_release() {
     assert_eq!(taken.spec.unwrap().lease_transitions, Some(1));
 }
 
-#[tokio::test]
-async fn a_stale_lease_is_taken_over() {
-    let (_sim, client) = client();
+async fn a_stale_lease_is_taken_over(backend: Backend) {
+    let (_sim, client) = client(backend).await;
     let long_ago = Timestamp::now() - SignedDuration::from_hours(1);
     let stale: Lease = serde_json::from_value(json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -149,15 +164,18 @@ async fn a_stale_lease_is_taken_over() {
     assert_eq!(holder(&lease(&client).await), None);
 }
 
-#[tokio::test]
-async fn leadership_is_lost_when_someone_else_holds_the_lease() {
-    let (_sim, client) = client();
+async fn leadership_is_lost_when_someone_else_holds_the_lease(backend: Backend) {
+    let (_sim, client) = client(backend).await;
     let me = elector(&client, "me");
     me.acquire().await;
     let mut leading = me.leading();
     assert!(*leading.borrow_and_update());
 
-    let patch = json!({"spec": {"holderIdentity": "intruder", "renewTime": Timestamp::now(),
+    // MicroTime: kube-apiserver wants exactly six fractional digits.
+    let now = Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    let patch = json!({"spec": {"holderIdentity": "intruder", "renewTime": now,
         "leaseDurationSeconds": 3600}});
     leases(&client)
         .patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
@@ -175,3 +193,9 @@ fn identities_name_the_host_and_differ_per_process_start() {
     let (host, suffix) = id.rsplit_once('_').unwrap();
     assert!(!host.is_empty() && !suffix.is_empty(), "{id}");
 }
+
+sim::backend_tests!(
+    only_one_candidate_leads_and_the_other_takes_over_on_release,
+    a_stale_lease_is_taken_over,
+    leadership_is_lost_when_someone_else_holds_the_lease,
+);

@@ -32,8 +32,8 @@ use controllers::nodeclaim::{Lifecycle, LifecycleConfig};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
-use sim::{World, WorldConfig};
-use support::{md, node_claim, replicas, wait_for, world};
+use sim::{Backend, World, WorldConfig};
+use support::{md, node_claim, replicas, wait_for, world, world_on};
 
 struct Running {
     events: Events,
@@ -112,9 +112,8 @@ async fn machine_of(world: &World, nc: &NodeClaim) -> Option<Machine> {
     support::machine(world, &r.name).await
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_node_claim_launches_registers_and_initializes() {
-    let world = world(WorldConfig::default()).await;
+async fn a_node_claim_launches_registers_and_initializes(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     md("md").create(&world).await;
     let running = start(&world, ProviderConfig::default());
     node_claim(&world, "nc-1", json!([])).await;
@@ -239,9 +238,8 @@ async fn a_machine_that_never_comes_times_the_launch_out() {
     assert!(text.contains("reason=\"launch_timeout\""), "{text}");
 }
 
-#[tokio::test(start_paused = true)]
-async fn insufficient_capacity_deletes_the_node_claim() {
-    let world = world(WorldConfig::default()).await;
+async fn insufficient_capacity_deletes_the_node_claim(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     md("md").max_size(Some("0")).create(&world).await;
     let running = start(&world, ProviderConfig::default());
     node_claim(&world, "ice", json!([])).await;
@@ -261,11 +259,10 @@ async fn insufficient_capacity_deletes_the_node_claim() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn deleting_a_node_claim_terminates_its_node_and_machine() {
+async fn deleting_a_node_claim_terminates_its_node_and_machine(backend: Backend) {
     let mut config = WorldConfig::default();
     config.capi.deletion_delay = Duration::from_secs(30);
-    let world = world(config).await;
+    let world = world_on(backend, config).await;
     md("md").create(&world).await;
     let running = start(&world, ProviderConfig::default());
     node_claim(&world, "nc", json!([])).await;
@@ -353,12 +350,11 @@ async fn deleting_a_node_claim_terminates_its_node_and_machine() {
     assert!(text.contains("karpenter_nodeclaims_terminated_total{nodepool=\"\",capacity_type=\"on-demand\",zone=\"z1\"} 1"), "{text}");
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_node_claim_whose_node_never_came_is_deleted_without_waiting() {
+async fn a_node_claim_whose_node_never_came_is_deleted_without_waiting(backend: Backend) {
     let mut config = WorldConfig::default();
     config.capi.no_provider_id_rate = 1.0;
     config.capi.deletion_delay = Duration::from_secs(30);
-    let world = world(config).await;
+    let world = world_on(backend, config).await;
     md("md").create(&world).await;
     let running = start(&world, ProviderConfig::default());
     let api: Api<NodeClaim> = Api::all(world.workload_client());
@@ -417,9 +413,8 @@ async fn a_node_claim_whose_node_never_came_is_deleted_without_waiting() {
     assert_eq!(replicas(&world, "md").await, 0);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_node_claim_of_another_node_class_group_is_left_alone() {
-    let world = world(WorldConfig::default()).await;
+async fn a_node_claim_of_another_node_class_group_is_left_alone(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     md("md").create(&world).await;
     let _running = start(&world, ProviderConfig::default());
     let api: Api<NodeClaim> = Api::all(world.workload_client());
@@ -443,3 +438,12 @@ async fn a_node_claim_of_another_node_class_group_is_left_alone() {
     assert!(foreign.metadata.finalizers.is_none());
     assert!(foreign.status.is_none());
 }
+
+sim::backend_tests!(
+    paused:
+    a_node_claim_launches_registers_and_initializes,
+    insufficient_capacity_deletes_the_node_claim,
+    deleting_a_node_claim_terminates_its_node_and_machine,
+    a_node_claim_whose_node_never_came_is_deleted_without_waiting,
+    a_node_claim_of_another_node_class_group_is_left_alone,
+);

@@ -23,13 +23,13 @@ use controllers::nodepool::hash::{HASH_VERSION, pool_hash};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use sim::{World, WorldConfig};
-use support::{node_pool, wait_for, world};
+use sim::{Backend, World, WorldConfig};
+use support::{node_pool, wait_for, world_on};
 
 const WAIT: Duration = Duration::from_secs(20);
 
-async fn started() -> (World, Arc<Metrics>) {
-    let world = world(WorldConfig::default()).await;
+async fn started(backend: Backend) -> (World, Arc<Metrics>) {
+    let world = world_on(backend, WorldConfig::default()).await;
     let metrics = Arc::new(Metrics::new());
     let controllers = NodePoolControllers::new(
         world.workload_client(),
@@ -114,9 +114,8 @@ fn annotation(obj: &impl kube::ResourceExt, key: &str) -> Option<String> {
     obj.annotations().get(key).cloned()
 }
 
-#[tokio::test]
-async fn hash_annotations_are_written_and_node_claims_restamped() {
-    let (world, _) = started().await;
+async fn hash_annotations_are_written_and_node_claims_restamped(backend: Backend) {
+    let (world, _) = started(backend).await;
     // NodeClaims stamped by an older hash version, created before the pool is reconciled.
     claim(&world, "plain", "hashed", false).await;
     claim(&world, "drifted", "hashed", true).await;
@@ -166,9 +165,8 @@ async fn hash_annotations_are_written_and_node_claims_restamped() {
     .await;
 }
 
-#[tokio::test]
-async fn a_ready_node_class_makes_the_pool_ready() {
-    let (world, _) = started().await;
+async fn a_ready_node_class_makes_the_pool_ready(backend: Backend) {
+    let (world, _) = started(backend).await;
     node_pool(&world, "ready", json!({})).await;
     wait_condition(
         &world,
@@ -213,9 +211,8 @@ async fn a_ready_node_class_makes_the_pool_ready() {
     .await;
 }
 
-#[tokio::test]
-async fn a_missing_node_class_is_not_found() {
-    let (world, _) = started().await;
+async fn a_missing_node_class_is_not_found(backend: Backend) {
+    let (world, _) = started(backend).await;
     node_pool(
         &world,
         "orphan",
@@ -239,9 +236,8 @@ async fn a_missing_node_class_is_not_found() {
     );
 }
 
-#[tokio::test]
-async fn an_invalid_requirement_fails_validation() {
-    let (world, _) = started().await;
+async fn an_invalid_requirement_fails_validation(backend: Backend) {
+    let (world, _) = started(backend).await;
     set_node_class_ready(&world, "True", "Ready").await;
     node_pool(
         &world,
@@ -283,9 +279,8 @@ fn resource(pool: &NodePool, key: &str) -> Option<String> {
     )
 }
 
-#[tokio::test]
-async fn the_counter_sums_the_pools_nodes() {
-    let (world, metrics) = started().await;
+async fn the_counter_sums_the_pools_nodes(backend: Backend) {
+    let (world, metrics) = started(backend).await;
     node_pool(&world, "counted", json!({"limits": {"cpu": "100"}})).await;
     let nodes: Api<Node> = Api::all(world.workload_client());
     let node: Node = serde_json::from_value(json!({
@@ -322,3 +317,11 @@ async fn the_counter_sums_the_pools_nodes() {
         assert!(text.contains(line), "{line} missing in\n{text}");
     }
 }
+
+sim::backend_tests!(
+    hash_annotations_are_written_and_node_claims_restamped,
+    a_ready_node_class_makes_the_pool_ready,
+    a_missing_node_class_is_not_found,
+    an_invalid_requirement_fails_validation,
+    the_counter_sums_the_pools_nodes,
+);

@@ -22,9 +22,9 @@ use controllers::provisioning::provisioner::{Provisioner, ProvisionerConfig, tri
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
-use sim::{World, WorldConfig};
+use sim::{Backend, World, WorldConfig};
 use state::{ClusterState, StateConfig};
-use support::{md, node_pool, pod, wait_for, world};
+use support::{md, node_pool, pod, wait_for, world_on};
 
 fn hash(_: &NodePool) -> PoolHash {
     PoolHash {
@@ -104,9 +104,8 @@ async fn node_claims(world: &World) -> Vec<NodeClaim> {
     api.list(&ListParams::default()).await.unwrap().items
 }
 
-#[tokio::test]
-async fn pending_pods_become_one_node_claim_shaped_like_upstreams() {
-    let world = world(WorldConfig::default()).await;
+async fn pending_pods_become_one_node_claim_shaped_like_upstreams(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     md("small").create(&world).await;
     let pool = node_pool(&world, "general", json!({})).await;
     mark_ready(&world, "general").await;
@@ -166,9 +165,8 @@ async fn pending_pods_become_one_node_claim_shaped_like_upstreams() {
     .await;
 }
 
-#[tokio::test]
-async fn without_a_ready_node_pool_pods_get_failed_scheduling() {
-    let world = world(WorldConfig::default()).await;
+async fn without_a_ready_node_pool_pods_get_failed_scheduling(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     md("small").create(&world).await;
     node_pool(&world, "general", json!({})).await;
     let _state = start(&world);
@@ -178,9 +176,8 @@ async fn without_a_ready_node_pool_pods_get_failed_scheduling() {
     assert!(node_claims(&world).await.is_empty());
 }
 
-#[tokio::test]
-async fn a_pod_too_big_for_every_machine_deployment_is_reported() {
-    let world = world(WorldConfig::default()).await;
+async fn a_pod_too_big_for_every_machine_deployment_is_reported(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     md("small").create(&world).await;
     node_pool(&world, "general", json!({})).await;
     mark_ready(&world, "general").await;
@@ -190,3 +187,9 @@ async fn a_pod_too_big_for_every_machine_deployment_is_reported() {
     assert!(note.starts_with("Failed to schedule pod, "), "{note}");
     assert!(node_claims(&world).await.is_empty());
 }
+
+sim::backend_tests!(
+    pending_pods_become_one_node_claim_shaped_like_upstreams,
+    without_a_ready_node_pool_pods_get_failed_scheduling,
+    a_pod_too_big_for_every_machine_deployment_is_reported,
+);

@@ -7,14 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use sim::WorldConfig;
+use sim::{Backend, WorldConfig};
 use state::{ClusterState, StateConfig, Trigger, Unsynced};
-use support::{node_claim, pod, wait_for, world};
+use support::{node_claim, pod, wait_for, world_on};
 use tokio::sync::mpsc;
 
-#[tokio::test]
-async fn the_gate_waits_for_listing_unseen_and_launching_node_claims() {
-    let world = world(WorldConfig::default()).await;
+async fn the_gate_waits_for_listing_unseen_and_launching_node_claims(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     let state = ClusterState::start(&world.workload_client(), StateConfig::default());
     state.wait_listed(Duration::from_secs(10)).await.unwrap();
     assert_eq!(state.synced(), Ok(()));
@@ -31,9 +30,8 @@ async fn the_gate_waits_for_listing_unseen_and_launching_node_claims() {
     assert_eq!(state.snapshot().node_claims.len(), 1);
 }
 
-#[tokio::test]
-async fn provisionable_pods_trigger() {
-    let world = world(WorldConfig::default()).await;
+async fn provisionable_pods_trigger(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let state = ClusterState::start(
         &world.workload_client(),
@@ -55,3 +53,8 @@ async fn provisionable_pods_trigger() {
         .unwrap();
     assert_eq!(trigger, Trigger::Pod(wanted.metadata.uid.unwrap()));
 }
+
+sim::backend_tests!(
+    the_gate_waits_for_listing_unseen_and_launching_node_claims,
+    provisionable_pods_trigger,
+);

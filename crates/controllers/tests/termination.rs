@@ -30,8 +30,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use sim::{World, WorldConfig};
-use support::{wait_for, world};
+use sim::{Backend, World, WorldConfig};
+use support::{wait_for, world_on};
 
 const LONG: Duration = Duration::from_secs(120);
 
@@ -200,9 +200,8 @@ async fn terminating(world: &World, name: &str) -> bool {
         .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
 }
 
-#[tokio::test(start_paused = true)]
-async fn pods_are_evicted_in_tier_order_and_the_node_goes() {
-    let world = world(WorldConfig::default()).await;
+async fn pods_are_evicted_in_tier_order_and_the_node_goes(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     let run = start(&world);
     ready_node(&world, "n1", "fake:///n1").await;
     let mut both = daemon_set_owned();
@@ -271,9 +270,8 @@ async fn pods_are_evicted_in_tier_order_and_the_node_goes() {
     assert_eq!(terminated, 1);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_pdb_blocks_eviction_until_it_is_relaxed() {
-    let world = world(WorldConfig::default()).await;
+async fn a_pdb_blocks_eviction_until_it_is_relaxed(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     let run = start(&world);
     ready_node(&world, "n1", "fake:///n1").await;
     bound_pod(&world, "guarded", "n1", json!({})).await;
@@ -317,9 +315,8 @@ async fn a_pdb_blocks_eviction_until_it_is_relaxed() {
     assert_eq!(run.with_reason(EVICTED), ["guarded"]);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_do_not_disrupt_pod_is_waited_for() {
-    let world = world(WorldConfig::default()).await;
+async fn a_do_not_disrupt_pod_is_waited_for(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     let run = start(&world);
     ready_node(&world, "n1", "fake:///n1").await;
     bound_pod(
@@ -390,9 +387,8 @@ fn condition(nc: &NodeClaim, type_: &str) -> Option<(ConditionStatus, String)> {
         .map(|c| (c.status, c.reason.clone()))
 }
 
-#[tokio::test(start_paused = true)]
-async fn the_node_claim_is_deleted_drained_and_its_instance_terminated() {
-    let world = world(WorldConfig::default()).await;
+async fn the_node_claim_is_deleted_drained_and_its_instance_terminated(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     let run = start(&world);
     let (_, provider_id) = claimed(&world, &run, json!({})).await;
     ready_node(&world, "n1", &provider_id).await;
@@ -432,9 +428,8 @@ async fn the_node_claim_is_deleted_drained_and_its_instance_terminated() {
     assert_eq!(run.with_reason(EVICTED), ["web"]);
 }
 
-#[tokio::test(start_paused = true)]
-async fn pods_are_deleted_regardless_near_the_termination_time() {
-    let world = world(WorldConfig::default()).await;
+async fn pods_are_deleted_regardless_near_the_termination_time(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     let run = start(&world);
     let deadline = Timestamp::now()
         .checked_add(SignedDuration::from_secs(20))
@@ -465,11 +460,12 @@ async fn pods_are_deleted_regardless_near_the_termination_time() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_node_that_is_not_ready_and_whose_instance_is_gone_loses_its_finalizer_at_once() {
+async fn a_node_that_is_not_ready_and_whose_instance_is_gone_loses_its_finalizer_at_once(
+    backend: Backend,
+) {
     let mut config = WorldConfig::default();
     config.kubelet.enabled = false;
-    let world = world(config).await;
+    let world = world_on(backend, config).await;
     let run = start(&world);
     create_node(&world, "n1", "fake:///gone").await;
     bound_pod(&world, "web", "n1", json!({})).await;
@@ -481,9 +477,8 @@ async fn a_node_that_is_not_ready_and_whose_instance_is_gone_loses_its_finalizer
     assert_eq!(run.provider.count(Method::Get), 1);
 }
 
-#[tokio::test(start_paused = true)]
-async fn with_cluster_api_the_machine_is_deleted_before_the_finalizer_goes() {
-    let world = world(WorldConfig::default()).await;
+async fn with_cluster_api_the_machine_is_deleted_before_the_finalizer_goes(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
     support::md("md").create(&world).await;
     let provider = Arc::new(clusterapi::ClusterApiProvider::new(
         world.management_client(),
@@ -571,3 +566,14 @@ async fn with_cluster_api_the_machine_is_deleted_before_the_finalizer_goes() {
         .collect();
     assert_eq!(evicted, ["web"]);
 }
+
+sim::backend_tests!(
+    paused:
+    pods_are_evicted_in_tier_order_and_the_node_goes,
+    a_pdb_blocks_eviction_until_it_is_relaxed,
+    a_do_not_disrupt_pod_is_waited_for,
+    the_node_claim_is_deleted_drained_and_its_instance_terminated,
+    pods_are_deleted_regardless_near_the_termination_time,
+    a_node_that_is_not_ready_and_whose_instance_is_gone_loses_its_finalizer_at_once,
+    with_cluster_api_the_machine_is_deleted_before_the_finalizer_goes,
+);

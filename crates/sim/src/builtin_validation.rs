@@ -6,7 +6,10 @@
 //! - `metadata.name` that is not a lowercase RFC 1123 subdomain (a DNS label for Namespaces);
 //! - Pods without containers, containers without a name or an image, duplicate container names;
 //! - Deployments, ReplicaSets, DaemonSets and StatefulSets without a selector, or whose template
-//!   labels the selector does not match.
+//!   labels the selector does not match;
+//! - Pod status IPs that are not IP addresses (`status.hostIPs[0]` of `""`);
+//! - `MicroTime` fields (Lease `acquireTime`/`renewTime`, Event `eventTime`) without exactly six
+//!   fractional digits, which kube-apiserver cannot parse.
 //!
 //! Not checked (kube-apiserver checks many more): resource quantities' semantics beyond their
 //! syntax, immutability of fields on update, probes, volumes, security contexts.
@@ -25,6 +28,84 @@ fn decodes<T: DeserializeOwned>(obj: &Value) -> Result<(), String> {
     serde_path_to_error::deserialize::<_, T>(obj)
         .map(|_| ())
         .map_err(|e| format!("{}: Invalid value: {}", e.path(), e.inner()))
+}
+
+/// kube-apiserver's `MicroTime` layout: exactly six fractional digits.
+const MICRO_TIME: &str = "2006-01-02T15:04:05.000000Z07:00";
+
+/// Whether `t` parses with [`MICRO_TIME`] (Go's `time.Parse`, which wants the six digits).
+fn micro_time(t: &str) -> bool {
+    let b = t.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    let zone = match b.get(26..) {
+        Some(b"Z") => true,
+        Some(z) if z.len() == 6 => {
+            (z.first() == Some(&b'+') || z.first() == Some(&b'-'))
+                && z.get(1..3)
+                    .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+                && z.get(3) == Some(&b':')
+                && z.get(4..6)
+                    .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+        }
+        _ => false,
+    };
+    digits(0..4)
+        && at(4, b'-')
+        && digits(5..7)
+        && at(7, b'-')
+        && digits(8..10)
+        && at(10, b'T')
+        && digits(11..13)
+        && at(13, b':')
+        && digits(14..16)
+        && at(16, b':')
+        && digits(17..19)
+        && at(19, b'.')
+        && digits(20..26)
+        && zone
+}
+
+/// Pod status IPs (`hostIP`, `hostIPs[].ip`, `podIP`, `podIPs[].ip`) that are not IP addresses.
+fn pod_status_ips(obj: &Value, causes: &mut Vec<String>) {
+    let bad = |ip: &str| ip.parse::<std::net::IpAddr>().is_err();
+    let message = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+    for single in ["hostIP", "podIP"] {
+        if let Some(Value::String(ip)) = obj.pointer(&format!("/status/{single}"))
+            && !ip.is_empty()
+            && bad(ip)
+        {
+            causes.push(format!("status.{single}: Invalid value: {ip:?}: {message}"));
+        }
+    }
+    for list in ["hostIPs", "podIPs"] {
+        let items = obj
+            .pointer(&format!("/status/{list}"))
+            .and_then(Value::as_array);
+        for (i, item) in items.into_iter().flatten().enumerate() {
+            let ip = item.get("ip").and_then(Value::as_str).unwrap_or_default();
+            if bad(ip) {
+                causes.push(format!(
+                    "status.{list}[{i}]: Invalid value: {ip:?}: {message}"
+                ));
+            }
+        }
+    }
+}
+
+/// `MicroTime` fields of `obj` at these JSON pointers that kube-apiserver cannot parse.
+fn micro_times(obj: &Value, fields: &[&str], causes: &mut Vec<String>) {
+    for field in fields {
+        if let Some(Value::String(t)) = obj.pointer(field)
+            && !micro_time(t)
+        {
+            causes.push(format!(
+                "{}: Invalid value: {t:?}: parsing time {t:?} as {MICRO_TIME:?}",
+                field.trim_start_matches('/').replace('/', ".")
+            ));
+        }
+    }
 }
 
 fn subdomain(name: &str) -> bool {
@@ -158,7 +239,20 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Vec<String> {
         return causes;
     }
     match (def.group.as_str(), kind) {
-        ("", "Pod") => pod_spec(obj.get("spec"), "spec", &mut causes),
+        ("coordination.k8s.io", "Lease") => {
+            micro_times(obj, &["/spec/acquireTime", "/spec/renewTime"], &mut causes);
+        }
+        ("events.k8s.io" | "", "Event") => {
+            micro_times(
+                obj,
+                &["/eventTime", "/series/lastObservedTime"],
+                &mut causes,
+            );
+        }
+        ("", "Pod") => {
+            pod_spec(obj.get("spec"), "spec", &mut causes);
+            pod_status_ips(obj, &mut causes);
+        }
         ("apps", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet") => {
             selector_matches_template(obj, &mut causes);
             pod_spec(
@@ -183,6 +277,35 @@ mod tests {
             .into_iter()
             .find(|d| d.kind == kind)
             .unwrap_or_else(|| builtins::all().remove(0))
+    }
+
+    #[test]
+    fn pod_status_ips_must_be_addresses() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+            "status": {"hostIP": "10.0.0.1", "hostIPs": [{"ip": ""}], "podIPs": [{"ip": "10.1.0.1"}]}});
+        let causes = validate(&def("Pod"), &pod);
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert!(
+            causes[0].starts_with("status.hostIPs[0]: Invalid value: \"\""),
+            "{causes:?}"
+        );
+    }
+
+    #[test]
+    fn micro_times_need_six_fractional_digits() {
+        assert!(micro_time("2026-11-24T13:29:19.822277Z"));
+        assert!(micro_time("2026-11-24T13:29:19.822277+01:00"));
+        assert!(!micro_time("2026-11-24T13:29:19.822277532Z"));
+        assert!(!micro_time("2026-11-24T13:29:19Z"));
+        let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "l"}, "spec": {"renewTime": "2026-11-24T13:29:19.822277532Z"}});
+        let causes = validate(&def("Lease"), &lease);
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert!(
+            causes[0].starts_with("spec.renewTime: Invalid value"),
+            "{causes:?}"
+        );
     }
 
     #[test]

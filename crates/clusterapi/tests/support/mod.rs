@@ -19,7 +19,12 @@ use sim::{World, WorldConfig};
 
 /// A world with the Karpenter CRDs installed and a `default` NodeClass with an empty spec.
 pub async fn world(config: WorldConfig) -> World {
-    let world = World::start(config).await.unwrap();
+    world_on(sim::Backend::Sim, config).await
+}
+
+/// [`world`] on `backend` (sim, or a real kube-apiserver: see `sim::Backend`).
+pub async fn world_on(backend: sim::Backend, config: WorldConfig) -> World {
+    let world = World::start_on(backend, config).await.unwrap();
     install_karpenter_crds(&world.workload_client())
         .await
         .unwrap();

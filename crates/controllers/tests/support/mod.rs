@@ -22,7 +22,7 @@ use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use sim::World;
 
-pub use capi::{Md, machine, md, node_claim, replicas, world};
+pub use capi::{Md, machine, md, node_claim, replicas, world, world_on};
 
 /// Creates a NodePool `name` of the `default` NodeClass; `spec` is merged over the minimal
 /// spec (e.g. `json!({"limits": {"cpu": "8"}})`). The NodePool has no status: controllers that

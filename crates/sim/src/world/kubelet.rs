@@ -168,7 +168,20 @@ impl Kubelet {
             crate::object::get_path(&obj, ".status.conditions"),
             vec![ready],
         );
-        let patch = json!({"status": {"conditions": conditions}});
+        let mut patch = json!({"status": {"conditions": conditions}});
+        // A kubelet reports its addresses; a Node created without them gets ours (pods' hostIP
+        // comes from them, and kube-apiserver rejects an empty one).
+        let addressed = node
+            .status
+            .as_ref()
+            .and_then(|s| s.addresses.as_ref())
+            .is_some_and(|a| !a.is_empty());
+        if !addressed {
+            patch["status"]["addresses"] = json!([
+                {"type": "InternalIP", "address": super::node_template::ip_for(name)},
+                {"type": "Hostname", "address": name},
+            ]);
+        }
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await,
@@ -229,7 +242,20 @@ impl Kubelet {
         }
         let conditions =
             with_conditions(crate::object::get_path(&obj, ".status.conditions"), fresh);
-        let patch = json!({"status": {"conditions": conditions}});
+        let mut patch = json!({"status": {"conditions": conditions}});
+        // A kubelet reports its addresses; a Node created without them gets ours (pods' hostIP
+        // comes from them, and kube-apiserver rejects an empty one).
+        let addressed = node
+            .status
+            .as_ref()
+            .and_then(|s| s.addresses.as_ref())
+            .is_some_and(|a| !a.is_empty());
+        if !addressed {
+            patch["status"]["addresses"] = json!([
+                {"type": "InternalIP", "address": super::node_template::ip_for(name)},
+                {"type": "Hostname", "address": name},
+            ]);
+        }
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await,
@@ -273,9 +299,13 @@ impl Kubelet {
             .map(|a| a.address.clone())
             .unwrap_or_default();
         let ip = pod_ip(uid);
-        let patch = json!({"status": {"phase": "Running", "conditions": conditions,
-            "startTime": now, "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
-            "podIP": ip, "podIPs": [{"ip": ip}], "containerStatuses": containers}});
+        let mut patch = json!({"status": {"phase": "Running", "conditions": conditions,
+            "startTime": now, "podIP": ip, "podIPs": [{"ip": ip}],
+            "containerStatuses": containers}});
+        if !host_ip.is_empty() {
+            patch["status"]["hostIP"] = json!(host_ip);
+            patch["status"]["hostIPs"] = json!([{"ip": host_ip}]);
+        }
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))

@@ -325,8 +325,25 @@ impl World {
 /// Declares each named `async fn NAME(backend: Backend)` as two tests, `NAME::sim` and
 /// `NAME::real` (multi-threaded tokio runtimes), so a suite runs against `sim` and against a
 /// real kube-apiserver. The real variants need the tools of [`crate::realk8s`].
+///
+/// `backend_tests!(paused: a, b)` runs the `sim` variants with paused tokio time
+/// (`start_paused`, delays pass instantly) and the `real` ones in real time.
 #[macro_export]
 macro_rules! backend_tests {
+    (paused: $($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(start_paused = true)]
+                async fn sim() {
+                    super::$name($crate::Backend::Sim).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn real() {
+                    super::$name($crate::Backend::Real).await;
+                }
+            }
+        )*
+    };
     ($($name:ident),* $(,)?) => {
         $(
             mod $name {

@@ -110,7 +110,8 @@ pub fn provider_id(zone: Option<&str>, machine_name: &str) -> String {
 }
 
 /// A stable private IP for a node name.
-fn ip_for(name: &str) -> String {
+/// The InternalIP a simulated node of this name gets (stable per name).
+pub(crate) fn ip_for(name: &str) -> String {
     let h = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     });
