@@ -25,6 +25,7 @@ use controllers::events::Events;
 use controllers::metrics::{CodeLabels, Metrics, PoolLabels, PoolZoneLabels};
 use controllers::termination::events::{DISRUPTED as DISRUPTED_EVENT, EVICTED, FAILED_DRAINING};
 use controllers::termination::{Termination, TerminationConfig};
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -42,6 +43,7 @@ struct Running {
 }
 
 fn start(world: &World) -> Running {
+    support::init_test_log();
     let provider = Arc::new(FakeCloudProvider::new(
         scheduling::fixtures::default_fake_instance_types().unwrap(),
     ));
@@ -156,9 +158,28 @@ fn merge(target: &mut Value, extra: Value) {
     }
 }
 
-fn daemon_set_owned() -> Value {
+/// Creates the DaemonSet `agent` (selecting no node, so no controller makes pods for it) and
+/// returns metadata owning a pod by it. The owner must exist: a real garbage collector deletes
+/// pods whose owner is missing.
+async fn daemon_set_owned(world: &World) -> Value {
+    let api: Api<DaemonSet> = Api::namespaced(world.workload_client(), "default");
+    let ds = match api.get_opt("agent").await.unwrap() {
+        Some(ds) => ds,
+        None => {
+            let ds: DaemonSet = serde_json::from_value(json!({
+                "apiVersion": "apps/v1", "kind": "DaemonSet",
+                "metadata": {"name": "agent", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                    "template": {"metadata": {"labels": {"app": "agent"}},
+                        "spec": {"nodeSelector": {"no-node": "has-this"},
+                            "containers": [{"name": "c", "image": "busybox"}]}}},
+            }))
+            .unwrap();
+            api.create(&PostParams::default(), &ds).await.unwrap()
+        }
+    };
     json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
-        "name": "agent", "uid": "00000000-0000-0000-0000-00000000d5e7", "controller": true}]}})
+        "name": "agent", "uid": ds.metadata.uid.unwrap(), "controller": true}]}})
 }
 
 fn critical() -> Value {
@@ -201,14 +222,18 @@ async fn terminating(world: &World, name: &str) -> bool {
 }
 
 async fn pods_are_evicted_in_tier_order_and_the_node_goes(backend: Backend) {
-    let world = world_on(backend, WorldConfig::default()).await;
+    // No DaemonSet controller: the test's own pods stand for the DaemonSet's.
+    let mut config = WorldConfig::default();
+    config.workloads.daemonsets = false;
+    let world = world_on(backend, config).await;
     let run = start(&world);
     ready_node(&world, "n1", "fake:///n1").await;
-    let mut both = daemon_set_owned();
+    let mut both = daemon_set_owned(&world).await;
     merge(&mut both, critical());
     bound_pod(&world, "critical-ds", "n1", both).await;
     bound_pod(&world, "critical", "n1", critical()).await;
-    bound_pod(&world, "ds", "n1", daemon_set_owned()).await;
+    let owned = daemon_set_owned(&world).await;
+    bound_pod(&world, "ds", "n1", owned).await;
     bound_pod(&world, "web", "n1", json!({})).await;
     bound_pod(
         &world,
@@ -280,7 +305,9 @@ async fn a_pdb_blocks_eviction_until_it_is_relaxed(backend: Backend) {
     let pdb: PodDisruptionBudget = serde_json::from_value(json!({
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": {"name": "guard", "namespace": "default"},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}},
+        // A bare pod: only an integer minAvailable counts it (maxUnavailable ignores
+        // unmanaged pods and then allows nothing, on kube-controller-manager as in sim).
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
     }))
     .unwrap();
     pdbs.create(&PostParams::default(), &pdb).await.unwrap();
@@ -307,7 +334,7 @@ async fn a_pdb_blocks_eviction_until_it_is_relaxed(backend: Backend) {
     pdbs.patch(
         "guard",
         &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"maxUnavailable": 1}})),
+        &Patch::Merge(json!({"spec": {"minAvailable": 0}})),
     )
     .await
     .unwrap();

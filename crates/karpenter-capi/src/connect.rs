@@ -11,6 +11,12 @@
 //! tokens and `tokenFile`s (re-read as they rotate), exec credential plugins, auth-provider
 //! tokens, `proxy-url`, and the in-cluster service account.
 //!
+//! kube's transparent retry of 429/503/504 (`Config::default_retry`) is switched off: every
+//! controller classifies API errors itself and backs off (the style's error policy), and the
+//! transparent retry hides what must be seen at once — an eviction refused by a
+//! PodDisruptionBudget is a 429 that the termination controller reports as `FailedDraining`.
+//! The in-process `sim` clients have no such layer either, so both backends behave alike.
+//!
 //! TLS is rustls with the **ring** crypto provider, installed process-wide by
 //! [`install_crypto_provider`] before any client exists: ring needs only a C compiler to build
 //! (no cmake, no system OpenSSL) and is the provider kube documents for rustls.
@@ -84,8 +90,15 @@ pub async fn config_from_kubeconfig(path: &Path) -> anyhow::Result<kube::Config>
 pub async fn client_from_kubeconfig(path: &Path) -> anyhow::Result<kube::Client> {
     install_crypto_provider();
     let config = config_from_kubeconfig(path).await?;
-    kube::Client::try_from(config)
+    kube::Client::try_from(without_retry(config))
         .with_context(|| format!("cannot build a client from kubeconfig {}", path.display()))
+}
+
+/// `config` without kube's transparent retry (see the module docs).
+#[must_use]
+pub fn without_retry(mut config: kube::Config) -> kube::Config {
+    config.default_retry = false;
+    config
 }
 
 /// A `kube::Config` from a URL and its credentials.
@@ -178,7 +191,7 @@ pub async fn connect(
     }
     .with_context(|| format!("{role} cluster ({source})"))?;
     let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config)
+    let client = kube::Client::try_from(without_retry(config))
         .with_context(|| format!("{role} cluster ({source}): cannot build a client"))?;
     match tokio::time::timeout(timeout, client.apiserver_version()).await {
         Ok(Ok(_)) => Ok(client),

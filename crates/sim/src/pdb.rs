@@ -5,8 +5,11 @@
 //! `disruptedPods`, the `DisruptionAllowed` condition) from `minAvailable`/`maxUnavailable`
 //! given as integers or percentages (percentages round up).
 //! Inputs: a PDB and the pods of its namespace. Outputs: the PDB's status.
-//! Approximation: `expectedPods` is the number of selected pods that are not being deleted
-//! (kube-controller-manager asks the pods' controllers for their desired scale).
+//! Approximation: `expectedPods` is the number of selected pods that are not being deleted;
+//! kube-controller-manager asks the pods' controllers for their desired scale. As there, with
+//! `maxUnavailable` or a percentage `minAvailable` only pods with a controller count (pods
+//! without one are "unmanaged" and ignored), and nothing may be disrupted while `expectedPods`
+//! is 0 — so a bare pod under a `maxUnavailable` budget can never be evicted.
 
 use serde_json::{Value, json};
 
@@ -102,7 +105,23 @@ pub fn status(pdb: &Value, pods: &[&Value], old: Option<&Value>) -> Value {
         .copied()
         .filter(|p| !object::is_deleting(p))
         .collect();
-    let expected = i64::try_from(live.len()).unwrap_or(i64::MAX);
+    let int_min_available = pdb
+        .pointer("/spec/minAvailable")
+        .is_some_and(Value::is_number);
+    let controlled = |p: &Value| {
+        object::get_path(p, ".metadata.ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(|os| {
+                os.iter()
+                    .any(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+            })
+    };
+    let counted = if int_min_available {
+        live.len()
+    } else {
+        live.iter().filter(|p| controlled(p)).count()
+    };
+    let expected = i64::try_from(counted).unwrap_or(i64::MAX);
     // Pods evicted but not gone yet are not counted healthy.
     let disrupted: serde_json::Map<String, Value> = old
         .and_then(|o| o.get("disruptedPods"))
@@ -121,7 +140,11 @@ pub fn status(pdb: &Value, pods: &[&Value], old: Option<&Value>) -> Value {
     )
     .unwrap_or(i64::MAX);
     let desired = desired_healthy(pdb, expected);
-    let allowed = (current - desired).max(0);
+    let allowed = if expected <= 0 {
+        0
+    } else {
+        (current - desired).max(0)
+    };
     let generation = object::generation(pdb);
     let (cond_status, reason) = if allowed > 0 {
         ("True", "SufficientPods")
@@ -157,7 +180,9 @@ mod tests {
     use super::*;
 
     fn pod(name: &str, ready: bool) -> Value {
-        json!({"metadata": {"name": name, "labels": {"app": "web"}},
+        json!({"metadata": {"name": name, "labels": {"app": "web"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": "web", "uid": "u", "controller": true}]},
                "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}})
     }
 
@@ -198,6 +223,24 @@ mod tests {
             "30% of 4 rounds up to 2 unavailable"
         );
         assert_eq!(st["conditions"][0]["reason"], "SufficientPods");
+    }
+
+    #[test]
+    fn bare_pods_count_only_for_an_integer_min_available() {
+        let bare = json!({"metadata": {"name": "a", "labels": {"app": "web"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        let refs = [&bare];
+        let st = status(&pdb(json!({"maxUnavailable": 1})), &refs, None);
+        assert_eq!(
+            (
+                st["expectedPods"].as_i64(),
+                st["disruptionsAllowed"].as_i64()
+            ),
+            (Some(0), Some(0)),
+            "an unmanaged pod under maxUnavailable is never evictable"
+        );
+        let st = status(&pdb(json!({"minAvailable": 0})), &refs, None);
+        assert_eq!(st["disruptionsAllowed"], 1);
     }
 
     #[test]

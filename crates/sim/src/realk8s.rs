@@ -577,13 +577,15 @@ impl RealCluster {
         self.dir.path()
     }
 
-    /// A client with the admin identity, over TLS.
+    /// A client with the admin identity, over TLS, without kube's transparent retry of
+    /// 429/503 (as the controller's own clients, and as `sim`'s in-process clients).
     pub async fn client(&self) -> Result<kube::Client, RealK8sError> {
         let kc = Kubeconfig::read_from(&self.kubeconfig)
             .map_err(|e| RealK8sError::Client(e.to_string()))?;
-        let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
             .await
             .map_err(|e| RealK8sError::Client(e.to_string()))?;
+        config.default_retry = false;
         kube::Client::try_from(config).map_err(|e| RealK8sError::Client(e.to_string()))
     }
 

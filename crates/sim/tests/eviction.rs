@@ -14,8 +14,12 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
+/// A Running pod of the ReplicaSet `web` (budgets with percentages count only pods that
+/// have a controller).
 async fn running_pod(pods: &Api<Pod>, name: &str, ready: bool) {
-    let pod: Pod = from_json(json!({"metadata": {"name": name, "labels": {"app": "web"}},
+    let pod: Pod = from_json(json!({"metadata": {"name": name, "labels": {"app": "web"},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
+            "uid": "00000000-0000-0000-0000-0000000000e5", "controller": true}]},
         "spec": {"containers": [{"name": "c", "image": "i"}], "nodeName": "n1"}}));
     pods.create(&PostParams::default(), &pod).await.unwrap();
     let status = json!({"status": {"phase": "Running", "conditions": [

@@ -68,6 +68,16 @@ pub async fn pod(world: &World, name: &str, cpu: &str) -> Pod {
     api.create(&PostParams::default(), &pod).await.unwrap()
 }
 
+/// Logs to the test's output when `TEST_LOG` holds a tracing filter (e.g. `controllers=debug`).
+pub fn init_test_log() {
+    if let Ok(filter) = std::env::var("TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 /// Polls `check` every 100 ms (tokio time) until it returns `Some`, or panics after `timeout`
 /// naming `what`.
 pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
