@@ -1,11 +1,14 @@
 //! Machine garbage collection.
 //!
-//! Responsibility: remove Machines of member MachineDeployments that no NodeClaim will ever use:
-//! - **orphaned**: claimed ([`CLAIMED_BY`] / [`CLAIMED_BY_UID`]) by a NodeClaim that no longer
-//!   exists in the workload cluster (or exists under the same name with another UID);
+//! Responsibility: remove Machines that are provably ours and that no NodeClaim will ever use:
+//! - **orphaned**: claimed by a NodeClaim of **this** workload cluster (the claim's
+//!   [`CLAIMED_BY_CLUSTER`] names our identity) that no longer exists here (or exists under the
+//!   same name with another UID, [`CLAIMED_BY_UID`]). Claims naming another workload cluster, or
+//!   none (claims of another Karpenter), are left alone;
 //! - **surplus**: unclaimed Machines older than [`GcConfig::grace`] (by `creationTimestamp`, or
 //!   by how long this collector has seen them unclaimed) that no waiting create needs (the
-//!   provider's reservation count), kept while their MachineDeployment is at or below its
+//!   provider's reservation count), only of MachineDeployments **selected by one of our
+//!   NodeClasses** (in scope), kept while their MachineDeployment is at or below its
 //!   min-size annotation (that is the user's baseline).
 //!
 //! Removal is the provider's own delete path (`ClusterApiProvider::remove_machine`): annotate
@@ -24,7 +27,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use api::well_known::capi::MIN_SIZE;
-use api::{MachineDeployment, NodeClaim};
+use api::{Machine, MachineDeployment, NodeClaim};
 use cloudprovider::{CloudProviderError, ObjectRef};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ListParams};
@@ -33,10 +36,9 @@ use tokio::time::Instant;
 use crate::annotations::parse_size;
 use crate::instance_types::MachineDeploymentRef;
 use crate::provider::{
-    CLAIMED_BY, CLAIMED_BY_UID, ClusterApiProvider, Removal, annotation, cache, claimable,
-    deployment_of, terminating,
+    CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, ClusterApiProvider, Removal, annotation, cache,
+    claimable, claimed_by, deployment_of, terminating,
 };
-use crate::selection::is_member;
 
 /// Settings of the collector.
 #[derive(Debug, Clone)]
@@ -135,25 +137,27 @@ impl MachineGc {
     /// One pass.
     ///
     /// # Errors
-    /// Transient, when the Machine cache is not ready or MachineDeployments cannot be listed.
+    /// Transient, when the Machine cache is not ready, the identity of this workload cluster
+    /// is unknown, or MachineDeployments or NodeClasses cannot be listed.
     pub async fn collect(&self) -> Result<GcReport, CloudProviderError> {
         let p = &self.provider;
         p.cache()
             .ready()
             .await
             .map_err(|e| CloudProviderError::Transient(format!("Machine cache: {e}")))?;
+        let cluster = p.cluster_id().await?.to_owned();
         let mds: Api<MachineDeployment> = Api::all(p.management().clone());
         let mds = mds
             .list(&ListParams::default())
             .await
             .map_err(|e| CloudProviderError::Transient(format!("list MachineDeployments: {e}")))?;
-        let members: HashMap<MachineDeploymentRef, &MachineDeployment> = mds
+        let classes = p.all_node_classes().await?;
+        let in_scope: HashMap<MachineDeploymentRef, &MachineDeployment> = mds
             .items
             .iter()
-            .filter(|md| is_member(md) && p.config().scope.contains(md))
+            .filter(|md| p.config().scope.contains(md))
             .map(|md| (MachineDeploymentRef::of(md), md))
             .collect();
-        let nodeclaims: Api<NodeClaim> = Api::all(p.workload().clone());
         let now = Instant::now();
         let mut report = GcReport::default();
         let mut unclaimed_uids = HashSet::new();
@@ -167,41 +171,21 @@ impl MachineGc {
             let Some(md_ref) = deployment_of(&m) else {
                 continue;
             };
-            let Some(md) = members.get(&md_ref) else {
+            let Some(md) = in_scope.get(&md_ref) else {
                 continue;
             };
             if terminating(&m) {
                 continue;
             }
             let r = cache::machine_ref(&m);
-            if let Some(uid) = annotation(&m.metadata, CLAIMED_BY_UID) {
-                let name = annotation(&m.metadata, CLAIMED_BY).unwrap_or_default();
-                let alive = if name.is_empty() {
-                    false
-                } else {
-                    match nodeclaims.get_opt(name).await {
-                        Ok(nc) => nc.is_some_and(|nc| nc.metadata.uid.as_deref() == Some(uid)),
-                        Err(e) => {
-                            report.errors.push(format!("get NodeClaim {name}: {e}"));
-                            continue;
-                        }
-                    }
-                };
-                if alive {
-                    continue;
-                }
-                let uid = uid.to_owned();
-                let still_ours = move |_: &ClusterApiProvider, fresh: &api::Machine| {
-                    annotation(&fresh.metadata, CLAIMED_BY_UID) == Some(uid.as_str())
-                };
-                match p.remove_machine(&r, still_ours).await {
-                    Ok(Removal::Removed) => report.orphaned.push(r),
-                    Ok(_) => {}
-                    Err(e) => report.errors.push(format!("remove Machine {r}: {e}")),
+            if annotation(&m.metadata, CLAIMED_BY_UID).is_some() {
+                // Only claims naming this workload cluster are ours to judge.
+                if claimed_by(&m, &cluster) {
+                    self.collect_orphan(&m, r, &mut report).await;
                 }
                 continue;
             }
-            if !claimable(&m, &md_ref) {
+            if !claimable(&m, &md_ref) || !p.selected(&classes, md) {
                 continue;
             }
             let uid = m.metadata.uid.clone().unwrap_or_else(|| r.to_string());
@@ -232,5 +216,39 @@ impl MachineGc {
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|uid, _| unclaimed_uids.contains(uid));
         Ok(report)
+    }
+
+    /// Remove `m` (claimed by a NodeClaim of this workload cluster) if that NodeClaim is gone.
+    async fn collect_orphan(&self, m: &Machine, r: ObjectRef, report: &mut GcReport) {
+        let Some(uid) = annotation(&m.metadata, CLAIMED_BY_UID) else {
+            return;
+        };
+        let name = annotation(&m.metadata, CLAIMED_BY).unwrap_or_default();
+        let nodeclaims: Api<NodeClaim> = Api::all(self.provider.workload().clone());
+        let alive = if name.is_empty() {
+            false
+        } else {
+            match nodeclaims.get_opt(name).await {
+                Ok(nc) => nc.is_some_and(|nc| nc.metadata.uid.as_deref() == Some(uid)),
+                Err(e) => {
+                    report.errors.push(format!("get NodeClaim {name}: {e}"));
+                    return;
+                }
+            }
+        };
+        if alive {
+            return;
+        }
+        let uid = uid.to_owned();
+        let cluster = annotation(&m.metadata, CLAIMED_BY_CLUSTER).map(str::to_owned);
+        let still_ours = move |_: &ClusterApiProvider, fresh: &Machine| {
+            annotation(&fresh.metadata, CLAIMED_BY_UID) == Some(uid.as_str())
+                && annotation(&fresh.metadata, CLAIMED_BY_CLUSTER) == cluster.as_deref()
+        };
+        match self.provider.remove_machine(&r, still_ours).await {
+            Ok(Removal::Removed) => report.orphaned.push(r),
+            Ok(_) => {}
+            Err(e) => report.errors.push(format!("remove Machine {r}: {e}")),
+        }
     }
 }

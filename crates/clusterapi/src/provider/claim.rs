@@ -2,7 +2,8 @@
 //! NodeClaim, and undo a claim whose NodeClaim disappeared.
 //!
 //! Responsibility: the claim protocol (member label + [`super::CLAIMED_BY`] /
-//! [`super::CLAIMED_BY_UID`] written with the Machine's resourceVersion).
+//! [`super::CLAIMED_BY_UID`] / [`super::CLAIMED_BY_CLUSTER`] written with the Machine's
+//! resourceVersion).
 //! Inputs: a MachineDeployment, a NodeClaim's name and UID, the Machine cache.
 //! Outputs: the claimed Machine, or a typed error.
 
@@ -19,8 +20,8 @@ use serde_json::json;
 use crate::instance_types::MachineDeploymentRef;
 
 use super::{
-    CLAIMED_BY, CLAIMED_BY_UID, ClusterApiProvider, annotation, cache, claimable, status_code,
-    transient,
+    CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, ClusterApiProvider, annotation, cache,
+    claimable, status_code, transient,
 };
 
 impl ClusterApiProvider {
@@ -51,12 +52,14 @@ impl ClusterApiProvider {
             .find(|m| annotation(&m.metadata, CLAIMED_BY_UID) == Some(uid))
     }
 
-    /// Claim a fresh Machine of `md` for `nc` by compare-and-set, waiting on cache changes.
+    /// Claim a fresh Machine of `md` for the NodeClaim `name` / `uid` of the workload cluster
+    /// `cluster` by compare-and-set, waiting on cache changes.
     pub(super) async fn claim(
         &self,
         md: &MachineDeploymentRef,
         name: &str,
         uid: &str,
+        cluster: &str,
     ) -> Result<Machine, CloudProviderError> {
         let deadline = tokio::time::Instant::now() + self.config.claim_timeout;
         let mut changes = self.cache.changes();
@@ -91,7 +94,9 @@ impl ClusterApiProvider {
                 let patch = json!({"metadata": {
                     "resourceVersion": rv,
                     "labels": {KARPENTER_MEMBER: ""},
-                    "annotations": {CLAIMED_BY: name, CLAIMED_BY_UID: uid},
+                    "annotations": {
+                        CLAIMED_BY: name, CLAIMED_BY_UID: uid, CLAIMED_BY_CLUSTER: cluster,
+                    },
                 }});
                 match self
                     .machines_api(&r.namespace)
@@ -133,7 +138,7 @@ impl ClusterApiProvider {
         let patch = json!({"metadata": {
             "resourceVersion": m.metadata.resource_version,
             "labels": {KARPENTER_MEMBER: null},
-            "annotations": {CLAIMED_BY: null, CLAIMED_BY_UID: null},
+            "annotations": {CLAIMED_BY: null, CLAIMED_BY_UID: null, CLAIMED_BY_CLUSTER: null},
         }});
         if self
             .machines_api(&r.namespace)

@@ -224,6 +224,7 @@ impl ClusterApiProvider {
         if let Some(launch) = self.resume(nc, &name, &uid).await? {
             return Ok(launch);
         }
+        let cluster = self.cluster_id().await?.to_owned();
         let nodeclass = self.nodeclass(&nc.spec.node_class_ref.name).await?;
         let catalogue = self.catalogue(&nodeclass.spec).await?;
         let requirements = requirements_of(nc)?;
@@ -245,7 +246,7 @@ impl ClusterApiProvider {
                 }
                 Scaled::Up => {}
             }
-            let claimed = self.claim(&md, &name, &uid).await;
+            let claimed = self.claim(&md, &name, &uid, &cluster).await;
             self.unreserve(&md);
             let machine = claimed?;
             let r = cache::machine_ref(&machine);

@@ -67,6 +67,7 @@
 pub mod cache;
 mod claim;
 mod create;
+mod identity;
 mod reads;
 mod removal;
 
@@ -87,6 +88,8 @@ use crate::selection::Scope;
 
 pub use cache::MachineCache;
 use create::Batches;
+pub use identity::CLAIMED_BY_CLUSTER;
+pub(crate) use identity::{claim_cluster, claimed_by};
 use reads::launch_of;
 pub(crate) use removal::Removal;
 use removal::RemovalRequest;
@@ -106,6 +109,9 @@ pub struct ProviderConfig {
     pub scope: Scope,
     /// How long Create waits for a Machine to appear and be claimed.
     pub claim_timeout: Duration,
+    /// This workload cluster's identity, written with every claim (default: the UID of its
+    /// `kube-system` namespace). 1–54 characters of `[A-Za-z0-9._-]`.
+    pub cluster_id: Option<String>,
 }
 
 impl Default for ProviderConfig {
@@ -113,6 +119,7 @@ impl Default for ProviderConfig {
         Self {
             scope: Scope::everywhere(),
             claim_timeout: Duration::from_secs(120),
+            cluster_id: None,
         }
     }
 }
@@ -123,6 +130,8 @@ pub struct ClusterApiProvider {
     workload: kube::Client,
     cache: MachineCache,
     config: ProviderConfig,
+    /// [`ClusterApiProvider::cluster_id`], once resolved.
+    cluster_id: tokio::sync::OnceCell<String>,
     well_known: WellKnownLabels,
     locks: Mutex<HashMap<MachineDeploymentRef, Arc<tokio::sync::Mutex<()>>>>,
     /// Creates that reserved a Machine of this MD and have not claimed it yet.
@@ -202,6 +211,7 @@ impl ClusterApiProvider {
             management,
             workload,
             config,
+            cluster_id: tokio::sync::OnceCell::new(),
             well_known: WellKnownLabels::cluster_api(),
             locks: Mutex::default(),
             pending: Mutex::default(),

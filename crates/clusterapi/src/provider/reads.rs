@@ -22,8 +22,8 @@ use crate::instance_types::{
 use crate::selection::select;
 
 use super::{
-    CLAIMED_BY, ClusterApiProvider, annotation, bound_machine, cache, deployment_of, has_label,
-    terminating, transient,
+    CLAIMED_BY, ClusterApiProvider, annotation, bound_machine, cache, claim_cluster, deployment_of,
+    has_label, terminating, transient,
 };
 
 pub(super) fn launch_of(
@@ -131,17 +131,34 @@ impl ClusterApiProvider {
     /// Every ClusterAPINodeClass not being deleted, by name (empty when unreadable: callers
     /// fall back to the default spec).
     async fn node_classes(&self) -> Vec<ClusterAPINodeClass> {
-        let api: Api<ClusterAPINodeClass> = Api::all(self.workload.clone());
-        let mut classes: Vec<ClusterAPINodeClass> = api
-            .list(&ListParams::default())
+        let mut classes: Vec<ClusterAPINodeClass> = self
+            .all_node_classes()
             .await
-            .map(|l| l.items)
             .unwrap_or_default()
             .into_iter()
             .filter(|c| c.metadata.deletion_timestamp.is_none())
             .collect();
         classes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         classes
+    }
+
+    /// Every ClusterAPINodeClass of the workload cluster, deleting ones included.
+    ///
+    /// # Errors
+    /// Transient, when they cannot be listed.
+    pub(crate) async fn all_node_classes(
+        &self,
+    ) -> Result<Vec<ClusterAPINodeClass>, CloudProviderError> {
+        let api: Api<ClusterAPINodeClass> = Api::all(self.workload.clone());
+        api.list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .map_err(|e| transient("list ClusterAPINodeClasses", e))
+    }
+
+    /// Whether one of `classes` selects `md` (member, in scope, matching its selector).
+    pub(crate) fn selected(&self, classes: &[ClusterAPINodeClass], md: &MachineDeployment) -> bool {
+        self.spec_selecting(classes, md).is_some()
     }
 
     /// The spec of the first NodeClass (by name) that selects `md`.
@@ -235,8 +252,11 @@ impl ClusterApiProvider {
         Ok(self.launch_for(&m, spec.as_ref()).await)
     }
 
+    /// Every Machine carrying the member label, except those a NodeClaim of another workload
+    /// cluster claimed.
     pub(super) async fn launches(&self) -> Result<Vec<Launch>, CloudProviderError> {
         self.ready().await?;
+        let cluster = self.cluster_id().await?;
         let api: Api<MachineDeployment> = Api::all(self.management.clone());
         let mds = api
             .list(&ListParams::default())
@@ -254,6 +274,7 @@ impl ClusterApiProvider {
             .machines()
             .iter()
             .filter(|m| has_label(&m.metadata, KARPENTER_MEMBER))
+            .filter(|m| claim_cluster(m).is_none_or(|c| c == cluster))
             .map(|m| {
                 let described = deployment_of(m).and_then(|md| {
                     by_ref

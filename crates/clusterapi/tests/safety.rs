@@ -1,0 +1,250 @@
+//! Safe on real clusters: what the provider and the Machine collector must leave alone, and
+//! what they must finish — against the simulated world with fault injection.
+//!
+//! - Machines that existed before we raised replicas (the cluster-autoscaler migration path)
+//!   are never claimed and never collected.
+//! - Two workload clusters sharing one management cluster never touch each other's Machines.
+//! - A scale-down that failed after `delete-machine` was written is finished by the next
+//!   delete, or by the collector after a restart.
+//! - Machines that never appear raise replicas once, not once per retry.
+//! - A Machine watch that keeps failing fails creates and deletes with a clear error.
+//! - Malformed min sizes are errors; `/scale` conflicts back off and give up.
+#![allow(
+    dead_code,
+    unused_imports,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use api::well_known::capi::{KARPENTER_MEMBER, MIN_SIZE, PAUSED};
+use api::{ClusterAPINodeClass, MachineDeployment, NodeClaim};
+use cloudprovider::{CloudProvider, CloudProviderError};
+use clusterapi::gc::{GcConfig, MachineGc};
+use clusterapi::{ClusterApiProvider, ProviderConfig};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use serde_json::json;
+use sim::fault::{FaultConfig, FaultError, FaultRule, Verb};
+use sim::world::objects::{machine_sets, namespaced};
+use sim::{Sim, SimConfig, World, WorldConfig};
+use support::{label, machines, marked, md, node_claim, replicas, wait_machines};
+
+/// Past the collector's default grace period (10 min).
+const PAST_GRACE: Duration = Duration::from_secs(11 * 60);
+
+fn provider_over(management: kube::Client, workload: kube::Client) -> Arc<ClusterApiProvider> {
+    Arc::new(ClusterApiProvider::new(
+        management,
+        workload,
+        ProviderConfig {
+            claim_timeout: Duration::from_secs(30),
+            ..ProviderConfig::default()
+        },
+    ))
+}
+
+fn provider(world: &World) -> Arc<ClusterApiProvider> {
+    provider_over(world.management_client(), world.workload_client())
+}
+
+fn collector(p: &Arc<ClusterApiProvider>) -> MachineGc {
+    MachineGc::new(Arc::clone(p), GcConfig::default())
+}
+
+async fn fresh(client: &kube::Client, name: &str) -> NodeClaim {
+    Api::<NodeClaim>::all(client.clone())
+        .get(name)
+        .await
+        .unwrap()
+}
+
+async fn delete_node_claim(client: &kube::Client, name: &str) {
+    Api::<NodeClaim>::all(client.clone())
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+/// Pauses (or unpauses) every MachineSet of `md`: no Machine is created or deleted meanwhile.
+async fn pause_sets(world: &World, md: &str, paused: bool) {
+    let sets = namespaced(&world.management_client(), "default", &machine_sets());
+    let wanted = format!("cluster.x-k8s.io/deployment-name={md}");
+    let list = sets
+        .list(&ListParams::default().labels(&wanted))
+        .await
+        .unwrap();
+    assert!(!list.items.is_empty(), "{md} has a MachineSet");
+    for ms in list.items {
+        let value = if paused { json!("true") } else { json!(null) };
+        sets.patch(
+            ms.metadata.name.as_deref().unwrap(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {PAUSED: value}}})),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+async fn wait_sets(world: &World, md: &str) {
+    let sets = namespaced(&world.management_client(), "default", &machine_sets());
+    let wanted = format!("cluster.x-k8s.io/deployment-name={md}");
+    support::wait_for("a MachineSet", Duration::from_secs(60), || async {
+        let list = sets
+            .list(&ListParams::default().labels(&wanted))
+            .await
+            .unwrap();
+        (!list.items.is_empty()).then_some(())
+    })
+    .await;
+}
+
+async fn select_cluster(workload: &kube::Client, cluster: &str) {
+    Api::<ClusterAPINodeClass>::all(workload.clone())
+        .patch(
+            "default",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"scalableResourceSelector": {
+                "matchLabels": {"cluster.x-k8s.io/cluster-name": cluster}}}})),
+        )
+        .await
+        .unwrap();
+}
+
+fn names(ms: &[api::Machine]) -> Vec<String> {
+    ms.iter().filter_map(|m| m.metadata.name.clone()).collect()
+}
+
+// ---- 2. one management cluster, two workload clusters -------------------------------------
+
+struct TwoClusters {
+    world: World,
+    _w2: Sim,
+    w2: kube::Client,
+    a: Arc<ClusterApiProvider>,
+    b: Arc<ClusterApiProvider>,
+}
+
+/// Workload cluster 1 (the world's) uses MachineDeployment `a` of Cluster `c1`; workload
+/// cluster 2 uses `b` of Cluster `c2`; both in one management cluster.
+async fn two_clusters() -> TwoClusters {
+    let world = support::world(WorldConfig::default()).await;
+    let w2_sim = Sim::new(SimConfig::default());
+    let w2 = kube::Client::new(w2_sim.router(), "default");
+    support::prepare_workload(&w2).await;
+    select_cluster(&world.workload_client(), "c1").await;
+    select_cluster(&w2, "c2").await;
+    md("a").cluster("c1").create(&world).await;
+    md("b").cluster("c2").create(&world).await;
+    let a = provider(&world);
+    let b = provider_over(world.management_client(), w2.clone());
+    TwoClusters {
+        world,
+        _w2: w2_sim,
+        w2,
+        a,
+        b,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_collector_never_takes_the_machines_of_another_workload_cluster() {
+    let t = two_clusters().await;
+    let wl1 = t.world.workload_client();
+    // The same NodeClaim name in both clusters, and one only the second cluster has.
+    let la =
+        t.a.create(&support::node_claim_in(&wl1, "nc", json!([])).await)
+            .await
+            .unwrap();
+    let lb =
+        t.b.create(&support::node_claim_in(&t.w2, "nc", json!([])).await)
+            .await
+            .unwrap();
+    let lb2 =
+        t.b.create(&support::node_claim_in(&t.w2, "only-in-2", json!([])).await)
+            .await
+            .unwrap();
+    assert_eq!(la.instance_type, "a");
+    assert_eq!(lb.instance_type, "b");
+    let gc = collector(&t.a);
+    for _ in 0..2 {
+        let report = gc.collect().await.unwrap();
+        assert!(
+            report.orphaned.is_empty() && report.surplus.is_empty(),
+            "{report:?}"
+        );
+        tokio::time::sleep(PAST_GRACE).await;
+    }
+    assert_eq!(replicas(&t.world, "a").await, 1);
+    assert_eq!(replicas(&t.world, "b").await, 2);
+    for l in [&la, &lb, &lb2] {
+        let m = support::machine(&t.world, &l.machine.name).await.unwrap();
+        assert!(!marked(&m), "{} was touched", l.machine);
+    }
+    // The second cluster's own collector still collects its own orphans.
+    delete_node_claim(&t.w2, "only-in-2").await;
+    let report = collector(&t.b).collect().await.unwrap();
+    assert_eq!(report.orphaned, vec![lb2.machine.clone()], "{report:?}");
+    assert_eq!(replicas(&t.world, "b").await, 1);
+    assert_eq!(replicas(&t.world, "a").await, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_raised_for_another_workload_cluster_is_not_our_surplus() {
+    let t = two_clusters().await;
+    // Cluster 2 raises `b`, but its Machine comes only after its create gave up.
+    t.b.create(&support::node_claim_in(&t.w2, "warm", json!([])).await)
+        .await
+        .unwrap();
+    wait_sets(&t.world, "b").await;
+    pause_sets(&t.world, "b", true).await;
+    let err =
+        t.b.create(&support::node_claim_in(&t.w2, "late", json!([])).await)
+            .await
+            .unwrap_err();
+    assert!(matches!(err, CloudProviderError::Transient(_)), "{err}");
+    delete_node_claim(&t.w2, "late").await;
+    pause_sets(&t.world, "b", false).await;
+    wait_machines(&t.world, "b", 2).await;
+    let (gc_a, gc_b) = (collector(&t.a), collector(&t.b));
+    gc_a.collect().await.unwrap();
+    gc_b.collect().await.unwrap();
+
+    tokio::time::sleep(PAST_GRACE).await;
+    let report = gc_a.collect().await.unwrap();
+    assert!(report.surplus.is_empty(), "cluster 1 took {report:?}");
+    assert_eq!(replicas(&t.world, "b").await, 2);
+    assert!(machines(&t.world, "b").await.iter().all(|m| !marked(m)));
+    let report = gc_b.collect().await.unwrap();
+    assert_eq!(
+        report.surplus.len(),
+        1,
+        "cluster 2 collects its own: {report:?}"
+    );
+    assert_eq!(replicas(&t.world, "b").await, 1);
+}
+
+// ---- 3. a removal that failed half-way is finished ----------------------------------------
+
+fn failing_md_writes(error: FaultError) -> FaultConfig {
+    FaultConfig {
+        seed: 1,
+        rules: vec![FaultRule {
+            verbs: vec![Verb::Patch, Verb::Update],
+            resources: vec![
+                "machinedeployments.cluster.x-k8s.io".into(),
+                "machinedeployments.cluster.x-k8s.io/scale".into(),
+            ],
+            error_rate: 1.0,
+            error,
+            ..FaultRule::default()
+        }],
+    }
+}
+
