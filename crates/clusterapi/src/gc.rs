@@ -5,11 +5,15 @@
 //!   [`CLAIMED_BY_CLUSTER`] names our identity) that no longer exists here (or exists under the
 //!   same name with another UID, [`CLAIMED_BY_UID`]). Claims naming another workload cluster, or
 //!   none (claims of another Karpenter), are left alone;
-//! - **surplus**: unclaimed Machines older than [`GcConfig::grace`] (by `creationTimestamp`, or
-//!   by how long this collector has seen them unclaimed) that no waiting create needs (the
-//!   provider's reservation count), only of MachineDeployments **selected by one of our
-//!   NodeClasses** (in scope), kept while their MachineDeployment is at or below its
-//!   min-size annotation (that is the user's baseline).
+//! - **surplus**: Machines created for replicas **we raised** (the MachineDeployment's
+//!   ownership record, see [`crate::provider::ownership`]: not in its baseline, and only as
+//!   many as raised replicas are unclaimed) that nobody claimed, older than
+//!   [`GcConfig::grace`] (by `creationTimestamp`, or by how long this collector has seen them
+//!   unclaimed), that no waiting create needs (the provider's reservation count), only of
+//!   MachineDeployments **selected by one of our NodeClasses** (in scope), kept while their
+//!   MachineDeployment is at or below its min-size annotation (that is the user's baseline).
+//!   A Machine that was there before we raised anything — a running MachineDeployment that
+//!   was just opted in — is never surplus.
 //!
 //! Removal is the provider's own delete path (`ClusterApiProvider::remove_machine`): annotate
 //! `cluster.x-k8s.io/delete-machine` with a resourceVersion precondition, then lower replicas
@@ -35,6 +39,7 @@ use tokio::time::Instant;
 
 use crate::annotations::parse_size;
 use crate::instance_types::MachineDeploymentRef;
+use crate::provider::ownership::Record;
 use crate::provider::{
     CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, ClusterApiProvider, Removal, annotation, cache,
     claimable, claimed_by, deployment_of, terminating,
@@ -188,6 +193,17 @@ impl MachineGc {
             if !claimable(&m, &md_ref) || !p.selected(&classes, md) {
                 continue;
             }
+            // Only Machines created for replicas we raised (not in the record's baseline).
+            let record = match Record::of(md, &cluster) {
+                Ok(record) => record,
+                Err(e) => {
+                    report.errors.push(e.to_string());
+                    continue;
+                }
+            };
+            if record.raised == 0 || !record.newborn(&m) {
+                continue;
+            }
             let uid = m.metadata.uid.clone().unwrap_or_else(|| r.to_string());
             unclaimed_uids.insert(uid.clone());
             let created = m.metadata.creation_timestamp.as_ref().map(|t| t.0);
@@ -199,8 +215,11 @@ impl MachineGc {
             }
             let already = removed_surplus.get(&md_ref).copied().unwrap_or(0);
             let target = md_ref.clone();
-            let spare = move |p: &ClusterApiProvider, fresh: &api::Machine| {
-                claimable(fresh, &target) && p.surplus(&target) > already
+            let ours = cluster.clone();
+            let spare = move |p: &ClusterApiProvider, fresh: &Machine, record: &Record| {
+                claimable(fresh, &target)
+                    && record.newborn(fresh)
+                    && p.spare(&target, record, &ours) > already
             };
             match p.remove_machine(&r, spare).await {
                 Ok(Removal::Removed) => {
@@ -241,7 +260,7 @@ impl MachineGc {
         }
         let uid = uid.to_owned();
         let cluster = annotation(&m.metadata, CLAIMED_BY_CLUSTER).map(str::to_owned);
-        let still_ours = move |_: &ClusterApiProvider, fresh: &Machine| {
+        let still_ours = move |_: &ClusterApiProvider, fresh: &Machine, _: &Record| {
             annotation(&fresh.metadata, CLAIMED_BY_UID) == Some(uid.as_str())
                 && annotation(&fresh.metadata, CLAIMED_BY_CLUSTER) == cluster.as_deref()
         };

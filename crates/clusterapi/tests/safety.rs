@@ -121,6 +121,104 @@ fn names(ms: &[api::Machine]) -> Vec<String> {
     ms.iter().filter_map(|m| m.metadata.name.clone()).collect()
 }
 
+// ---- 1. pre-existing Machines are not ours ------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn labelling_a_running_machine_deployment_collects_none_of_its_machines() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").member(false).replicas(2).create(&world).await;
+    let before = wait_machines(&world, "md", 2).await;
+    // The cluster-autoscaler migration: the user opts the running MachineDeployment in.
+    Api::<MachineDeployment>::namespaced(world.management_client(), "default")
+        .patch(
+            "md",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {KARPENTER_MEMBER: ""}}})),
+        )
+        .await
+        .unwrap();
+    let p = provider(&world);
+    let gc = collector(&p);
+    for _ in 0..3 {
+        let report = gc.collect().await.unwrap();
+        assert!(report.surplus.is_empty(), "{report:?}");
+        tokio::time::sleep(PAST_GRACE).await;
+    }
+    assert_eq!(replicas(&world, "md").await, 2);
+    let after = machines(&world, "md").await;
+    assert_eq!(names(&after), names(&before), "the same Machines run");
+    assert!(after.iter().all(|m| !marked(m)), "{after:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_claim_never_claims_a_machine_that_was_there_before() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").replicas(1).create(&world).await;
+    let before = wait_machines(&world, "md", 1).await;
+    let p = provider(&world);
+    let nc = node_claim(&world, "nc", json!([])).await;
+
+    let launch = p.create(&nc).await.unwrap();
+    assert_ne!(
+        Some(launch.machine.name.clone()),
+        before[0].metadata.name,
+        "the running Machine is the user's"
+    );
+    assert_eq!(replicas(&world, "md").await, 2, "a replica of our own");
+    let old = support::machine(&world, before[0].metadata.name.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(label(&old, KARPENTER_MEMBER), None);
+    assert!(
+        old.metadata
+            .annotations
+            .unwrap_or_default()
+            .keys()
+            .all(|k| !k.starts_with("karpenter."))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_a_replica_we_raised_and_nobody_claimed_is_surplus() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").replicas(1).create(&world).await;
+    let before = wait_machines(&world, "md", 1).await;
+    wait_sets(&world, "md").await;
+    let p = provider(&world);
+    let gc = collector(&p);
+    // The MachineSet is paused: our replica's Machine does not come in time.
+    pause_sets(&world, "md", true).await;
+    let nc = node_claim(&world, "nc", json!([])).await;
+    let err = p.create(&nc).await.unwrap_err();
+    assert!(matches!(err, CloudProviderError::Transient(_)), "{err}");
+    assert_eq!(replicas(&world, "md").await, 2);
+    delete_node_claim(&world.workload_client(), "nc").await;
+    // It comes later, when nobody wants it any more.
+    pause_sets(&world, "md", false).await;
+    let both = wait_machines(&world, "md", 2).await;
+    let ours: Vec<String> = names(&both)
+        .into_iter()
+        .filter(|n| Some(n) != before[0].metadata.name.as_ref())
+        .collect();
+    assert_eq!(ours.len(), 1);
+
+    let report = gc.collect().await.unwrap();
+    assert!(report.surplus.is_empty(), "young: {report:?}");
+    tokio::time::sleep(PAST_GRACE).await;
+    let report = gc.collect().await.unwrap();
+    let removed: Vec<String> = report.surplus.iter().map(|r| r.name.clone()).collect();
+    assert_eq!(removed, ours, "{report:?}");
+    assert_eq!(replicas(&world, "md").await, 1);
+    let old = support::machine(&world, before[0].metadata.name.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert!(!marked(&old), "the user's Machine stays");
+    tokio::time::sleep(PAST_GRACE).await;
+    let report = gc.collect().await.unwrap();
+    assert!(report.surplus.is_empty(), "{report:?}");
+    assert_eq!(replicas(&world, "md").await, 1);
+}
+
 // ---- 2. one management cluster, two workload clusters -------------------------------------
 
 struct TwoClusters {
@@ -248,3 +346,4 @@ fn failing_md_writes(error: FaultError) -> FaultConfig {
     }
 }
 
+// ---- 6. malformed sizes, conflicts --------------------------------------------------------

@@ -7,7 +7,7 @@
 //! Inputs: a MachineDeployment, a NodeClaim's name and UID, the Machine cache.
 //! Outputs: the claimed Machine, or a typed error.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, PoisonError};
 
 use api::well_known::annotations::MACHINE;
@@ -52,11 +52,13 @@ impl ClusterApiProvider {
             .find(|m| annotation(&m.metadata, CLAIMED_BY_UID) == Some(uid))
     }
 
-    /// Claim a fresh Machine of `md` for the NodeClaim `name` / `uid` of the workload cluster
-    /// `cluster` by compare-and-set, waiting on cache changes.
+    /// Claim a fresh Machine of `md` that is not in `baseline` (so: created for a replica we
+    /// raised) for the NodeClaim `name` / `uid` of the workload cluster `cluster` by
+    /// compare-and-set, waiting on cache changes.
     pub(super) async fn claim(
         &self,
         md: &MachineDeploymentRef,
+        baseline: &BTreeSet<String>,
         name: &str,
         uid: &str,
         cluster: &str,
@@ -72,6 +74,12 @@ impl ClusterApiProvider {
                 .machines()
                 .into_iter()
                 .filter(|m| claimable(m, md))
+                .filter(|m| {
+                    m.metadata
+                        .name
+                        .as_ref()
+                        .is_some_and(|n| !baseline.contains(n))
+                })
                 .filter(|m| {
                     let r = cache::machine_ref(m);
                     !self.claimed_locally(&r)

@@ -5,22 +5,21 @@
 //! Responsibility: `ClusterApiProvider::launch` and its reservation bookkeeping.
 //! Inputs: a NodeClaim. Outputs: a [`Launch`] or a typed [`CloudProviderError`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use api::NodeClaim;
-use api::well_known::capi::MAX_SIZE;
+use api::well_known::capi::DEPLOYMENT_NAME;
 use cloudprovider::convert::{compatible_offerings, requests_of, requirements_of};
 use cloudprovider::{CloudProviderError, Launch};
-use kube::api::{Patch, PatchParams};
+use kube::api::ListParams;
 use scheduling::instance_type::InstanceType;
-use serde_json::json;
 
-use crate::annotations::parse_size;
 use crate::instance_types::MachineDeploymentRef;
 
+use super::scale::{MdWrite, max_size, too_many_conflicts};
 use super::{
-    ClusterApiProvider, SCALE_ATTEMPTS, annotation, bound_machine, cache, launch_of, status_code,
+    ClusterApiProvider, SCALE_ATTEMPTS, bound_machine, cache, claimed_by, launch_of, status_code,
     transient,
 };
 
@@ -29,8 +28,6 @@ use super::{
 pub(super) struct Batch {
     /// Creates waiting for the MD's lock.
     waiting: usize,
-    /// Replicas a batch raised for waiters that have not taken them yet.
-    covered: usize,
 }
 
 pub(super) type Batches = Arc<Mutex<HashMap<MachineDeploymentRef, Batch>>>;
@@ -80,98 +77,91 @@ impl Drop for Waiting {
     }
 }
 
+/// What [`ClusterApiProvider::reserve`] got.
 enum Scaled {
-    Up,
+    /// A raised, unclaimed replica is reserved for this create; claim a Machine of the
+    /// MachineDeployment that is not in this baseline.
+    Reserved(Arc<BTreeSet<String>>),
+    /// At the max size; the reason.
     AtMaxSize(String),
 }
 
 impl ClusterApiProvider {
-    /// Raise replicas of `md` by up to `want` (at least one) through `/scale`, with the
-    /// resourceVersion precondition and never past the max-size annotation; returns how many.
-    async fn scale_up(
+    /// Reserve capacity on `md` for one more claim (under the MD lock): a replica we raised
+    /// that nobody claimed or reserved yet (reused, not raised again); otherwise raise replicas
+    /// by as many as creates are waiting for this MD's lock (batching: one write serves them
+    /// all), never past the max size, recording the raise in the ownership record in the same
+    /// write — and, when no raised replica was free, the Machines present now as the baseline.
+    async fn reserve(
         &self,
         md: &MachineDeploymentRef,
-        want: i32,
-    ) -> Result<(Scaled, i32), CloudProviderError> {
-        let api = self.mds_api(&md.namespace);
-        for _ in 0..SCALE_ATTEMPTS {
-            let current = api
-                .get(&md.name)
-                .await
-                .map_err(|e| transient("get MachineDeployment", e))?;
-            let replicas = current.spec.replicas.unwrap_or(0);
-            let max = parse_size(MAX_SIZE, annotation(&current.metadata, MAX_SIZE))
-                .map_err(|e| transient("MachineDeployment", e))?;
-            if let Some(max) = max
-                && replicas >= max
-            {
-                return Ok((
-                    Scaled::AtMaxSize(format!("MachineDeployment {md} is at its max size {max}")),
-                    0,
-                ));
-            }
-            let room = max.map_or(i32::MAX, |max| max - replicas);
-            let by = want.max(1).min(room);
-            let patch = json!({
-                "metadata": {"resourceVersion": current.metadata.resource_version},
-                "spec": {"replicas": replicas + by},
-            });
-            match api
-                .patch_scale(&md.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => return Ok((Scaled::Up, by)),
-                Err(e) if status_code(&e) == Some(409) => {}
-                Err(e) => return Err(transient("scale MachineDeployment", e)),
-            }
-        }
-        Err(CloudProviderError::Transient(format!(
-            "MachineDeployment {md}: too many conflicts"
-        )))
-    }
-
-    /// Reserve capacity on `md` for one more claim: take a replica an earlier batch raised for
-    /// the waiters, reuse surplus, or scale up — by as many replicas as creates are waiting for
-    /// this MD's lock (batching: one `/scale` write serves them all).
-    async fn reserve(&self, md: &MachineDeploymentRef) -> Result<Scaled, CloudProviderError> {
+        cluster: &str,
+    ) -> Result<Scaled, CloudProviderError> {
         let lock = self.lock_of(md);
         let waiting = Waiting::enter(&self.batches, md);
         let _guard = lock.lock().await;
-        let queued = waiting.leave();
-        let scaled = if self.take_covered(md) || self.surplus(md) > 0 {
-            Scaled::Up
-        } else {
-            let (scaled, by) = self
-                .scale_up(md, i32::try_from(queued).unwrap_or(i32::MAX))
-                .await?;
-            if by > 1 {
-                let mut batches = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
-                batches.entry(md.clone()).or_default().covered +=
-                    usize::try_from(by - 1).unwrap_or(0);
+        let queued = i32::try_from(waiting.leave()).unwrap_or(i32::MAX);
+        for _ in 0..SCALE_ATTEMPTS {
+            let (current, mut record) = self.read_md(md, cluster).await?;
+            let free = self.free(md, &record, cluster);
+            if free > self.reserved(md) {
+                self.reserve_one(md);
+                return Ok(Scaled::Reserved(Arc::new(record.baseline)));
             }
-            scaled
-        };
-        if matches!(scaled, Scaled::Up) {
-            *self
-                .pending
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .entry(md.clone())
-                .or_default() += 1;
+            let replicas = current.spec.replicas.unwrap_or(0);
+            let max = max_size(&current)?;
+            if let Some(max) = max
+                && replicas >= max
+            {
+                return Ok(Scaled::AtMaxSize(format!(
+                    "MachineDeployment {md} is at its max size {max}"
+                )));
+            }
+            let by = queued.min(max.map_or(i32::MAX, |max| max - replicas));
+            if free == 0 {
+                // Every replica we raised is claimed: whatever runs now is not ours.
+                record.baseline = self.not_ours_now(md, cluster).await?;
+            }
+            record.raised = record.raised.saturating_add(by);
+            let write = MdWrite {
+                replicas: Some(replicas.saturating_add(by)),
+                record: Some(record.clone()),
+            };
+            if self.write_md(&current, cluster, &write).await? {
+                self.reserve_one(md);
+                return Ok(Scaled::Reserved(Arc::new(record.baseline)));
+            }
         }
-        Ok(scaled)
+        Err(too_many_conflicts(md))
     }
 
-    /// Take one replica raised earlier for a waiter, if any is left.
-    fn take_covered(&self, md: &MachineDeploymentRef) -> bool {
-        let mut batches = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
-        match batches.get_mut(md) {
-            Some(b) if b.covered > 0 => {
-                b.covered -= 1;
-                true
-            }
-            _ => false,
-        }
+    /// The names of `md`'s Machines not claimed by `cluster`, from a fresh list (a Machine the
+    /// cache has not seen yet must not pass for ours).
+    async fn not_ours_now(
+        &self,
+        md: &MachineDeploymentRef,
+        cluster: &str,
+    ) -> Result<BTreeSet<String>, CloudProviderError> {
+        let listed = self
+            .machines_api(&md.namespace)
+            .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={}", md.name)))
+            .await
+            .map_err(|e| transient("list Machines", e))?;
+        Ok(listed
+            .items
+            .iter()
+            .filter(|m| !claimed_by(m, cluster))
+            .filter_map(|m| m.metadata.name.clone())
+            .collect())
+    }
+
+    fn reserve_one(&self, md: &MachineDeploymentRef) {
+        *self
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(md.clone())
+            .or_default() += 1;
     }
 
     fn unreserve(&self, md: &MachineDeploymentRef) {
@@ -239,14 +229,14 @@ impl ClusterApiProvider {
                 continue;
             };
             let md = origin.machine_deployment.clone();
-            match self.reserve(&md).await? {
+            let baseline = match self.reserve(&md, &cluster).await? {
                 Scaled::AtMaxSize(why) => {
                     reasons.push(why);
                     continue;
                 }
-                Scaled::Up => {}
-            }
-            let claimed = self.claim(&md, &name, &uid, &cluster).await;
+                Scaled::Reserved(baseline) => baseline,
+            };
+            let claimed = self.claim(&md, &baseline, &name, &uid, &cluster).await;
             self.unreserve(&md);
             let machine = claimed?;
             let r = cache::machine_ref(&machine);

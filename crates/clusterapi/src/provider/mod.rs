@@ -2,9 +2,14 @@
 //!
 //! Responsibility: implement [`cloudprovider::CloudProvider`] over a management cluster (Cluster
 //! API objects) and a workload cluster (NodeClaims, ClusterAPINodeClasses). Writes are only
-//! JSON merge patches carrying `metadata.resourceVersion` (compare-and-set) and patches of the
-//! MachineDeployment `/scale` subresource — never a full-object update through the lossy `api`
-//! structs.
+//! JSON merge patches carrying `metadata.resourceVersion` (compare-and-set) — never a
+//! full-object update through the lossy `api` structs. Replicas change only together with the
+//! [`ownership`] record (which replicas we raised) in one such patch of the MachineDeployment.
+//!
+//! **Ownership.** We touch only what is provably ours: Machines claimed by a NodeClaim of this
+//! workload cluster ([`CLAIMED_BY_CLUSTER`] names its identity), and replicas we raised
+//! ourselves (the [`ownership`] record). A Machine that was running before we raised anything
+//! is never claimed and never collected.
 //!
 //! **Create** (never waits for the providerID):
 //! 1. *Resume*: a NodeClaim annotated `karpenter.cluster.x-k8s.io/machine` (or the legacy
@@ -14,22 +19,23 @@
 //!    Machine that no longer exists is InsufficientCapacity (core deletes the NodeClaim).
 //! 2. Build the NodeClass catalogue and try the compatible available offerings **cheapest
 //!    first** (ties: instance type name, then MachineDeployment).
-//! 3. Under a per-MachineDeployment lock (one process; leader election keeps one active): if the
-//!    cache shows more fresh, unclaimed Machines of that MD than creates already waiting for one,
-//!    reserve one of them (surplus from earlier timeouts is reused, not leaked); otherwise raise
-//!    replicas through `/scale` with the MD's resourceVersion as precondition (409 → re-read
-//!    and retry). **Batched:** the raise is by as many replicas as creates are waiting for that
-//!    MD's lock at that moment (capped by the max-size annotation); the waiters then take those
-//!    replicas without another write (20 concurrent creates → 2 writes in the tests). A create
-//!    cancelled while waiting is not counted. Max size is never exceeded — so concurrent
-//!    creates cannot overshoot it. At max size the next offering is tried; none left →
-//!    InsufficientCapacity.
+//! 3. Under a per-MachineDeployment lock (one process; leader election keeps one active): if a
+//!    replica we raised is unclaimed and not reserved by another create (the record's
+//!    `raised` minus our claims minus the waiting creates), reserve it — a retry or the next
+//!    NodeClaim reuses it, nothing is raised again; otherwise raise replicas and the record
+//!    together (resourceVersion precondition; 409 → re-read and decide again). **Batched:**
+//!    the raise is by as many replicas as creates are waiting for that MD's lock at that moment
+//!    (capped by the max-size annotation); the waiters then reserve those replicas without
+//!    another write (20 concurrent creates → 2 writes in the tests). A create cancelled while
+//!    waiting is not counted. Max size is never exceeded — so concurrent creates cannot
+//!    overshoot it. At max size the next offering is tried; none left → InsufficientCapacity.
 //! 4. Outside the lock, claim a fresh Machine of that MD (`cluster.x-k8s.io/deployment-name`,
-//!    no `delete-machine`, not deleting, no member label) by a merge patch with its
-//!    resourceVersion setting the member label and [`CLAIMED_BY`] / [`CLAIMED_BY_UID`]; a 409
-//!    means someone else changed it, so the next candidate is tried. Candidates come from the
-//!    [`cache`]; when none is left the create waits for the next cache change (no polling), up
-//!    to [`ProviderConfig::claim_timeout`] (then Transient; the replica stays for the retry).
+//!    no `delete-machine`, not deleting, no member label, **not in the record's baseline**) by
+//!    a merge patch with its resourceVersion setting the member label and [`CLAIMED_BY`] /
+//!    [`CLAIMED_BY_UID`] / [`CLAIMED_BY_CLUSTER`]; a 409 means someone else changed it, so the
+//!    next candidate is tried. Candidates come from the [`cache`]; when none is left the create
+//!    waits for the next cache change (no polling), up to [`ProviderConfig::claim_timeout`]
+//!    (then Transient; the raised replica stays for the retry).
 //! 5. Record the Machine on the NodeClaim (merge patch of the annotation). If the NodeClaim is
 //!    gone, the claim is rolled back (the Machine becomes reusable) and Create fails.
 //!
@@ -38,38 +44,42 @@
 //! and nothing else (replicas are never lowered twice). Otherwise the removal is queued per MD;
 //! the next holder of the MD lock serves every queued removal (**batched**): for each, a fresh
 //! read, the caller's check, and the `delete-machine` annotation (merge patch with
-//! resourceVersion); then one `/scale` write lowers replicas by the number annotated (10
-//! concurrent deletes → fewer writes in the tests). **At the min-size annotation** replicas are
-//! not lowered below it: the annotated Machines beyond the room are deleted directly instead,
-//! so the MachineSet replaces them with fresh, unclaimed Machines that keep the user's baseline
-//! (and that later creates reuse).
+//! resourceVersion); then one write lowers replicas and the record's `raised` by the number
+//! annotated (10 concurrent deletes → fewer writes in the tests). **At the min-size
+//! annotation** replicas are not lowered below it: the annotated Machines beyond the room are
+//! deleted directly instead, so the MachineSet replaces them with fresh, unclaimed Machines that
+//! keep the user's baseline (and that later creates reuse).
 //!
 //! **Get / List** read the cache; Get looks the providerID up in the normalised index. List
-//! returns every Machine carrying the member label; a Machine whose MachineDeployment cannot be
-//! described is still listed (without shape), so one bad Machine never fails List. Shapes use
-//! the NodeClass of the Machine's NodeClaim (Get), else the first NodeClass by name that
-//! selects its MachineDeployment, so allocatable includes that NodeClass's overhead.
+//! returns every Machine carrying the member label, except those claimed by another workload
+//! cluster; a Machine whose MachineDeployment cannot be described is still listed (without
+//! shape), so one bad Machine never fails List. Shapes use the NodeClass of the Machine's
+//! NodeClaim (Get), else the first NodeClass by name that selects its MachineDeployment, so
+//! allocatable includes that NodeClass's overhead.
 //!
 //! Orphaned and surplus Machines are collected by [`crate::gc`] through the same removal
 //! (`ClusterApiProvider::remove_machine`).
 //!
 //! **Drift** ([`crate::drift`]): `is_drifted` compares the Machine with its MachineDeployment.
 //!
-//! Modules, by responsibility: [`create`] (resume, reservation and batched raises), [`claim`]
-//! (compare-and-set claims and their undo), [`removal`] (terminate and the one removal path,
-//! batched), [`reads`] (NodeClasses, catalogues, Get / List / drift), [`cache`] (the Machine
-//! reflector).
+//! Modules, by responsibility: `create` (resume, reservation and batched raises), `claim`
+//! (compare-and-set claims and their undo), `removal` (terminate and the one removal path,
+//! batched), `scale` (replica + record writes), `reads` (NodeClasses, catalogues, Get / List /
+//! drift), `identity` (this workload cluster's identity), [`ownership`] (the record),
+//! [`cache`] (the Machine reflector).
 //!
-//! Not done: infrastructure templates (instance
-//! shapes come from the MD annotations only), and a crash between `delete-machine` and the
-//! scale-down leaves the replica in place (the Machine stays annotated).
+//! Not done: infrastructure templates (instance shapes come from the MD annotations only), and
+//! a crash between `delete-machine` and the scale-down leaves the replica in place (the
+//! Machine stays annotated).
 
 pub mod cache;
 mod claim;
 mod create;
 mod identity;
+pub mod ownership;
 mod reads;
 mod removal;
+mod scale;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -99,7 +109,7 @@ pub const CLAIMED_BY: &str = "karpenter.cluster.x-k8s.io/nodeclaim";
 /// Machine annotation: the UID of the NodeClaim that claimed it (the claim's identity).
 pub const CLAIMED_BY_UID: &str = "karpenter.cluster.x-k8s.io/nodeclaim-uid";
 
-/// Attempts of a read-modify-write against `/scale` before giving up (Transient).
+/// Attempts of a read-modify-write of replicas before giving up (Transient).
 const SCALE_ATTEMPTS: usize = 10;
 
 /// Settings of the provider.
@@ -245,6 +255,39 @@ impl ClusterApiProvider {
 
     pub(super) fn mds_api(&self, namespace: &str) -> Api<MachineDeployment> {
         Api::namespaced(self.management.clone(), namespace)
+    }
+
+    /// The Machines of `md`, per the cache.
+    pub(crate) fn machines_of(&self, md: &MachineDeploymentRef) -> Vec<Arc<Machine>> {
+        self.cache
+            .machines()
+            .into_iter()
+            .filter(|m| deployment_of(m).as_ref() == Some(md))
+            .collect()
+    }
+
+    /// Creates that reserved a raised replica of `md` and have not claimed it yet.
+    pub(crate) fn reserved(&self, md: &MachineDeploymentRef) -> usize {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(md)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Replicas of `md` raised by `cluster` (per `record`) that no Machine claimed by
+    /// `cluster` (per the cache, or this process's own claims) uses.
+    pub(crate) fn free(
+        &self,
+        md: &MachineDeploymentRef,
+        record: &ownership::Record,
+        cluster: &str,
+    ) -> usize {
+        let machines = self.machines_of(md);
+        record.free(machines.iter().map(AsRef::as_ref), cluster, |m| {
+            self.claimed_locally(&cache::machine_ref(m))
+        })
     }
 
     /// The management cluster client.

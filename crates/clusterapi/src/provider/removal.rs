@@ -8,22 +8,23 @@
 
 use std::sync::PoisonError;
 
-use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME, MIN_SIZE};
+use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME};
 use api::{Machine, NodeClaim};
 use cloudprovider::{CloudProviderError, ObjectRef};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
-use crate::annotations::parse_size;
 use crate::instance_types::MachineDeploymentRef;
 
+use super::ownership::Record;
+use super::scale::{MdWrite, min_size};
 use super::{
-    ClusterApiProvider, SCALE_ATTEMPTS, annotation, cache, claimable, deployment_of, status_code,
-    terminating, transient,
+    ClusterApiProvider, SCALE_ATTEMPTS, cache, deployment_of, status_code, terminating, transient,
 };
 
-/// The check a removal re-runs on the fresh Machine under the MD lock.
-type RemovalCheck = Box<dyn Fn(&ClusterApiProvider, &Machine) -> bool + Send + Sync>;
+/// The check a removal re-runs under the MD lock on the fresh Machine and this cluster's fresh
+/// ownership record of its MachineDeployment.
+type RemovalCheck = Box<dyn Fn(&ClusterApiProvider, &Machine, &Record) -> bool + Send + Sync>;
 
 /// One queued removal and where its answer goes.
 pub(super) struct RemovalRequest {
@@ -42,7 +43,7 @@ impl ClusterApiProvider {
                 return Err(not_found());
             };
             match self
-                .remove_machine(&cache::machine_ref(&found), |_, _| true)
+                .remove_machine(&cache::machine_ref(&found), |_, _, _| true)
                 .await?
             {
                 Removal::Gone => return Err(not_found()),
@@ -57,15 +58,15 @@ impl ClusterApiProvider {
 
     /// Remove the Machine `r` the one way this crate does: read it fresh; already
     /// `delete-machine`-annotated or deleting → [`Removal::AlreadyRequested`] (replicas are never
-    /// lowered twice); under the MD lock, `keep(self, fresh)` false → [`Removal::Declined`];
-    /// otherwise annotate `delete-machine` with a resourceVersion precondition (409 →
-    /// [`Removal::Conflict`], the caller re-reads), then lower replicas through `/scale` — one
-    /// write for every removal queued on the MD — and at the min size delete the Machine
-    /// instead (the MachineSet replaces it).
+    /// lowered twice); under the MD lock, `check(self, fresh, record)` false →
+    /// [`Removal::Declined`]; otherwise annotate `delete-machine` with a resourceVersion
+    /// precondition (409 → [`Removal::Conflict`], the caller re-reads), then lower replicas and
+    /// the record's `raised` together — one write for every removal queued on the MD — and at
+    /// the min size delete the Machine instead (the MachineSet replaces it).
     pub(crate) async fn remove_machine(
         &self,
         r: &ObjectRef,
-        check: impl Fn(&Self, &Machine) -> bool + Send + Sync + 'static,
+        check: impl Fn(&Self, &Machine, &Record) -> bool + Send + Sync + 'static,
     ) -> Result<Removal, CloudProviderError> {
         // Read fresh: the decision "already requested" must not rest on a stale cache.
         let Some(m) = self
@@ -121,9 +122,27 @@ impl ClusterApiProvider {
     /// (compare-and-set), then lower replicas once by the number annotated; Machines beyond the
     /// min size's room are deleted directly instead. Every request gets an answer.
     async fn remove_batch(&self, md: &MachineDeploymentRef, batch: Vec<RemovalRequest>) {
+        let read = match self.cluster_id().await {
+            Ok(cluster) => {
+                let cluster = cluster.to_owned();
+                self.read_md(md, &cluster)
+                    .await
+                    .map(|(_, record)| (cluster, record))
+            }
+            Err(e) => Err(e),
+        };
+        let (cluster, record) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                for request in batch {
+                    let _ = request.done.send(Err(e.clone()));
+                }
+                return;
+            }
+        };
         let mut annotated = Vec::new();
         for request in batch {
-            let outcome = self.annotate_for_removal(&request).await;
+            let outcome = self.annotate_for_removal(&request, &record).await;
             match outcome {
                 Ok(None) => annotated.push(request),
                 Ok(Some(removal)) => {
@@ -138,7 +157,7 @@ impl ClusterApiProvider {
             return;
         }
         let want = i32::try_from(annotated.len()).unwrap_or(i32::MAX);
-        let lowered = match self.scale_down(md, want).await {
+        let lowered = match self.scale_down(md, &cluster, want).await {
             Ok(l) => usize::try_from(l).unwrap_or(0),
             Err(e) => {
                 for request in annotated {
@@ -172,6 +191,7 @@ impl ClusterApiProvider {
     async fn annotate_for_removal(
         &self,
         request: &RemovalRequest,
+        record: &Record,
     ) -> Result<Option<Removal>, CloudProviderError> {
         let r = &request.machine;
         let Some(m) = self
@@ -185,7 +205,7 @@ impl ClusterApiProvider {
         if terminating(&m) {
             return Ok(Some(Removal::AlreadyRequested));
         }
-        if !(request.check)(self, &m) {
+        if !(request.check)(self, &m, record) {
             return Ok(Some(Removal::Declined));
         }
         let patch = json!({"metadata": {
@@ -204,63 +224,37 @@ impl ClusterApiProvider {
         }
     }
 
-    /// Lower replicas of `md` by up to `want` through `/scale`, never below the min-size
-    /// annotation; returns by how many.
+    /// Lower replicas of `md` by up to `want`, never below the min-size annotation, and the
+    /// record's `raised` with them (one write); returns by how many.
     async fn scale_down(
         &self,
         md: &MachineDeploymentRef,
+        cluster: &str,
         want: i32,
     ) -> Result<i32, CloudProviderError> {
-        let api = self.mds_api(&md.namespace);
-        for _ in 0..SCALE_ATTEMPTS {
-            let current = api
-                .get(&md.name)
-                .await
-                .map_err(|e| transient("get MachineDeployment", e))?;
+        self.update_md(md, cluster, |current, record| {
             let replicas = current.spec.replicas.unwrap_or(0);
-            let min = parse_size(MIN_SIZE, annotation(&current.metadata, MIN_SIZE))
-                .ok()
-                .flatten()
-                .unwrap_or(0);
-            let by = want.min(replicas - min.max(0));
+            let by = want.min(replicas - min_size(current));
             if by <= 0 {
-                return Ok(0);
+                return Ok((MdWrite::default(), 0));
             }
-            let patch = json!({
-                "metadata": {"resourceVersion": current.metadata.resource_version},
-                "spec": {"replicas": replicas - by},
-            });
-            match api
-                .patch_scale(&md.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => return Ok(by),
-                Err(e) if status_code(&e) == Some(409) => {}
-                Err(e) => return Err(transient("scale MachineDeployment", e)),
-            }
-        }
-        Err(CloudProviderError::Transient(format!(
-            "MachineDeployment {md}: too many conflicts"
-        )))
+            let mut record = record.clone();
+            record.raised = (record.raised - by).max(0);
+            let write = MdWrite {
+                replicas: Some(replicas - by),
+                record: Some(record),
+            };
+            Ok((write, by))
+        })
+        .await
     }
 
-    /// Fresh, unclaimed Machines of `md` (per the cache) beyond the creates waiting for one:
-    /// how many could go without starving a create. Call under the MD lock.
-    pub(crate) fn surplus(&self, md: &MachineDeploymentRef) -> usize {
-        let free = self
-            .cache
-            .machines()
-            .iter()
-            .filter(|m| claimable(m, md) && !self.claimed_locally(&cache::machine_ref(m)))
-            .count();
-        let waiting = self
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(md)
-            .copied()
-            .unwrap_or(0);
-        free.saturating_sub(waiting)
+    /// Replicas of `md` raised by `cluster` that no Machine uses and no waiting create
+    /// reserved: how many of our unclaimed Machines could go without starving a create. Call
+    /// under the MD lock.
+    pub(crate) fn spare(&self, md: &MachineDeploymentRef, record: &Record, cluster: &str) -> usize {
+        self.free(md, record, cluster)
+            .saturating_sub(self.reserved(md))
     }
 }
 
