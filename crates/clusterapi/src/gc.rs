@@ -15,13 +15,17 @@
 //!   A Machine that was there before we raised anything — a running MachineDeployment that
 //!   was just opted in — is never surplus.
 //!
+//! - **finished**: our own removals that were interrupted after the `delete-machine`
+//!   annotation and before replicas were lowered (a failed write, a restart): the Machine
+//!   carries our `removed-by` annotation but the ownership record does not account for it.
+//!
 //! Removal is the provider's own delete path (`ClusterApiProvider::remove_machine`): annotate
 //! `cluster.x-k8s.io/delete-machine` with a resourceVersion precondition, then lower replicas
-//! once per Machine through `/scale`, batched with other removals of the MD (at min size the
-//! Machine is deleted instead). A Machine already
-//! annotated or deleting is skipped, so replicas are never lowered twice for one Machine; the
-//! decision is re-checked on a fresh read under the MachineDeployment lock, so a concurrent
-//! claim wins (its write changes the resourceVersion).
+//! and the ownership record once per Machine, batched with other removals of the MD (at min
+//! size the Machine is deleted instead). A Machine already annotated or deleting is skipped
+//! unless the removal is ours and unaccounted for, so replicas are never lowered twice for one
+//! Machine; the decision is re-checked on a fresh read under the MachineDeployment lock, so a
+//! concurrent claim wins (its write changes the resourceVersion).
 //!
 //! Inputs: the provider (its Machine cache, clients, scope, locks) and a [`GcConfig`]. Outputs:
 //! a [`GcReport`] per pass; [`MachineGc::run`] repeats passes every [`GcConfig::interval`].
@@ -39,7 +43,7 @@ use tokio::time::Instant;
 
 use crate::annotations::parse_size;
 use crate::instance_types::MachineDeploymentRef;
-use crate::provider::ownership::Record;
+use crate::provider::ownership::{Record, Removed, removed_by};
 use crate::provider::{
     CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, ClusterApiProvider, Removal, annotation, cache,
     claimable, claimed_by, deployment_of, terminating,
@@ -70,6 +74,9 @@ pub struct GcReport {
     pub orphaned: Vec<ObjectRef>,
     /// Unclaimed Machines removed after the grace period.
     pub surplus: Vec<ObjectRef>,
+    /// Our removals that were interrupted (annotated, replicas not yet lowered) and are now
+    /// finished.
+    pub finished: Vec<ObjectRef>,
     /// Per-Machine failures (retried next pass).
     pub errors: Vec<String>,
 }
@@ -179,10 +186,13 @@ impl MachineGc {
             let Some(md) = in_scope.get(&md_ref) else {
                 continue;
             };
+            let r = cache::machine_ref(&m);
             if terminating(&m) {
+                if removed_by(&m, &cluster) {
+                    self.finish_removal(&m, md, &cluster, r, &mut report).await;
+                }
                 continue;
             }
-            let r = cache::machine_ref(&m);
             if annotation(&m.metadata, CLAIMED_BY_UID).is_some() {
                 // Only claims naming this workload cluster are ours to judge.
                 if claimed_by(&m, &cluster) {
@@ -235,6 +245,39 @@ impl MachineGc {
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|uid, _| unclaimed_uids.contains(uid));
         Ok(report)
+    }
+
+    /// Finish our removal of `m` if it was interrupted between the `delete-machine` annotation
+    /// and its accounting (per `md`'s record as listed; the removal re-checks it fresh).
+    async fn finish_removal(
+        &self,
+        m: &Machine,
+        md: &MachineDeployment,
+        cluster: &str,
+        r: ObjectRef,
+        report: &mut GcReport,
+    ) {
+        let unfinished = match Record::of(md, cluster) {
+            Ok(record) => match record.removal_of(m) {
+                None => true,
+                Some(Removed::Deleted) => m.metadata.deletion_timestamp.is_none(),
+                Some(Removed::ScaledDown) => false,
+            },
+            Err(e) => {
+                report.errors.push(e.to_string());
+                return;
+            }
+        };
+        if !unfinished {
+            return;
+        }
+        match self.provider.remove_machine(&r, |_, _, _| true).await {
+            Ok(Removal::Finished) => report.finished.push(r),
+            Ok(_) => {}
+            Err(e) => report
+                .errors
+                .push(format!("finish removal of Machine {r}: {e}")),
+        }
     }
 
     /// Remove `m` (claimed by a NodeClaim of this workload cluster) if that NodeClaim is gone.

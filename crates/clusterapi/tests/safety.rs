@@ -346,4 +346,82 @@ fn failing_md_writes(error: FaultError) -> FaultConfig {
     }
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_failed_scale_down_is_finished_by_the_next_delete() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").create(&world).await;
+    let p = provider(&world);
+    let a = node_claim(&world, "a", json!([])).await;
+    let b = node_claim(&world, "b", json!([])).await;
+    let la = p.create(&a).await.unwrap();
+    let lb = p.create(&b).await.unwrap();
+    assert_eq!(replicas(&world, "md").await, 2);
+    let a = fresh(&world.workload_client(), "a").await;
+
+    world
+        .management()
+        .set_faults(failing_md_writes(FaultError::Internal));
+    assert!(p.delete(&a).await.is_err(), "the scale-down failed");
+    world.management().set_faults(FaultConfig::default());
+    assert_eq!(replicas(&world, "md").await, 2);
+
+    p.delete(&a).await.unwrap();
+    assert_eq!(
+        replicas(&world, "md").await,
+        1,
+        "the retry finished the job"
+    );
+    support::wait_for("the Machine gone", Duration::from_secs(120), || async {
+        support::machine(&world, &la.machine.name)
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    match p.delete(&a).await {
+        Err(e) if e.is_not_found() => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(replicas(&world, "md").await, 1, "lowered once");
+    let kept = support::machine(&world, &lb.machine.name).await.unwrap();
+    assert!(!marked(&kept), "the other Machine stays");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_removal_interrupted_by_a_restart_is_finished_by_the_collector() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").create(&world).await;
+    let first = provider(&world);
+    let a = node_claim(&world, "a", json!([])).await;
+    let b = node_claim(&world, "b", json!([])).await;
+    let la = first.create(&a).await.unwrap();
+    let lb = first.create(&b).await.unwrap();
+    world
+        .management()
+        .set_faults(failing_md_writes(FaultError::Internal));
+    let a = fresh(&world.workload_client(), "a").await;
+    assert!(first.delete(&a).await.is_err());
+    drop(first);
+    world.management().set_faults(FaultConfig::default());
+    // The NodeClaim went away meanwhile (its finalizer was removed by hand).
+    delete_node_claim(&world.workload_client(), "a").await;
+
+    let second = provider(&world);
+    let report = collector(&second).collect().await.unwrap();
+    assert!(report.errors.is_empty(), "{report:?}");
+    assert_eq!(replicas(&world, "md").await, 1, "{report:?}");
+    support::wait_for("the Machine gone", Duration::from_secs(120), || async {
+        support::machine(&world, &la.machine.name)
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    collector(&second).collect().await.unwrap();
+    assert_eq!(replicas(&world, "md").await, 1, "lowered once");
+    assert!(!marked(
+        &support::machine(&world, &lb.machine.name).await.unwrap()
+    ));
+}
+
 // ---- 6. malformed sizes, conflicts --------------------------------------------------------

@@ -41,11 +41,14 @@
 //!
 //! **Delete** (idempotent): find the Machine (providerID index, else the annotations, else the
 //! UID claim); gone → NodeClaimNotFound. Already `delete-machine`-annotated or deleting → `Ok`
-//! and nothing else (replicas are never lowered twice). Otherwise the removal is queued per MD;
-//! the next holder of the MD lock serves every queued removal (**batched**): for each, a fresh
-//! read, the caller's check, and the `delete-machine` annotation (merge patch with
+//! and nothing else (replicas are never lowered twice) — unless the annotation is ours and the
+//! record does not account for it yet (the scale-down failed, or we restarted in between):
+//! then this delete finishes it. Otherwise the removal is queued per MD; the next holder of the
+//! MD lock serves every queued removal (**batched**): for each, a fresh read, the caller's
+//! check, and the `delete-machine` + `removed-by` annotations (merge patch with
 //! resourceVersion); then one write lowers replicas and the record's `raised` by the number
-//! annotated (10 concurrent deletes → fewer writes in the tests). **At the min-size
+//! annotated and records each in `removed` (10 concurrent deletes → fewer writes in the
+//! tests). **At the min-size
 //! annotation** replicas are not lowered below it: the annotated Machines beyond the room are
 //! deleted directly instead, so the MachineSet replaces them with fresh, unclaimed Machines that
 //! keep the user's baseline (and that later creates reuse).
@@ -68,9 +71,7 @@
 //! drift), `identity` (this workload cluster's identity), [`ownership`] (the record),
 //! [`cache`] (the Machine reflector).
 //!
-//! Not done: infrastructure templates (instance shapes come from the MD annotations only), and
-//! a crash between `delete-machine` and the scale-down leaves the replica in place (the
-//! Machine stays annotated).
+//! Not done: infrastructure templates (instance shapes come from the MD annotations only).
 
 pub mod cache;
 mod claim;

@@ -14,9 +14,17 @@
 //!   `raised` last grew from "every raised replica is claimed" (taken from a fresh list, not
 //!   the cache). A Machine in the baseline is never claimed and never collected, whatever its
 //!   age or labels — that is the cluster-autoscaler migration path: labelling a running
-//!   MachineDeployment changes nothing for its running Machines.
+//!   MachineDeployment changes nothing for its running Machines;
+//! - `removed`: Machines whose removal is already accounted for — `scaledDown` (replicas and
+//!   `raised` were lowered for it) or `deleted` (at the min size: deleted directly, replicas
+//!   kept) — until they are gone. A removal first writes `delete-machine` and
+//!   [`REMOVED_BY`] on the Machine, then this record; a Machine carrying our [`REMOVED_BY`]
+//!   but missing here was interrupted between the two (a failed write, a restart), and the
+//!   next delete or the collector finishes it — exactly once, since the finishing write
+//!   records it here in the same compare-and-set as the replicas.
 //!
-//! Derived, not stored: a Machine is **in use** when a NodeClaim of this cluster claimed it;
+//! Derived, not stored: a Machine is **in use** when a NodeClaim of this cluster claimed it or
+//! this cluster is removing it, and its removal is not accounted for in `removed` yet;
 //! `free = raised - in use` replicas are raised but unclaimed. A Machine is **ours and
 //! unclaimed** when it is fresh (no claim, not terminating), of this MachineDeployment and not
 //! in the baseline, and only while `free > 0`: creates claim only such Machines, and the
@@ -31,13 +39,34 @@
 //! Responsibility: the record's format and the pure rules above. Inputs: a MachineDeployment,
 //! its Machines, the cluster identity. Outputs: [`Record`], counts, predicates, patches.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use api::{Machine, MachineDeployment};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{annotation, claimed_by};
+
+/// Machine annotation written with `delete-machine`: the identity of the workload cluster
+/// removing it.
+pub const REMOVED_BY: &str = "karpenter.cluster.x-k8s.io/removed-by";
+
+/// Whether `cluster` is removing `m` (it wrote [`REMOVED_BY`]).
+#[must_use]
+pub fn removed_by(m: &Machine, cluster: &str) -> bool {
+    annotation(&m.metadata, REMOVED_BY) == Some(cluster)
+}
+
+/// How a removal was accounted for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Removed {
+    /// Replicas (and `raised`) were lowered; the MachineSet deletes the Machine.
+    ScaledDown,
+    /// At the min size: the Machine was deleted directly; replicas stay (the MachineSet
+    /// replaces it).
+    Deleted,
+}
 
 /// The annotation key of `cluster`'s record (on the MachineDeployment).
 #[must_use]
@@ -55,6 +84,9 @@ pub struct Record {
     /// Machines that are not ours (never claimed, never collected).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub baseline: BTreeSet<String>,
+    /// Machines whose removal is accounted for, until they are gone.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub removed: BTreeMap<String, Removed>,
 }
 
 /// A record that cannot be read: never guessed, reported.
@@ -100,10 +132,21 @@ impl Record {
         serde_json::to_string(self).map_or(Value::Null, Value::String)
     }
 
-    /// Nothing raised: the record can go.
+    /// Nothing raised, nothing being removed: the record can go.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.raised == 0
+        self.raised == 0 && self.removed.is_empty()
+    }
+
+    /// How `m`'s removal was accounted for, if it was.
+    #[must_use]
+    pub fn removal_of(&self, m: &Machine) -> Option<Removed> {
+        self.removed.get(m.metadata.name.as_deref()?).copied()
+    }
+
+    /// Forget removed Machines that no longer exist (`exists` false).
+    pub fn prune(&mut self, exists: impl Fn(&str) -> bool) {
+        self.removed.retain(|name, _| exists(name));
     }
 
     /// Whether `m` may be ours: it is not in the baseline.
@@ -116,7 +159,8 @@ impl Record {
     }
 
     /// Replicas raised and not claimed: `raised` minus the Machines of `machines` (this
-    /// MachineDeployment's) in use by `cluster` (or claimed by this process, `local`).
+    /// MachineDeployment's) in use by `cluster` — claimed by it (or by this process, `local`)
+    /// or being removed by it — whose removal is not accounted for yet.
     #[must_use]
     pub fn free<'a>(
         &self,
@@ -126,7 +170,8 @@ impl Record {
     ) -> usize {
         let in_use = machines
             .into_iter()
-            .filter(|m| claimed_by(m, cluster) || local(m))
+            .filter(|m| claimed_by(m, cluster) || removed_by(m, cluster) || local(m))
+            .filter(|m| self.removal_of(m).is_none())
             .count();
         usize::try_from(self.raised)
             .unwrap_or(0)
@@ -180,6 +225,7 @@ mod tests {
         let r = Record {
             raised: 2,
             baseline: ["m-0".to_owned()].into(),
+            removed: [("m-1".to_owned(), Removed::ScaledDown)].into(),
         };
         let key = record_key("c1");
         assert_eq!(
@@ -194,6 +240,7 @@ mod tests {
         let r = Record {
             raised: 3,
             baseline: ["old".to_owned()].into(),
+            removed: BTreeMap::new(),
         };
         let ms = [
             machine("old", None),
@@ -210,5 +257,30 @@ mod tests {
         assert!(r.newborn(&ms[3]));
         let none = Record::default();
         assert_eq!(none.free(&ms, "c1", |_| false), 0);
+    }
+
+    #[test]
+    fn a_removal_counts_as_in_use_until_it_is_accounted_for() {
+        let mut going = machine("going", None);
+        going.metadata.annotations = Some([(REMOVED_BY.to_owned(), "c1".to_owned())].into());
+        let mut r = Record {
+            raised: 2,
+            ..Record::default()
+        };
+        assert_eq!(
+            r.free([&going], "c1", |_| false),
+            1,
+            "interrupted: still ours"
+        );
+        r.raised = 1;
+        r.removed.insert("going".into(), Removed::ScaledDown);
+        assert_eq!(
+            r.free([&going], "c1", |_| false),
+            1,
+            "accounted: raised went down"
+        );
+        assert_eq!(r.removal_of(&going), Some(Removed::ScaledDown));
+        r.prune(|_| false);
+        assert!(r.removed.is_empty());
     }
 }

@@ -6,6 +6,7 @@
 //! Inputs: a NodeClaim or a Machine reference with a check. Outputs: a [`Removal`] or a typed
 //! error.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::PoisonError;
 
 use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME};
@@ -16,7 +17,7 @@ use serde_json::json;
 
 use crate::instance_types::MachineDeploymentRef;
 
-use super::ownership::Record;
+use super::ownership::{REMOVED_BY, Record, Removed, removed_by};
 use super::scale::{MdWrite, min_size};
 use super::{
     ClusterApiProvider, SCALE_ATTEMPTS, cache, deployment_of, status_code, terminating, transient,
@@ -47,7 +48,10 @@ impl ClusterApiProvider {
                 .await?
             {
                 Removal::Gone => return Err(not_found()),
-                Removal::Removed | Removal::AlreadyRequested | Removal::Declined => return Ok(()),
+                Removal::Removed
+                | Removal::Finished
+                | Removal::AlreadyRequested
+                | Removal::Declined => return Ok(()),
                 Removal::Conflict => {}
             }
         }
@@ -57,17 +61,21 @@ impl ClusterApiProvider {
     }
 
     /// Remove the Machine `r` the one way this crate does: read it fresh; already
-    /// `delete-machine`-annotated or deleting → [`Removal::AlreadyRequested`] (replicas are never
-    /// lowered twice); under the MD lock, `check(self, fresh, record)` false →
-    /// [`Removal::Declined`]; otherwise annotate `delete-machine` with a resourceVersion
-    /// precondition (409 → [`Removal::Conflict`], the caller re-reads), then lower replicas and
-    /// the record's `raised` together — one write for every removal queued on the MD — and at
-    /// the min size delete the Machine instead (the MachineSet replaces it).
+    /// `delete-machine`-annotated or deleting by someone else, or by us and accounted for →
+    /// [`Removal::AlreadyRequested`] (replicas are never lowered twice); under the MD lock,
+    /// `check(self, fresh, record)` false → [`Removal::Declined`]; otherwise annotate
+    /// `delete-machine` and [`REMOVED_BY`] with a resourceVersion precondition (409 →
+    /// [`Removal::Conflict`], the caller re-reads), then lower replicas and the record's
+    /// `raised` together — one write for every removal queued on the MD, recording each in
+    /// the record's `removed` — and at the min size delete the Machine instead (the
+    /// MachineSet replaces it). A Machine we annotated whose accounting write never happened
+    /// (it failed, or the process restarted) is finished here: [`Removal::Finished`].
     pub(crate) async fn remove_machine(
         &self,
         r: &ObjectRef,
         check: impl Fn(&Self, &Machine, &Record) -> bool + Send + Sync + 'static,
     ) -> Result<Removal, CloudProviderError> {
+        let cluster = self.cluster_id().await?;
         // Read fresh: the decision "already requested" must not rest on a stale cache.
         let Some(m) = self
             .machines_api(&r.namespace)
@@ -77,7 +85,7 @@ impl ClusterApiProvider {
         else {
             return Ok(Removal::Gone);
         };
-        if terminating(&m) {
+        if terminating(&m) && !removed_by(&m, cluster) {
             return Ok(Removal::AlreadyRequested);
         }
         let Some(md) = deployment_of(&m) else {
@@ -108,7 +116,7 @@ impl ClusterApiProvider {
                 .remove(&md)
                 .unwrap_or_default();
             if !batch.is_empty() {
-                self.remove_batch(&md, batch).await;
+                self.remove_batch(&md, cluster, batch).await;
             }
         }
         result.await.unwrap_or_else(|_| {
@@ -119,20 +127,17 @@ impl ClusterApiProvider {
     }
 
     /// Serve queued removals of `md` (call under its lock): check and annotate each Machine
-    /// (compare-and-set), then lower replicas once by the number annotated; Machines beyond the
-    /// min size's room are deleted directly instead. Every request gets an answer.
-    async fn remove_batch(&self, md: &MachineDeploymentRef, batch: Vec<RemovalRequest>) {
-        let read = match self.cluster_id().await {
-            Ok(cluster) => {
-                let cluster = cluster.to_owned();
-                self.read_md(md, &cluster)
-                    .await
-                    .map(|(_, record)| (cluster, record))
-            }
-            Err(e) => Err(e),
-        };
-        let (cluster, record) = match read {
-            Ok(read) => read,
+    /// (compare-and-set), then account for every annotated one in one write — replicas and
+    /// `raised` lowered, each recorded in `removed`; Machines beyond the min size's room are
+    /// recorded as deleted and deleted directly instead. Every request gets an answer.
+    async fn remove_batch(
+        &self,
+        md: &MachineDeploymentRef,
+        cluster: &str,
+        batch: Vec<RemovalRequest>,
+    ) {
+        let record = match self.read_md(md, cluster).await {
+            Ok((_, record)) => record,
             Err(e) => {
                 for request in batch {
                     let _ = request.done.send(Err(e.clone()));
@@ -140,12 +145,11 @@ impl ClusterApiProvider {
                 return;
             }
         };
-        let mut annotated = Vec::new();
+        let mut pending = Vec::new();
         for request in batch {
-            let outcome = self.annotate_for_removal(&request, &record).await;
-            match outcome {
-                Ok(None) => annotated.push(request),
-                Ok(Some(removal)) => {
+            match self.prepare_removal(&request, &record, cluster).await {
+                Ok(Step::Account(finishing)) => pending.push((request, finishing)),
+                Ok(Step::Done(removal)) => {
                     let _ = request.done.send(Ok(removal));
                 }
                 Err(e) => {
@@ -153,46 +157,58 @@ impl ClusterApiProvider {
                 }
             }
         }
-        if annotated.is_empty() {
+        if pending.is_empty() {
             return;
         }
-        let want = i32::try_from(annotated.len()).unwrap_or(i32::MAX);
-        let lowered = match self.scale_down(md, &cluster, want).await {
-            Ok(l) => usize::try_from(l).unwrap_or(0),
+        let names: Vec<String> = pending
+            .iter()
+            .map(|(request, _)| request.machine.name.clone())
+            .collect();
+        let accounted = match self.account_removals(md, cluster, &names).await {
+            Ok(accounted) => accounted,
             Err(e) => {
-                for request in annotated {
+                // Annotated but not accounted: the next delete or the collector finishes it.
+                for (request, _) in pending {
                     let _ = request.done.send(Err(e.clone()));
                 }
                 return;
             }
         };
-        for (i, request) in annotated.into_iter().enumerate() {
-            let result = if i < lowered {
-                Ok(Removal::Removed)
-            } else {
-                // At min size: keep the baseline; the MachineSet replaces the Machine.
-                let r = &request.machine;
-                match self
-                    .machines_api(&r.namespace)
-                    .delete(&r.name, &DeleteParams::default())
-                    .await
-                {
-                    Ok(_) => Ok(Removal::Removed),
-                    Err(e) if status_code(&e) == Some(404) => Ok(Removal::Removed),
-                    Err(e) => Err(transient("delete Machine", e)),
-                }
+        for (request, finishing) in pending {
+            let how = accounted.get(&request.machine.name).copied();
+            let result = match how {
+                Some(Removed::Deleted) => self.delete_machine(&request.machine).await,
+                _ => Ok(()),
             };
-            let _ = request.done.send(result);
+            let done = if finishing {
+                Removal::Finished
+            } else {
+                Removal::Removed
+            };
+            let _ = request.done.send(result.map(|()| done));
         }
     }
 
-    /// Fresh read, checks and the `delete-machine` annotation of one queued removal;
-    /// `Ok(None)` when annotated (replicas still to lower).
-    async fn annotate_for_removal(
+    /// Delete the Machine `r` directly (gone already is fine).
+    async fn delete_machine(&self, r: &ObjectRef) -> Result<(), CloudProviderError> {
+        match self
+            .machines_api(&r.namespace)
+            .delete(&r.name, &DeleteParams::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if status_code(&e) == Some(404) => Ok(()),
+            Err(e) => Err(transient("delete Machine", e)),
+        }
+    }
+
+    /// Fresh read, checks and the `delete-machine` annotation of one queued removal.
+    async fn prepare_removal(
         &self,
         request: &RemovalRequest,
         record: &Record,
-    ) -> Result<Option<Removal>, CloudProviderError> {
+        cluster: &str,
+    ) -> Result<Step, CloudProviderError> {
         let r = &request.machine;
         let Some(m) = self
             .machines_api(&r.namespace)
@@ -200,51 +216,83 @@ impl ClusterApiProvider {
             .await
             .map_err(|e| transient("get Machine", e))?
         else {
-            return Ok(Some(Removal::Gone));
+            return Ok(Step::Done(Removal::Gone));
         };
         if terminating(&m) {
-            return Ok(Some(Removal::AlreadyRequested));
+            if !removed_by(&m, cluster) {
+                return Ok(Step::Done(Removal::AlreadyRequested));
+            }
+            return match record.removal_of(&m) {
+                // Ours, but never accounted for: finish it.
+                None => Ok(Step::Account(true)),
+                // Recorded as deleted at the min size, but the delete did not happen.
+                Some(Removed::Deleted) if m.metadata.deletion_timestamp.is_none() => {
+                    self.delete_machine(r).await?;
+                    Ok(Step::Done(Removal::Finished))
+                }
+                Some(_) => Ok(Step::Done(Removal::AlreadyRequested)),
+            };
         }
         if !(request.check)(self, &m, record) {
-            return Ok(Some(Removal::Declined));
+            return Ok(Step::Done(Removal::Declined));
         }
         let patch = json!({"metadata": {
             "resourceVersion": m.metadata.resource_version,
-            "annotations": {DELETE_MACHINE: "karpenter"},
+            "annotations": {DELETE_MACHINE: "karpenter", REMOVED_BY: cluster},
         }});
         match self
             .machines_api(&r.namespace)
             .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => Ok(None),
-            Err(e) if status_code(&e) == Some(409) => Ok(Some(Removal::Conflict)),
-            Err(e) if status_code(&e) == Some(404) => Ok(Some(Removal::Gone)),
+            Ok(_) => Ok(Step::Account(false)),
+            Err(e) if status_code(&e) == Some(409) => Ok(Step::Done(Removal::Conflict)),
+            Err(e) if status_code(&e) == Some(404) => Ok(Step::Done(Removal::Gone)),
             Err(e) => Err(transient("annotate Machine", e)),
         }
     }
 
-    /// Lower replicas of `md` by up to `want`, never below the min-size annotation, and the
-    /// record's `raised` with them (one write); returns by how many.
-    async fn scale_down(
+    /// Account for the removal of `names` (Machines of `md` annotated by us) in one write:
+    /// lower replicas and `raised` by as many as the min size allows and record those as
+    /// scaled down, the rest as deleted. Returns how each was accounted for.
+    async fn account_removals(
         &self,
         md: &MachineDeploymentRef,
         cluster: &str,
-        want: i32,
-    ) -> Result<i32, CloudProviderError> {
+        names: &[String],
+    ) -> Result<BTreeMap<String, Removed>, CloudProviderError> {
+        let exists: BTreeSet<String> = self
+            .machines_of(md)
+            .iter()
+            .filter_map(|m| m.metadata.name.clone())
+            .chain(names.iter().cloned())
+            .collect();
         self.update_md(md, cluster, |current, record| {
             let replicas = current.spec.replicas.unwrap_or(0);
-            let by = want.min(replicas - min_size(current));
-            if by <= 0 {
-                return Ok((MdWrite::default(), 0));
-            }
+            let want = i32::try_from(names.len()).unwrap_or(i32::MAX);
+            let by = want.min(replicas - min_size(current)).max(0);
             let mut record = record.clone();
+            record.prune(|name| exists.contains(name));
             record.raised = (record.raised - by).max(0);
+            let lowered = usize::try_from(by).unwrap_or(0);
+            let accounted: BTreeMap<String, Removed> = names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let how = if i < lowered {
+                        Removed::ScaledDown
+                    } else {
+                        Removed::Deleted
+                    };
+                    (name.clone(), how)
+                })
+                .collect();
+            record.removed.extend(accounted.clone());
             let write = MdWrite {
-                replicas: Some(replicas - by),
+                replicas: (by > 0).then_some(replicas - by),
                 record: Some(record),
             };
-            Ok((write, by))
+            Ok((write, accounted))
         })
         .await
     }
@@ -271,4 +319,16 @@ pub(crate) enum Removal {
     Conflict,
     /// Annotated, and replicas lowered (or the Machine deleted at min size).
     Removed,
+    /// An earlier removal of ours that was annotated but never accounted for (a failed
+    /// write, a restart) is now accounted for.
+    Finished,
+}
+
+/// What one queued removal needs after its fresh read.
+enum Step {
+    /// Answered already.
+    Done(Removal),
+    /// Annotated by us; account for it (`true`: it was annotated by an earlier, interrupted
+    /// removal).
+    Account(bool),
 }
