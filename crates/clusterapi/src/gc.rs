@@ -15,6 +15,10 @@
 //!   A Machine that was there before we raised anything — a running MachineDeployment that
 //!   was just opted in — is never surplus.
 //!
+//! - **released**: replicas we raised whose Machines never came (a paused MachineSet or
+//!   Cluster, rejected creates, quota) and that no create waits for, after
+//!   [`GcConfig::grace`]: dropped from the ownership record, and replicas lowered by as many
+//!   as the MachineSet really lacks Machines for (never below the min size);
 //! - **finished**: our own removals that were interrupted after the `delete-machine`
 //!   annotation and before replicas were lowered (a failed write, a restart): the Machine
 //!   carries our `removed-by` annotation but the ownership record does not account for it.
@@ -77,8 +81,24 @@ pub struct GcReport {
     /// Our removals that were interrupted (annotated, replicas not yet lowered) and are now
     /// finished.
     pub finished: Vec<ObjectRef>,
+    /// Replicas we raised whose Machines never came, let go after the grace period.
+    pub released: Vec<Released>,
+    /// What looks like ours but is not provably so, left alone.
+    pub left_alone: Vec<String>,
     /// Per-Machine failures (retried next pass).
     pub errors: Vec<String>,
+}
+
+/// Replicas of one MachineDeployment let go by [`MachineGc`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Released {
+    /// The MachineDeployment.
+    pub machine_deployment: MachineDeploymentRef,
+    /// Replicas dropped from the ownership record.
+    pub released: usize,
+    /// By how much `spec.replicas` went down (less when the MachineSet had Machines for
+    /// them after all, or at the min size).
+    pub lowered: i32,
 }
 
 /// The Machine garbage collector.
@@ -87,6 +107,8 @@ pub struct MachineGc {
     config: GcConfig,
     /// Machine UID → when a pass first saw it unclaimed.
     first_seen: Mutex<HashMap<String, Instant>>,
+    /// MachineDeployment → since when a pass has seen raised replicas without Machines.
+    unborn_since: Mutex<HashMap<MachineDeploymentRef, Instant>>,
 }
 
 impl std::fmt::Debug for MachineGc {
@@ -121,6 +143,7 @@ impl MachineGc {
             provider,
             config,
             first_seen: Mutex::default(),
+            unborn_since: Mutex::default(),
         }
     }
 
@@ -244,7 +267,79 @@ impl MachineGc {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|uid, _| unclaimed_uids.contains(uid));
+        self.release_unborn(&in_scope, &classes, &cluster, now, &mut report)
+            .await;
         Ok(report)
+    }
+
+    /// Let go of replicas we raised whose Machines never came (and no create waits for), once
+    /// they have been missing for the grace period; report records of MachineDeployments no
+    /// NodeClass of ours selects any more (left alone).
+    async fn release_unborn(
+        &self,
+        in_scope: &HashMap<MachineDeploymentRef, &MachineDeployment>,
+        classes: &[api::ClusterAPINodeClass],
+        cluster: &str,
+        now: Instant,
+        report: &mut GcReport,
+    ) {
+        let p = &self.provider;
+        let mut lacking = HashSet::new();
+        let mut mds: Vec<_> = in_scope.iter().collect();
+        mds.sort_by(|a, b| a.0.cmp(b.0));
+        for (md_ref, md) in mds {
+            let record = match Record::of(md, cluster) {
+                Ok(record) if record.raised > 0 => record,
+                Ok(_) => continue,
+                Err(e) => {
+                    report.errors.push(e.to_string());
+                    continue;
+                }
+            };
+            if !p.selected(classes, md) {
+                report.left_alone.push(format!(
+                    "MachineDeployment {md_ref}: {} replicas raised by this cluster, but no \
+                     NodeClass of ours selects it",
+                    record.raised
+                ));
+                continue;
+            }
+            let born = p
+                .machines_of(md_ref)
+                .iter()
+                .filter(|m| claimable(m, md_ref) && record.newborn(m))
+                .filter(|m| !p.claimed_locally(&cache::machine_ref(m)))
+                .count();
+            let unborn = p.spare(md_ref, &record, cluster).saturating_sub(born);
+            if unborn == 0 {
+                continue;
+            }
+            lacking.insert(md_ref.clone());
+            let since = *self
+                .unborn_since
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(md_ref.clone())
+                .or_insert(now);
+            if now.duration_since(since) < self.config.grace {
+                continue;
+            }
+            match p.release_unborn(md_ref, unborn).await {
+                Ok((lowered, released)) if released > 0 => report.released.push(Released {
+                    machine_deployment: md_ref.clone(),
+                    released,
+                    lowered,
+                }),
+                Ok(_) => {}
+                Err(e) => report.errors.push(format!(
+                    "release replicas of MachineDeployment {md_ref}: {e}"
+                )),
+            }
+        }
+        self.unborn_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|md, _| lacking.contains(md));
     }
 
     /// Finish our removal of `m` if it was interrupted between the `delete-machine` annotation

@@ -424,4 +424,62 @@ async fn a_removal_interrupted_by_a_restart_is_finished_by_the_collector() {
     ));
 }
 
+// ---- 4. Machines that never appear --------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn machines_that_never_appear_raise_replicas_once_and_are_released() {
+    let mut config = WorldConfig::default();
+    config.capi.enabled = false;
+    let world = support::world(config).await;
+    md("md").max_size(Some("10")).create(&world).await;
+    let p = provider(&world);
+    let gc = collector(&p);
+    let wl = world.workload_client();
+
+    let nc = node_claim(&world, "nc-1", json!([])).await;
+    for _ in 0..4 {
+        let err = p.create(&nc).await.unwrap_err();
+        assert!(matches!(err, CloudProviderError::Transient(_)), "{err}");
+        assert_eq!(
+            replicas(&world, "md").await,
+            1,
+            "a retry reuses the raised replica"
+        );
+    }
+    // Core gives up on the NodeClaim; the provisioner makes another for the same pods.
+    delete_node_claim(&wl, "nc-1").await;
+    let nc = node_claim(&world, "nc-2", json!([])).await;
+    for _ in 0..2 {
+        assert!(p.create(&nc).await.is_err());
+        assert_eq!(
+            replicas(&world, "md").await,
+            1,
+            "the next NodeClaim reuses it"
+        );
+    }
+    // Two NodeClaims at once need two replicas, not more.
+    let nc3 = node_claim(&world, "nc-3", json!([])).await;
+    let (r2, r3) = tokio::join!(p.create(&nc), p.create(&nc3));
+    assert!(r2.is_err() && r3.is_err());
+    assert_eq!(replicas(&world, "md").await, 2);
+    let (r2, r3) = tokio::join!(p.create(&nc), p.create(&nc3));
+    assert!(r2.is_err() && r3.is_err());
+    assert_eq!(replicas(&world, "md").await, 2);
+
+    // Nobody wants them any more: after the grace period they are released.
+    delete_node_claim(&wl, "nc-2").await;
+    delete_node_claim(&wl, "nc-3").await;
+    let report = gc.collect().await.unwrap();
+    assert!(report.errors.is_empty(), "{report:?}");
+    assert_eq!(
+        replicas(&world, "md").await,
+        2,
+        "still within the grace period"
+    );
+    tokio::time::sleep(PAST_GRACE).await;
+    let report = gc.collect().await.unwrap();
+    assert!(report.errors.is_empty(), "{report:?}");
+    assert_eq!(replicas(&world, "md").await, 0, "released: {report:?}");
+}
+
 // ---- 6. malformed sizes, conflicts --------------------------------------------------------

@@ -237,6 +237,11 @@ async fn a_machine_that_never_comes_times_the_launch_out() {
     wait_gone(&world, "stuck", Duration::from_secs(900)).await;
     let text = running.metrics.encode();
     assert!(text.contains("reason=\"launch_timeout\""), "{text}");
+    assert_eq!(
+        replicas(&world, "md").await,
+        1,
+        "every retry reused the one replica raised"
+    );
 }
 
 #[tokio::test(start_paused = true)]

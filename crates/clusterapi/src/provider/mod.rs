@@ -35,7 +35,9 @@
 //!    [`CLAIMED_BY_UID`] / [`CLAIMED_BY_CLUSTER`]; a 409 means someone else changed it, so the
 //!    next candidate is tried. Candidates come from the [`cache`]; when none is left the create
 //!    waits for the next cache change (no polling), up to [`ProviderConfig::claim_timeout`]
-//!    (then Transient; the raised replica stays for the retry).
+//!    (then Transient; the raised replica stays for the retry, or for the next NodeClaim, so
+//!    Machines that never come — a paused MachineSet, rejected creates — raise replicas once,
+//!    not once per retry; [`crate::gc`] lets such replicas go after its grace period).
 //! 5. Record the Machine on the NodeClaim (merge patch of the annotation). If the NodeClaim is
 //!    gone, the claim is rolled back (the Machine becomes reusable) and Create fails.
 //!

@@ -12,15 +12,16 @@ use std::sync::PoisonError;
 use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME};
 use api::{Machine, NodeClaim};
 use cloudprovider::{CloudProviderError, ObjectRef};
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use crate::instance_types::MachineDeploymentRef;
 
 use super::ownership::{REMOVED_BY, Record, Removed, removed_by};
-use super::scale::{MdWrite, min_size};
+use super::scale::{MdWrite, min_size, too_many_conflicts};
 use super::{
-    ClusterApiProvider, SCALE_ATTEMPTS, cache, deployment_of, status_code, terminating, transient,
+    ClusterApiProvider, SCALE_ATTEMPTS, cache, claimable, deployment_of, status_code, terminating,
+    transient,
 };
 
 /// The check a removal re-runs under the MD lock on the fresh Machine and this cluster's fresh
@@ -295,6 +296,67 @@ impl ClusterApiProvider {
             Ok((write, accounted))
         })
         .await
+    }
+
+    /// Let go of up to `n` replicas of `md` that we raised and that have no Machine — never
+    /// born (a paused MachineSet, rejected creates, quota), no create waiting for them — under
+    /// the MD lock, from a fresh read and a fresh list of the MD's Machines. Replicas are
+    /// lowered only by as many as the MachineSet really lacks Machines for (so lowering can
+    /// never make it delete a running Machine) and never below the min size; the record's
+    /// `raised` drops by all of them (the rest are not ours any more). Returns how many
+    /// replicas were lowered and how many were let go.
+    pub(crate) async fn release_unborn(
+        &self,
+        md: &MachineDeploymentRef,
+        n: usize,
+    ) -> Result<(i32, usize), CloudProviderError> {
+        let cluster = self.cluster_id().await?;
+        let lock = self.lock_of(md);
+        let _guard = lock.lock().await;
+        for _ in 0..SCALE_ATTEMPTS {
+            let (current, record) = self.read_md(md, cluster).await?;
+            let listed = self
+                .machines_api(&md.namespace)
+                .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={}", md.name)))
+                .await
+                .map_err(|e| transient("list Machines", e))?
+                .items;
+            let local = |m: &Machine| self.claimed_locally(&cache::machine_ref(m));
+            let spare = record
+                .free(&listed, cluster, local)
+                .saturating_sub(self.reserved(md));
+            let born = listed
+                .iter()
+                .filter(|m| claimable(m, md) && record.newborn(m) && !local(m))
+                .count();
+            let drop = n.min(spare.saturating_sub(born));
+            if drop == 0 {
+                return Ok((0, 0));
+            }
+            // Machines the MachineSet keeps: not deleting, not already scaled away.
+            let existing = listed
+                .iter()
+                .filter(|m| m.metadata.deletion_timestamp.is_none())
+                .filter(|m| record.removal_of(m) != Some(Removed::ScaledDown))
+                .count();
+            let replicas = current.spec.replicas.unwrap_or(0);
+            let lacking = replicas - i32::try_from(existing).unwrap_or(i32::MAX);
+            let lower = i32::try_from(drop)
+                .unwrap_or(i32::MAX)
+                .min(lacking)
+                .min(replicas - min_size(&current))
+                .max(0);
+            let mut record = record;
+            record.raised = (record.raised - i32::try_from(drop).unwrap_or(i32::MAX)).max(0);
+            let write = MdWrite {
+                replicas: (lower > 0).then_some(replicas - lower),
+                record: Some(record),
+            };
+            if self.write_md(&current, cluster, &write).await? {
+                return Ok((lower, drop));
+            }
+        }
+        Err(too_many_conflicts(md))
     }
 
     /// Replicas of `md` raised by `cluster` that no Machine uses and no waiting create
