@@ -89,6 +89,32 @@ pub struct GcReport {
     pub errors: Vec<String>,
 }
 
+impl GcReport {
+    /// Log what this pass removed (info), could not do (warn) and left alone (info).
+    pub fn log(&self) {
+        let refs = |v: &[ObjectRef]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+        if !self.orphaned.is_empty() {
+            tracing::info!(machines = ?refs(&self.orphaned), "removed Machines whose NodeClaim is gone");
+        }
+        if !self.surplus.is_empty() {
+            tracing::info!(machines = ?refs(&self.surplus), "removed Machines nobody claimed");
+        }
+        if !self.finished.is_empty() {
+            tracing::info!(machines = ?refs(&self.finished), "finished interrupted Machine removals");
+        }
+        for r in &self.released {
+            tracing::info!(machine_deployment = %r.machine_deployment, released = r.released,
+                lowered = r.lowered, "let go of raised replicas whose Machines never came");
+        }
+        for error in &self.errors {
+            tracing::warn!(%error, "Machine garbage collection");
+        }
+        for what in &self.left_alone {
+            tracing::info!(%what, "Machine garbage collection left this alone");
+        }
+    }
+}
+
 /// Replicas of one MachineDeployment let go by [`MachineGc`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Released {
@@ -147,14 +173,18 @@ impl MachineGc {
         }
     }
 
-    /// Run passes every [`GcConfig::interval`] forever (errors are retried next pass).
+    /// Run passes every [`GcConfig::interval`] forever (errors are retried next pass). What a
+    /// pass did, could not do, or left alone is logged.
     pub async fn run(self) {
         let mut tick = tokio::time::interval(self.config.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            // A failed pass is retried at the next tick.
-            let _report = self.collect().await;
+            match self.collect().await {
+                Ok(report) => report.log(),
+                // Retried at the next tick.
+                Err(error) => tracing::warn!(%error, "Machine garbage collection pass failed"),
+            }
         }
     }
 
@@ -176,10 +206,7 @@ impl MachineGc {
     /// is unknown, or MachineDeployments or NodeClasses cannot be listed.
     pub async fn collect(&self) -> Result<GcReport, CloudProviderError> {
         let p = &self.provider;
-        p.cache()
-            .ready()
-            .await
-            .map_err(|e| CloudProviderError::Transient(format!("Machine cache: {e}")))?;
+        p.ready().await?;
         let cluster = p.cluster_id().await?.to_owned();
         let mds: Api<MachineDeployment> = Api::all(p.management().clone());
         let mds = mds

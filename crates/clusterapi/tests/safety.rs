@@ -482,4 +482,46 @@ async fn machines_that_never_appear_raise_replicas_once_and_are_released() {
     assert_eq!(replicas(&world, "md").await, 0, "released: {report:?}");
 }
 
+// ---- 5. a Machine watch that keeps failing ------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_forbidden_machine_watch_fails_creates_and_deletes_with_a_clear_error() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").create(&world).await;
+    world.management().set_faults(FaultConfig {
+        seed: 1,
+        rules: vec![FaultRule {
+            verbs: vec![Verb::List, Verb::Watch],
+            resources: vec!["machines.cluster.x-k8s.io".into()],
+            error_rate: 1.0,
+            error: FaultError::Forbidden,
+            ..FaultRule::default()
+        }],
+    });
+    let p = provider(&world);
+    let nc = node_claim(&world, "nc", json!([])).await;
+    let created = tokio::time::timeout(Duration::from_secs(600), p.create(&nc))
+        .await
+        .expect("create hung on the Machine cache");
+    let err = created.unwrap_err();
+    assert!(
+        matches!(&err, CloudProviderError::CacheNotSynced { cache, .. } if cache == "Machine"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().to_lowercase().contains("forbidden"),
+        "{err}"
+    );
+    let deleted = tokio::time::timeout(Duration::from_secs(600), p.delete(&nc))
+        .await
+        .expect("delete hung on the Machine cache");
+    let err = deleted.unwrap_err();
+    assert!(!err.is_not_found(), "{err}");
+    assert!(
+        err.to_string().to_lowercase().contains("forbidden"),
+        "{err}"
+    );
+    assert_eq!(replicas(&world, "md").await, 0, "nothing raised blind");
+}
+
 // ---- 6. malformed sizes, conflicts --------------------------------------------------------

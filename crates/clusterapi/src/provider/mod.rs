@@ -125,6 +125,9 @@ pub struct ProviderConfig {
     /// This workload cluster's identity, written with every claim (default: the UID of its
     /// `kube-system` namespace). 1–54 characters of `[A-Za-z0-9._-]`.
     pub cluster_id: Option<String>,
+    /// How long a call waits for the Machine cache's first list before failing with
+    /// [`CloudProviderError::CacheNotSynced`] (naming the watch's last error).
+    pub cache_sync_timeout: Duration,
 }
 
 impl Default for ProviderConfig {
@@ -133,6 +136,7 @@ impl Default for ProviderConfig {
             scope: Scope::everywhere(),
             claim_timeout: Duration::from_secs(120),
             cluster_id: None,
+            cache_sync_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -220,7 +224,7 @@ impl ClusterApiProvider {
     #[must_use]
     pub fn new(management: kube::Client, workload: kube::Client, config: ProviderConfig) -> Self {
         Self {
-            cache: MachineCache::start(management.clone()),
+            cache: MachineCache::start(management.clone(), config.cache_sync_timeout),
             management,
             workload,
             config,
@@ -240,11 +244,18 @@ impl ClusterApiProvider {
         &self.cache
     }
 
+    /// Wait (bounded) for the Machine cache's first list.
+    ///
+    /// # Errors
+    /// [`CloudProviderError::CacheNotSynced`] naming the watch's last error.
     pub(crate) async fn ready(&self) -> Result<(), CloudProviderError> {
         self.cache
             .ready()
             .await
-            .map_err(|e| transient("Machine cache", e))
+            .map_err(|e| CloudProviderError::CacheNotSynced {
+                cache: "Machine".into(),
+                cause: e.to_string(),
+            })
     }
 
     pub(super) fn lock_of(&self, md: &MachineDeploymentRef) -> Arc<tokio::sync::Mutex<()>> {
