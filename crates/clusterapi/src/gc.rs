@@ -38,14 +38,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use api::well_known::capi::MIN_SIZE;
 use api::{Machine, MachineDeployment, NodeClaim};
 use cloudprovider::{CloudProviderError, ObjectRef};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ListParams};
 use tokio::time::Instant;
 
-use crate::annotations::parse_size;
 use crate::instance_types::MachineDeploymentRef;
 use crate::provider::ownership::{Record, Removed, removed_by};
 use crate::provider::{
@@ -143,22 +141,6 @@ impl std::fmt::Debug for MachineGc {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-/// `md`'s min-size annotation (absent or invalid: 0).
-fn min_size(md: &MachineDeployment) -> i32 {
-    parse_size(
-        MIN_SIZE,
-        md.metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(MIN_SIZE))
-            .map(String::as_str),
-    )
-    .ok()
-    .flatten()
-    .unwrap_or(0)
-    .max(0)
 }
 
 impl MachineGc {
@@ -270,8 +252,13 @@ impl MachineGc {
             if !self.old_enough(&uid, created, now) {
                 continue;
             }
-            if md.spec.replicas.unwrap_or(0) <= min_size(md) {
-                continue;
+            match p.min_size(md) {
+                Ok(min) if md.spec.replicas.unwrap_or(0) > min => {}
+                Ok(_) => continue,
+                Err(e) => {
+                    report.errors.push(e.to_string());
+                    continue;
+                }
             }
             let already = removed_surplus.get(&md_ref).copied().unwrap_or(0);
             let target = md_ref.clone();

@@ -10,8 +10,6 @@
 //! - A Machine watch that keeps failing fails creates and deletes with a clear error.
 //! - Malformed min sizes are errors; `/scale` conflicts back off and give up.
 #![allow(
-    dead_code,
-    unused_imports,
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
@@ -525,3 +523,64 @@ async fn a_forbidden_machine_watch_fails_creates_and_deletes_with_a_clear_error(
 }
 
 // ---- 6. malformed sizes, conflicts --------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_malformed_min_size_stops_removals_with_a_clear_error() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").create(&world).await;
+    let p = provider(&world);
+    let nc = node_claim(&world, "nc", json!([])).await;
+    let launch = p.create(&nc).await.unwrap();
+    Api::<MachineDeployment>::namespaced(world.management_client(), "default")
+        .patch(
+            "md",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {MIN_SIZE: "three"}}})),
+        )
+        .await
+        .unwrap();
+    let err = p
+        .delete(&fresh(&world.workload_client(), "nc").await)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains(MIN_SIZE), "{err}");
+    assert_eq!(replicas(&world, "md").await, 1, "not read as 0");
+    let m = support::machine(&world, &launch.machine.name)
+        .await
+        .unwrap();
+    assert!(
+        !marked(&m),
+        "nothing is annotated before the floor is known"
+    );
+    // The collector reports it too, rather than guessing.
+    delete_node_claim(&world.workload_client(), "nc").await;
+    let report = collector(&p).collect().await.unwrap();
+    assert!(report.orphaned.is_empty(), "{report:?}");
+    assert!(
+        report.errors.iter().any(|e| e.contains(MIN_SIZE)),
+        "{report:?}"
+    );
+    assert_eq!(replicas(&world, "md").await, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn scale_conflicts_back_off_then_give_up() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").create(&world).await;
+    let p = provider(&world);
+    let nc = node_claim(&world, "nc", json!([])).await;
+    world
+        .management()
+        .set_faults(failing_md_writes(FaultError::Conflict));
+    let started = tokio::time::Instant::now();
+    let err = p.create(&nc).await.unwrap_err();
+    assert!(matches!(err, CloudProviderError::Transient(_)), "{err}");
+    assert!(err.to_string().contains("conflict"), "{err}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "retried without backing off ({:?})",
+        started.elapsed()
+    );
+    world.management().set_faults(FaultConfig::default());
+    assert_eq!(replicas(&world, "md").await, 0);
+}

@@ -25,12 +25,10 @@ use kube::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
-use tokio::time::Instant;
+
+use crate::watch_errors::WatchErrors;
 
 type Index = Arc<RwLock<HashMap<String, ObjectRef>>>;
-
-/// At most one watch-error warning per this interval (the others are counted).
-const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// Why the cache cannot answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,37 +46,22 @@ pub enum CacheError {
     Stopped,
 }
 
-/// The watch's last error, and the warn-log rate limit.
-#[derive(Debug, Default)]
+/// The watch's last error, and its reporting.
+#[derive(Debug)]
 struct Health {
     last_error: Option<String>,
-    last_warned: Option<Instant>,
-    held_back: u64,
+    report: WatchErrors,
 }
 
 impl Health {
     fn failed(&mut self, error: &watcher::Error) {
         self.last_error = Some(error.to_string());
-        let now = Instant::now();
-        if self
-            .last_warned
-            .is_none_or(|at| now.duration_since(at) >= WARN_EVERY)
-        {
-            tracing::warn!(%error, held_back = self.held_back,
-                "Machine watch failed; retrying with backoff (creates and deletes wait for it)");
-            self.last_warned = Some(now);
-            self.held_back = 0;
-        } else {
-            self.held_back += 1;
-        }
+        self.report.failed(error);
     }
 
     fn succeeded(&mut self) {
-        if self.last_error.take().is_some() {
-            tracing::info!("Machine watch recovered");
-            self.last_warned = None;
-            self.held_back = 0;
-        }
+        self.last_error = None;
+        self.report.succeeded();
     }
 }
 
@@ -125,7 +108,10 @@ impl MachineCache {
         let (store, writer) = reflector::store();
         let (tx, changes) = watch::channel(0_u64);
         let index: Index = Arc::default();
-        let health: Arc<Mutex<Health>> = Arc::default();
+        let health = Arc::new(Mutex::new(Health {
+            last_error: None,
+            report: WatchErrors::new("Machine"),
+        }));
         let api: Api<Machine> = Api::all(management);
         let task_index = Arc::clone(&index);
         let task_health = Arc::clone(&health);

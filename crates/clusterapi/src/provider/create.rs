@@ -17,10 +17,9 @@ use scheduling::instance_type::InstanceType;
 
 use crate::instance_types::MachineDeploymentRef;
 
-use super::scale::{MdWrite, max_size, too_many_conflicts};
+use super::scale::{Attempts, MdWrite, max_size, too_many_conflicts};
 use super::{
-    ClusterApiProvider, SCALE_ATTEMPTS, bound_machine, cache, claimed_by, launch_of, status_code,
-    transient,
+    ClusterApiProvider, bound_machine, cache, claimed_by, launch_of, status_code, transient,
 };
 
 /// Create batching state of one MachineDeployment.
@@ -101,7 +100,8 @@ impl ClusterApiProvider {
         let waiting = Waiting::enter(&self.batches, md);
         let _guard = lock.lock().await;
         let queued = i32::try_from(waiting.leave()).unwrap_or(i32::MAX);
-        for _ in 0..SCALE_ATTEMPTS {
+        let mut attempts = Attempts::default();
+        while attempts.next().await {
             let (current, mut record) = self.read_md(md, cluster).await?;
             let free = self.free(md, &record, cluster);
             if free > self.reserved(md) {

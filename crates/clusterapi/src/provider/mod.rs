@@ -112,9 +112,6 @@ pub const CLAIMED_BY: &str = "karpenter.cluster.x-k8s.io/nodeclaim";
 /// Machine annotation: the UID of the NodeClaim that claimed it (the claim's identity).
 pub const CLAIMED_BY_UID: &str = "karpenter.cluster.x-k8s.io/nodeclaim-uid";
 
-/// Attempts of a read-modify-write of replicas before giving up (Transient).
-const SCALE_ATTEMPTS: usize = 10;
-
 /// Settings of the provider.
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
@@ -302,6 +299,11 @@ impl ClusterApiProvider {
         record.free(machines.iter().map(AsRef::as_ref), cluster, |m| {
             self.claimed_locally(&cache::machine_ref(m))
         })
+    }
+
+    /// `md`'s min-size annotation (absent: 0; malformed: an error naming it).
+    pub(crate) fn min_size(&self, md: &MachineDeployment) -> Result<i32, CloudProviderError> {
+        scale::min_size(md)
     }
 
     /// The management cluster client.

@@ -18,10 +18,9 @@ use serde_json::json;
 use crate::instance_types::MachineDeploymentRef;
 
 use super::ownership::{REMOVED_BY, Record, Removed, removed_by};
-use super::scale::{MdWrite, min_size, too_many_conflicts};
+use super::scale::{Attempts, MdWrite, min_size, too_many_conflicts};
 use super::{
-    ClusterApiProvider, SCALE_ATTEMPTS, cache, claimable, deployment_of, status_code, terminating,
-    transient,
+    ClusterApiProvider, cache, claimable, deployment_of, status_code, terminating, transient,
 };
 
 /// The check a removal re-runs under the MD lock on the fresh Machine and this cluster's fresh
@@ -40,7 +39,8 @@ impl ClusterApiProvider {
         let name = nc.metadata.name.clone().unwrap_or_default();
         let not_found =
             || CloudProviderError::NodeClaimNotFound(format!("no Machine for NodeClaim {name}"));
-        for _ in 0..SCALE_ATTEMPTS {
+        let mut attempts = Attempts::default();
+        while attempts.next().await {
             let Some(found) = self.find_machine(nc).await? else {
                 return Err(not_found());
             };
@@ -137,8 +137,13 @@ impl ClusterApiProvider {
         cluster: &str,
         batch: Vec<RemovalRequest>,
     ) {
-        let record = match self.read_md(md, cluster).await {
-            Ok((_, record)) => record,
+        // A malformed min size fails the batch before any Machine is annotated.
+        let read = self
+            .read_md(md, cluster)
+            .await
+            .and_then(|(current, record)| min_size(&current).map(|_| record));
+        let record = match read {
+            Ok(record) => record,
             Err(e) => {
                 for request in batch {
                     let _ = request.done.send(Err(e.clone()));
@@ -271,7 +276,7 @@ impl ClusterApiProvider {
         self.update_md(md, cluster, |current, record| {
             let replicas = current.spec.replicas.unwrap_or(0);
             let want = i32::try_from(names.len()).unwrap_or(i32::MAX);
-            let by = want.min(replicas - min_size(current)).max(0);
+            let by = want.min(replicas - min_size(current)?).max(0);
             let mut record = record.clone();
             record.prune(|name| exists.contains(name));
             record.raised = (record.raised - by).max(0);
@@ -313,7 +318,8 @@ impl ClusterApiProvider {
         let cluster = self.cluster_id().await?;
         let lock = self.lock_of(md);
         let _guard = lock.lock().await;
-        for _ in 0..SCALE_ATTEMPTS {
+        let mut attempts = Attempts::default();
+        while attempts.next().await {
             let (current, record) = self.read_md(md, cluster).await?;
             let listed = self
                 .machines_api(&md.namespace)
@@ -344,7 +350,7 @@ impl ClusterApiProvider {
             let lower = i32::try_from(drop)
                 .unwrap_or(i32::MAX)
                 .min(lacking)
-                .min(replicas - min_size(&current))
+                .min(replicas - min_size(&current)?)
                 .max(0);
             let mut record = record;
             record.raised = (record.raised - i32::try_from(drop).unwrap_or(i32::MAX)).max(0);

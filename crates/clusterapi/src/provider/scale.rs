@@ -5,9 +5,13 @@
 //! its [`Record`]) what to write, and write it as one JSON merge patch carrying the
 //! resourceVersion it was decided on — `spec.replicas` and the record annotation together, so
 //! they can never disagree after a crash. A 409 means someone else wrote in between: read again
-//! and decide again, a bounded number of times. The size annotations are read here too.
+//! and decide again, a bounded number of times with an exponential backoff ([`Attempts`]:
+//! 8 attempts, 100 ms doubling to 3.2 s). The size annotations are read here too; a malformed
+//! min or max size is an error naming the annotation, never read as 0 or as no limit.
 //! Inputs: a MachineDeployment reference, the cluster identity, a decision function.
 //! Outputs: the decision's value, or a typed error (Transient after too many conflicts).
+
+use std::time::Duration;
 
 use api::MachineDeployment;
 use api::well_known::capi::{MAX_SIZE, MIN_SIZE};
@@ -19,7 +23,7 @@ use crate::annotations::parse_size;
 use crate::instance_types::MachineDeploymentRef;
 
 use super::ownership::{Record, record_key};
-use super::{ClusterApiProvider, SCALE_ATTEMPTS, annotation, status_code, transient};
+use super::{ClusterApiProvider, annotation, status_code, transient};
 
 /// What to write back; `None` fields stay as they are.
 #[derive(Debug, Default)]
@@ -30,19 +34,57 @@ pub(super) struct MdWrite {
     pub record: Option<Record>,
 }
 
-/// `md`'s max-size annotation.
-pub(super) fn max_size(md: &MachineDeployment) -> Result<Option<i32>, CloudProviderError> {
-    parse_size(MAX_SIZE, annotation(&md.metadata, MAX_SIZE))
-        .map_err(|e| CloudProviderError::Transient(format!("MachineDeployment: {e}")))
+/// Attempts of a compare-and-set loop before giving up (Transient).
+const ATTEMPTS: u32 = 8;
+/// The first delay between attempts; it doubles up to [`MAX_DELAY`].
+const FIRST_DELAY: Duration = Duration::from_millis(100);
+/// The longest delay between attempts (the whole loop waits at most about 10 s).
+const MAX_DELAY: Duration = Duration::from_millis(3200);
+
+/// The attempts of one compare-and-set loop: [`ATTEMPTS`] at most, with an exponential
+/// backoff between them, so a conflict storm (another writer, the MachineDeployment
+/// controller's status writes) is not answered with a storm of retries.
+#[derive(Debug, Default)]
+pub(super) struct Attempts {
+    made: u32,
 }
 
-/// `md`'s min-size annotation (absent or invalid: 0).
-pub(super) fn min_size(md: &MachineDeployment) -> i32 {
-    parse_size(MIN_SIZE, annotation(&md.metadata, MIN_SIZE))
-        .ok()
-        .flatten()
-        .unwrap_or(0)
-        .max(0)
+impl Attempts {
+    /// Whether another attempt may be made; waits the backoff before every attempt but the
+    /// first.
+    pub(super) async fn next(&mut self) -> bool {
+        if self.made >= ATTEMPTS {
+            return false;
+        }
+        if self.made > 0 {
+            let delay = FIRST_DELAY
+                .saturating_mul(1 << (self.made - 1).min(16))
+                .min(MAX_DELAY);
+            tokio::time::sleep(delay).await;
+        }
+        self.made += 1;
+        true
+    }
+}
+
+/// `md`'s max-size annotation.
+pub(super) fn max_size(md: &MachineDeployment) -> Result<Option<i32>, CloudProviderError> {
+    size(md, MAX_SIZE)
+}
+
+/// `md`'s min-size annotation (absent: 0). Malformed is an error, as for the max size: a
+/// removal never guesses the user's floor.
+pub(super) fn min_size(md: &MachineDeployment) -> Result<i32, CloudProviderError> {
+    Ok(size(md, MIN_SIZE)?.unwrap_or(0).max(0))
+}
+
+fn size(md: &MachineDeployment, key: &'static str) -> Result<Option<i32>, CloudProviderError> {
+    parse_size(key, annotation(&md.metadata, key)).map_err(|e| {
+        CloudProviderError::Transient(format!(
+            "MachineDeployment {}: {e}",
+            MachineDeploymentRef::of(md)
+        ))
+    })
 }
 
 impl ClusterApiProvider {
@@ -113,7 +155,8 @@ impl ClusterApiProvider {
         cluster: &str,
         mut decide: impl FnMut(&MachineDeployment, &Record) -> Result<(MdWrite, T), CloudProviderError>,
     ) -> Result<T, CloudProviderError> {
-        for _ in 0..SCALE_ATTEMPTS {
+        let mut attempts = Attempts::default();
+        while attempts.next().await {
             let (current, record) = self.read_md(md, cluster).await?;
             let (write, out) = decide(&current, &record)?;
             if self.write_md(&current, cluster, &write).await? {
@@ -124,7 +167,7 @@ impl ClusterApiProvider {
     }
 }
 
-/// The error after [`SCALE_ATTEMPTS`] conflicts in a row.
+/// The error after [`ATTEMPTS`] conflicts in a row.
 pub(super) fn too_many_conflicts(md: &MachineDeploymentRef) -> CloudProviderError {
     CloudProviderError::Transient(format!(
         "MachineDeployment {md}: too many conflicts writing replicas"
