@@ -205,7 +205,6 @@ impl MachineGc {
         let now = Instant::now();
         let mut report = GcReport::default();
         let mut unclaimed_uids = HashSet::new();
-        let mut removed_surplus: HashMap<MachineDeploymentRef, usize> = HashMap::new();
         let mut machines = p.cache().machines();
         machines.sort_by(|a, b| {
             (&a.metadata.namespace, &a.metadata.name)
@@ -260,19 +259,17 @@ impl MachineGc {
                     continue;
                 }
             }
-            let already = removed_surplus.get(&md_ref).copied().unwrap_or(0);
+            // The record is read fresh for each removal and already accounts for the ones
+            // before it, so "spare" needs no bookkeeping here.
             let target = md_ref.clone();
             let ours = cluster.clone();
             let spare = move |p: &ClusterApiProvider, fresh: &Machine, record: &Record| {
                 claimable(fresh, &target)
                     && record.newborn(fresh)
-                    && p.spare(&target, record, &ours) > already
+                    && p.spare(&target, record, &ours) > 0
             };
             match p.remove_machine(&r, spare).await {
-                Ok(Removal::Removed) => {
-                    *removed_surplus.entry(md_ref).or_default() += 1;
-                    report.surplus.push(r);
-                }
+                Ok(Removal::Removed) => report.surplus.push(r),
                 Ok(_) => {}
                 Err(e) => report.errors.push(format!("remove Machine {r}: {e}")),
             }

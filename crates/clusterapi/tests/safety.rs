@@ -217,6 +217,31 @@ async fn only_a_replica_we_raised_and_nobody_claimed_is_surplus() {
     assert_eq!(replicas(&world, "md").await, 1);
 }
 
+#[tokio::test(start_paused = true)]
+async fn every_unclaimed_replica_we_raised_goes_in_one_pass() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").replicas(1).create(&world).await;
+    wait_machines(&world, "md", 1).await;
+    wait_sets(&world, "md").await;
+    let p = provider(&world);
+    let gc = collector(&p);
+    pause_sets(&world, "md", true).await;
+    let a = node_claim(&world, "a", json!([])).await;
+    let b = node_claim(&world, "b", json!([])).await;
+    let (ra, rb) = tokio::join!(p.create(&a), p.create(&b));
+    assert!(ra.is_err() && rb.is_err());
+    assert_eq!(replicas(&world, "md").await, 3);
+    delete_node_claim(&world.workload_client(), "a").await;
+    delete_node_claim(&world.workload_client(), "b").await;
+    pause_sets(&world, "md", false).await;
+    wait_machines(&world, "md", 3).await;
+    gc.collect().await.unwrap();
+    tokio::time::sleep(PAST_GRACE).await;
+    let report = gc.collect().await.unwrap();
+    assert_eq!(report.surplus.len(), 2, "{report:?}");
+    assert_eq!(replicas(&world, "md").await, 1);
+}
+
 // ---- 2. one management cluster, two workload clusters -------------------------------------
 
 struct TwoClusters {
