@@ -24,6 +24,16 @@ pub enum CloudProviderError {
         /// A human-readable message.
         message: String,
     },
+    /// A cache the provider answers from has not synced within its bounded wait — its watch
+    /// keeps failing (`cause` says why, e.g. a 403 from missing RBAC): core retries with
+    /// backoff, and the error names the cause instead of hanging.
+    #[error("{cache} cache not synced: {cause}")]
+    CacheNotSynced {
+        /// Which cache (e.g. `Machine`).
+        cache: String,
+        /// The last watch error, or why none was seen.
+        cause: String,
+    },
     /// Anything else (API errors, timeouts): core retries with backoff.
     #[error("{0}")]
     Transient(String),
@@ -38,6 +48,7 @@ impl CloudProviderError {
             Self::InsufficientCapacity(_) => "InsufficientCapacityError",
             Self::NodeClassNotReady(_) => "NodeClassNotReadyError",
             Self::Create { .. } => "CreateError",
+            Self::CacheNotSynced { .. } => "CacheNotSyncedError",
             Self::Transient(_) => "TransientError",
         }
     }
@@ -69,6 +80,10 @@ mod tests {
                 reason: "R".into(),
                 message: "m".into(),
             },
+            CloudProviderError::CacheNotSynced {
+                cache: "Machine".into(),
+                cause: "forbidden".into(),
+            },
             CloudProviderError::Transient("t".into()),
         ];
         let labels: Vec<_> = errors
@@ -82,6 +97,7 @@ mod tests {
                 "InsufficientCapacityError",
                 "NodeClassNotReadyError",
                 "CreateError",
+                "CacheNotSyncedError",
                 "TransientError"
             ]
         );

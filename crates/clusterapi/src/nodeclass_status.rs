@@ -41,6 +41,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
+
+use crate::watch_errors::WatchErrors;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
@@ -438,14 +440,45 @@ fn error_policy(nodeclass: Arc<ClusterAPINodeClass>, _: &StatusError, ctx: Arc<C
 pub async fn run(workload: kube::Client, management: kube::Client, config: StatusConfig) {
     let ctx = Arc::new(Context::new(workload.clone(), management, config));
     let nodeclasses: Api<ClusterAPINodeClass> = Api::all(workload);
+    let md_errors = Arc::new(std::sync::Mutex::new(WatchErrors::new(
+        "MachineDeployment (NodeClass status)",
+    )));
     let md_changes = watcher(ctx.md_api(), watcher::Config::default())
         .default_backoff()
         .touched_objects()
-        .filter_map(|r| async move { r.ok().map(|_| ()) });
+        .filter_map(move |r| {
+            let md_errors = Arc::clone(&md_errors);
+            async move {
+                let mut errors = md_errors
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match r {
+                    Ok(_) => {
+                        errors.succeeded();
+                        Some(())
+                    }
+                    Err(e) => {
+                        errors.failed(&e);
+                        None
+                    }
+                }
+            }
+        });
+    let mut errors = WatchErrors::new("ClusterAPINodeClass (NodeClass status)");
     Controller::new(nodeclasses, watcher::Config::default())
         .reconcile_all_on(md_changes)
         .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
+        .for_each(move |result| {
+            match result {
+                // Retried by `error_policy`; the NodeClass condition says why.
+                Err(kube::runtime::controller::Error::ReconcilerFailed(..)) => {}
+                Err(e) => {
+                    errors.failed(&e);
+                }
+                Ok(_) => errors.succeeded(),
+            }
+            async {}
+        })
         .await;
 }
 

@@ -236,6 +236,11 @@ async fn a_machine_that_never_comes_times_the_launch_out() {
     wait_gone(&world, "stuck", Duration::from_secs(900)).await;
     let text = running.metrics.encode();
     assert!(text.contains("reason=\"launch_timeout\""), "{text}");
+    assert_eq!(
+        replicas(&world, "md").await,
+        1,
+        "every retry reused the one replica raised"
+    );
 }
 
 async fn insufficient_capacity_deletes_the_node_claim(backend: Backend) {

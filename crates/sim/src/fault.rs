@@ -1,8 +1,9 @@
 //! Fault injection: errors, latency and broken watches on chosen verbs and resources.
 //!
 //! Responsibility: decide, for each API request the HTTP front receives, whether to delay it,
-//! fail it (500 InternalError, 429 TooManyRequests with `Retry-After`, 409 Conflict), answer a
-//! watch with 410 Gone, or end a watch early (a forced disconnect after an event). Every random
+//! fail it (500 InternalError, 429 TooManyRequests with `Retry-After`, 409 Conflict, 403
+//! Forbidden as a missing RBAC rule gives), answer a watch with 410 Gone, or end a watch early
+//! (a forced disconnect after an event). Every random
 //! choice comes from one seeded [`Rng`] per server, so the same seed and the same sequence of
 //! requests give the same faults. Counters say what was injected.
 //! Inputs: a [`FaultConfig`] and each request's [`Verb`] and resource. Outputs: a [`Decision`].
@@ -47,6 +48,8 @@ pub enum FaultError {
     TooManyRequests,
     /// 409 Conflict.
     Conflict,
+    /// 403 Forbidden (as a missing RBAC rule answers).
+    Forbidden,
 }
 
 /// One fault rule. A request matches when its verb is in `verbs` (empty: any) and its
@@ -235,6 +238,11 @@ fn injected(kind: FaultError, ep: &Endpoint, name: Option<&str>) -> ApiError {
             resource: GroupResource::new(ep.group.clone(), ep.plural.clone()),
             name: name.unwrap_or_default().to_owned(),
             why: "the object has been modified; please apply your changes to the latest version and try again (injected fault)".into(),
+        },
+        FaultError::Forbidden => ApiError::Forbidden {
+            resource: GroupResource::new(ep.group.clone(), ep.plural.clone()),
+            name: name.unwrap_or_default().to_owned(),
+            why: "the service account may not do this (injected fault)".into(),
         },
     }
 }

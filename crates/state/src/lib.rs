@@ -14,11 +14,13 @@
 //! - provisioning triggers: every Pod event for which the configured predicate holds sends
 //!   [`Trigger::Pod`] (the provisioner's batcher listens); a Node tainted
 //!   `karpenter.sh/disrupted` sends [`Trigger::Node`];
-//! - [`ClusterState::changes`] ticks on every event (for tests and waiters).
+//! - [`ClusterState::changes`] ticks on every event (for tests and waiters);
+//! - watch errors are logged at warn, rate-limited ([`watch_errors`]).
 //!
 //! Inputs: a workload `kube::Client`, [`StateConfig`]. Outputs: snapshots, triggers, the gate.
 
 pub mod bookkeeping;
+pub mod watch_errors;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -167,15 +169,19 @@ where
             .default_backoff()
             .reflect(writer);
         let mut stream = std::pin::pin!(stream);
+        let mut errors = watch_errors::WatchErrors::new(K::kind(&()));
         while let Some(event) = stream.next().await {
             match event {
                 Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
+                    errors.succeeded();
                     if let Some(f) = &on_apply {
                         f(&obj);
                     }
                 }
-                Ok(_) => {}
-                Err(e) => tracing::debug!(error = %e, kind = %K::kind(&()), "watch error"),
+                Ok(_) => errors.succeeded(),
+                Err(e) => {
+                    errors.failed(&e);
+                }
             }
             tick.send_modify(|n| *n = n.wrapping_add(1));
         }

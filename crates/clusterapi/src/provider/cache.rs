@@ -4,11 +4,18 @@
 //! Responsibility: answer "which Machines exist" and "which Machine has this providerID" from
 //! memory, and let callers **wait for the next change** (a `tokio::sync::watch` counter bumped
 //! after every watch event has been applied to the store) instead of polling.
-//! Inputs: a management client. Outputs: [`MachineCache`]. The watch task stops when the cache
-//! is dropped.
+//!
+//! Never silent: a watch error (a 403 from missing RBAC, an unreachable server) is logged at
+//! warn — the first at once, then at most once a minute with the number held back — and kept
+//! as the cache's last error; recovery is logged once. [`MachineCache::ready`] waits at most
+//! the sync timeout for the first list, then fails with [`CacheError::NotSynced`] naming that
+//! last error, so creates, deletes and the collector report the cause instead of hanging.
+//! Inputs: a management client, the sync timeout. Outputs: [`MachineCache`]. The watch task
+//! stops when the cache is dropped.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 
 use api::Machine;
 use cloudprovider::ObjectRef;
@@ -19,7 +26,44 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
+use crate::watch_errors::WatchErrors;
+
 type Index = Arc<RwLock<HashMap<String, ObjectRef>>>;
+
+/// Why the cache cannot answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CacheError {
+    /// The first list did not complete within the sync timeout.
+    #[error("the Machine watch has not listed within {waited:?}: {cause}")]
+    NotSynced {
+        /// How long [`MachineCache::ready`] waited.
+        waited: Duration,
+        /// The last watch error, or that none was seen.
+        cause: String,
+    },
+    /// The watch task ended (only on shutdown).
+    #[error("the Machine watch stopped")]
+    Stopped,
+}
+
+/// The watch's last error, and its reporting.
+#[derive(Debug)]
+struct Health {
+    last_error: Option<String>,
+    report: WatchErrors,
+}
+
+impl Health {
+    fn failed(&mut self, error: &watcher::Error) {
+        self.last_error = Some(error.to_string());
+        self.report.failed(error);
+    }
+
+    fn succeeded(&mut self) {
+        self.last_error = None;
+        self.report.succeeded();
+    }
+}
 
 /// The reflector-backed Machine cache.
 #[derive(Debug)]
@@ -27,6 +71,8 @@ pub struct MachineCache {
     store: Store<Machine>,
     index: Index,
     changes: watch::Receiver<u64>,
+    health: Arc<Mutex<Health>>,
+    sync_timeout: Duration,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -55,14 +101,20 @@ fn provider_id(m: &Machine) -> Option<String> {
 }
 
 impl MachineCache {
-    /// Start watching Machines in every namespace of `management`.
+    /// Start watching Machines in every namespace of `management`; [`MachineCache::ready`]
+    /// waits at most `sync_timeout` for the first list.
     #[must_use]
-    pub fn start(management: kube::Client) -> Self {
+    pub fn start(management: kube::Client, sync_timeout: Duration) -> Self {
         let (store, writer) = reflector::store();
         let (tx, changes) = watch::channel(0_u64);
         let index: Index = Arc::default();
+        let health = Arc::new(Mutex::new(Health {
+            last_error: None,
+            report: WatchErrors::new("Machine"),
+        }));
         let api: Api<Machine> = Api::all(management);
         let task_index = Arc::clone(&index);
+        let task_health = Arc::clone(&health);
         let task = tokio::spawn(async move {
             let stream = watcher(api, watcher::Config::default())
                 .default_backoff()
@@ -71,6 +123,13 @@ impl MachineCache {
             // Rebuilt from scratch on every (re)list, swapped in at InitDone.
             let mut fresh: Option<HashMap<String, ObjectRef>> = None;
             while let Some(event) = stream.next().await {
+                {
+                    let mut health = task_health.lock().unwrap_or_else(PoisonError::into_inner);
+                    match &event {
+                        Ok(_) => health.succeeded(),
+                        Err(e) => health.failed(e),
+                    }
+                }
                 if let Ok(event) = event {
                     let mut index = task_index.write().unwrap_or_else(PoisonError::into_inner);
                     match event {
@@ -105,16 +164,38 @@ impl MachineCache {
             store,
             index,
             changes,
+            health,
+            sync_timeout,
             task,
         }
     }
 
-    /// Wait until the first list has been applied.
+    /// Wait until the first list has been applied, at most the sync timeout.
     ///
     /// # Errors
-    /// When the watch task ended before (only on shutdown).
-    pub async fn ready(&self) -> Result<(), reflector::store::WriterDropped> {
-        self.store.wait_until_ready().await
+    /// [`CacheError::NotSynced`] naming the last watch error when the first list did not
+    /// complete in time; [`CacheError::Stopped`] when the watch task ended (only on shutdown).
+    pub async fn ready(&self) -> Result<(), CacheError> {
+        match tokio::time::timeout(self.sync_timeout, self.store.wait_until_ready()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(CacheError::Stopped),
+            Err(_) => Err(CacheError::NotSynced {
+                waited: self.sync_timeout,
+                cause: self.last_error().unwrap_or_else(|| {
+                    "no watch error seen; the list has not completed yet".to_owned()
+                }),
+            }),
+        }
+    }
+
+    /// The watch's last error, while it keeps failing.
+    #[must_use]
+    pub fn last_error(&self) -> Option<String> {
+        self.health
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last_error
+            .clone()
     }
 
     /// Every Machine.

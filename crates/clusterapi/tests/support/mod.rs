@@ -9,9 +9,13 @@
     clippy::indexing_slicing
 )]
 
-use api::well_known::capi::{KARPENTER_MEMBER, MAX_SIZE, PRICE};
+use std::time::Duration;
+
+use api::well_known::capi::{
+    CLUSTER_NAME, DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER, MAX_SIZE, MIN_SIZE, PRICE,
+};
 use api::{ClusterAPINodeClass, Machine, MachineDeployment, NodeClaim};
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use sim::world::crds::install_karpenter_crds;
 use sim::world::objects::machine_deployments;
@@ -25,10 +29,15 @@ pub async fn world(config: WorldConfig) -> World {
 /// [`world`] on `backend` (sim, or a real kube-apiserver: see `sim::Backend`).
 pub async fn world_on(backend: sim::Backend, config: WorldConfig) -> World {
     let world = World::start_on(backend, config).await.unwrap();
-    install_karpenter_crds(&world.workload_client())
-        .await
-        .unwrap();
-    let classes: Api<ClusterAPINodeClass> = Api::all(world.workload_client());
+    prepare_workload(&world.workload_client()).await;
+    world
+}
+
+/// Installs the Karpenter CRDs and a `default` NodeClass with an empty spec into a workload
+/// cluster.
+pub async fn prepare_workload(workload: &kube::Client) {
+    install_karpenter_crds(workload).await.unwrap();
+    let classes: Api<ClusterAPINodeClass> = Api::all(workload.clone());
     let nc: ClusterAPINodeClass = serde_json::from_value(json!({
         "apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1",
         "kind": "ClusterAPINodeClass",
@@ -37,7 +46,25 @@ pub async fn world_on(backend: sim::Backend, config: WorldConfig) -> World {
     }))
     .unwrap();
     classes.create(&PostParams::default(), &nc).await.unwrap();
-    world
+}
+
+/// Polls `check` every 100 ms (tokio time) until it returns a value; panics after `timeout`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A MachineDeployment in namespace `default`, cluster `c1`, instance type = its name, zone `z1`.
@@ -49,6 +76,8 @@ pub struct Md {
     member: bool,
     price: Option<String>,
     max_size: Option<String>,
+    min_size: Option<String>,
+    cluster: String,
 }
 
 /// A member MachineDeployment of 4 CPUs / 16Gi with no replicas.
@@ -60,6 +89,8 @@ pub fn md(name: &str) -> Md {
         member: true,
         price: None,
         max_size: None,
+        min_size: None,
+        cluster: "c1".into(),
     }
 }
 
@@ -94,6 +125,18 @@ impl Md {
         self
     }
 
+    /// The min-size annotation.
+    pub fn min_size(mut self, min: Option<&str>) -> Self {
+        self.min_size = min.map(Into::into);
+        self
+    }
+
+    /// The Cluster it belongs to (`spec.clusterName`, and the `cluster-name` label).
+    pub fn cluster(mut self, cluster: &str) -> Self {
+        self.cluster = cluster.into();
+        self
+    }
+
     /// Creates it in the management cluster.
     pub async fn create(self, world: &World) {
         let name = &self.name;
@@ -109,10 +152,14 @@ impl Md {
         if let Some(max) = &self.max_size {
             annotations[MAX_SIZE] = json!(max);
         }
+        if let Some(min) = &self.min_size {
+            annotations[MIN_SIZE] = json!(min);
+        }
+        let cluster = &self.cluster;
         let labels = if self.member {
-            json!({KARPENTER_MEMBER: ""})
+            json!({KARPENTER_MEMBER: "", CLUSTER_NAME: cluster})
         } else {
-            json!({})
+            json!({CLUSTER_NAME: cluster})
         };
         let md: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "cluster.x-k8s.io/v1beta1",
@@ -120,12 +167,12 @@ impl Md {
             "metadata": {"name": name, "namespace": "default", "labels": labels,
                 "annotations": annotations},
             "spec": {
-                "clusterName": "c1",
+                "clusterName": cluster,
                 "replicas": self.replicas,
                 "selector": {"matchLabels": {"pool": name}},
                 "template": {
                     "metadata": {"labels": {"pool": name}},
-                    "spec": {"clusterName": "c1", "bootstrap": {"dataSecretName": "boot"},
+                    "spec": {"clusterName": cluster, "bootstrap": {"dataSecretName": "boot"},
                         "infrastructureRef": {
                             "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
                             "kind": "DockerMachineTemplate", "name": "t"}},
@@ -144,7 +191,12 @@ impl Md {
 
 /// Creates a NodeClaim of the `default` NodeClass requesting 1 CPU with these requirements.
 pub async fn node_claim(world: &World, name: &str, requirements: Value) -> NodeClaim {
-    let api: Api<NodeClaim> = Api::all(world.workload_client());
+    node_claim_in(&world.workload_client(), name, requirements).await
+}
+
+/// [`node_claim`] in any workload cluster.
+pub async fn node_claim_in(workload: &kube::Client, name: &str, requirements: Value) -> NodeClaim {
+    let api: Api<NodeClaim> = Api::all(workload.clone());
     let nc: NodeClaim = serde_json::from_value(json!({
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
@@ -164,6 +216,57 @@ pub async fn node_claim(world: &World, name: &str, requirements: Value) -> NodeC
 pub async fn replicas(world: &World, md: &str) -> i32 {
     let api: Api<MachineDeployment> = Api::namespaced(world.management_client(), "default");
     api.get(md).await.unwrap().spec.replicas.unwrap_or(0)
+}
+
+/// The Machines of a MachineDeployment (fresh list), by name.
+pub async fn machines(world: &World, md: &str) -> Vec<Machine> {
+    let api: Api<Machine> = Api::namespaced(world.management_client(), "default");
+    let mut items = api
+        .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={md}")))
+        .await
+        .unwrap()
+        .items;
+    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    items
+}
+
+/// Waits until `md` has exactly `n` Machines; returns them.
+pub async fn wait_machines(world: &World, md: &str, n: usize) -> Vec<Machine> {
+    wait_for(
+        &format!("{n} Machines of {md}"),
+        Duration::from_secs(120),
+        || async {
+            let ms = machines(world, md).await;
+            (ms.len() == n).then_some(ms)
+        },
+    )
+    .await
+}
+
+/// Sets `spec.replicas` of a MachineDeployment (as a user would).
+pub async fn set_replicas(world: &World, md: &str, replicas: i32) {
+    let api: Api<MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    api.patch(
+        md,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+    )
+    .await
+    .unwrap();
+}
+
+/// Whether `m` carries `cluster.x-k8s.io/delete-machine` or is being deleted.
+pub fn marked(m: &Machine) -> bool {
+    m.metadata.deletion_timestamp.is_some()
+        || m.metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(DELETE_MACHINE))
+}
+
+/// A label of a Machine.
+pub fn label(m: &Machine, key: &str) -> Option<String> {
+    m.metadata.labels.as_ref()?.get(key).cloned()
 }
 
 /// A Machine by name, if it still exists.

@@ -25,6 +25,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
+use state::watch_errors::WatchErrors;
 use tokio::time::Instant;
 
 use super::context::{Clock, Ctx, LifecycleConfig, provider_id_of};
@@ -76,13 +77,22 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
     /// Runs the controller until the process ends.
     pub async fn run(self) {
         let (nodes, writer) = reflector::store::<Node>();
+        let mut node_errors = WatchErrors::new("Node (NodeClaim lifecycle)");
         let node_reflector = watcher(
             Api::<Node>::all(self.client.clone()),
             watcher::Config::default(),
         )
         .default_backoff()
         .reflect(writer)
-        .for_each(|_| futures::future::ready(()));
+        .for_each(move |event| {
+            match event {
+                Ok(_) => node_errors.succeeded(),
+                Err(e) => {
+                    node_errors.failed(&e);
+                }
+            }
+            futures::future::ready(())
+        });
         let ctx = Arc::new(Ctx {
             client: self.client.clone(),
             provider: self.provider,
@@ -105,6 +115,7 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
                 watcher::Config::default(),
             );
             let claims = controller.store();
+            let mut watch_errors = WatchErrors::new("NodeClaim lifecycle");
             controller
                 .watches(
                     Api::<Node>::all(client),
@@ -112,9 +123,17 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
                     move |node: Node| node_claims_of(&claims, &node),
                 )
                 .run(reconcile, error_policy, ctx)
-                .for_each(|result| {
-                    if let Err(e) = result {
-                        tracing::debug!(error = %e, "nodeclaim lifecycle");
+                .for_each(move |result| {
+                    match result {
+                        // Reconcile failures are retried by `error_policy` and reported there.
+                        Err(e @ kube::runtime::controller::Error::ReconcilerFailed(..)) => {
+                            tracing::debug!(error = %e, "nodeclaim lifecycle");
+                        }
+                        // The controller's own watches (NodeClaims, Nodes).
+                        Err(e) => {
+                            watch_errors.failed(&e);
+                        }
+                        Ok(_) => watch_errors.succeeded(),
                     }
                     futures::future::ready(())
                 })

@@ -25,6 +25,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use scheduling::quantity::Quantity;
 use serde::de::DeserializeOwned;
+use state::watch_errors::WatchErrors;
 use tokio::time::MissedTickBehavior;
 
 use super::counter::{Usage, as_f64, status_patch, usage_by_pool};
@@ -45,12 +46,18 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
+    let mut errors = WatchErrors::new(format!("{} (NodePool usage)", K::kind(&())));
     let stream = reflector::reflector(
         writer,
         watcher(Api::<K>::all(client.clone()), watcher::Config::default()),
     )
     .default_backoff()
-    .map(|_| ());
+    .map(move |event| match event {
+        Ok(_) => errors.succeeded(),
+        Err(e) => {
+            errors.failed(&e);
+        }
+    });
     (reader, stream)
 }
 

@@ -1,0 +1,163 @@
+//! Claim: bind a fresh Machine to a NodeClaim by compare-and-set, record the binding on the
+//! NodeClaim, and undo a claim whose NodeClaim disappeared.
+//!
+//! Responsibility: the claim protocol (member label + [`super::CLAIMED_BY`] /
+//! [`super::CLAIMED_BY_UID`] / [`super::CLAIMED_BY_CLUSTER`] written with the Machine's
+//! resourceVersion).
+//! Inputs: a MachineDeployment, a NodeClaim's name and UID, the Machine cache.
+//! Outputs: the claimed Machine, or a typed error.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, PoisonError};
+
+use api::well_known::annotations::MACHINE;
+use api::well_known::capi::KARPENTER_MEMBER;
+use api::{Machine, NodeClaim};
+use cloudprovider::{CloudProviderError, ObjectRef};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+
+use crate::instance_types::MachineDeploymentRef;
+
+use super::{
+    CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, ClusterApiProvider, annotation, cache,
+    claimable, status_code, transient,
+};
+
+impl ClusterApiProvider {
+    pub(super) async fn record(
+        &self,
+        nc_name: &str,
+        machine: &ObjectRef,
+    ) -> Result<(), kube::Error> {
+        let api: Api<NodeClaim> = Api::all(self.workload.clone());
+        let patch = json!({"metadata": {"annotations": {MACHINE: machine.to_string()}}});
+        api.patch(nc_name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+    }
+
+    pub(crate) fn claimed_locally(&self, r: &ObjectRef) -> bool {
+        self.claimed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(r)
+    }
+
+    /// The Machine claimed for `nc` according to the cache (by UID).
+    pub(super) fn claimed_for(&self, uid: &str) -> Option<Arc<Machine>> {
+        self.cache
+            .machines()
+            .into_iter()
+            .find(|m| annotation(&m.metadata, CLAIMED_BY_UID) == Some(uid))
+    }
+
+    /// Claim a fresh Machine of `md` that is not in `baseline` (so: created for a replica we
+    /// raised) for the NodeClaim `name` / `uid` of the workload cluster `cluster` by
+    /// compare-and-set, waiting on cache changes.
+    pub(super) async fn claim(
+        &self,
+        md: &MachineDeploymentRef,
+        baseline: &BTreeSet<String>,
+        name: &str,
+        uid: &str,
+        cluster: &str,
+    ) -> Result<Machine, CloudProviderError> {
+        let deadline = tokio::time::Instant::now() + self.config.claim_timeout;
+        let mut changes = self.cache.changes();
+        // Machines whose claim failed at this resourceVersion.
+        let mut tried: HashMap<ObjectRef, String> = HashMap::new();
+        loop {
+            changes.borrow_and_update();
+            let mut candidates: Vec<Arc<Machine>> = self
+                .cache
+                .machines()
+                .into_iter()
+                .filter(|m| claimable(m, md))
+                .filter(|m| {
+                    m.metadata
+                        .name
+                        .as_ref()
+                        .is_some_and(|n| !baseline.contains(n))
+                })
+                .filter(|m| {
+                    let r = cache::machine_ref(m);
+                    !self.claimed_locally(&r)
+                        && tried.get(&r) != m.metadata.resource_version.as_ref()
+                })
+                .collect();
+            candidates.sort_by(|a, b| {
+                (
+                    &a.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                    &a.metadata.name,
+                )
+                    .cmp(&(
+                        &b.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                        &b.metadata.name,
+                    ))
+            });
+            for m in candidates {
+                let r = cache::machine_ref(&m);
+                let rv = m.metadata.resource_version.clone().unwrap_or_default();
+                let patch = json!({"metadata": {
+                    "resourceVersion": rv,
+                    "labels": {KARPENTER_MEMBER: ""},
+                    "annotations": {
+                        CLAIMED_BY: name, CLAIMED_BY_UID: uid, CLAIMED_BY_CLUSTER: cluster,
+                    },
+                }});
+                match self
+                    .machines_api(&r.namespace)
+                    .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(claimed) => {
+                        self.claimed
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(r);
+                        return Ok(claimed);
+                    }
+                    Err(e) if matches!(status_code(&e), Some(409 | 404)) => {
+                        tried.insert(r, rv);
+                    }
+                    Err(e) => return Err(transient("claim Machine", e)),
+                }
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => {
+                    return Err(CloudProviderError::Transient(
+                        "Machine cache stopped".into(),
+                    ));
+                }
+                Err(_) => {
+                    return Err(CloudProviderError::Transient(format!(
+                        "no Machine of MachineDeployment {md} could be claimed yet"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Undo a claim whose NodeClaim disappeared (best effort; the Machine becomes reusable).
+    pub(super) async fn release(&self, m: &Machine) {
+        let r = cache::machine_ref(m);
+        let patch = json!({"metadata": {
+            "resourceVersion": m.metadata.resource_version,
+            "labels": {KARPENTER_MEMBER: null},
+            "annotations": {CLAIMED_BY: null, CLAIMED_BY_UID: null, CLAIMED_BY_CLUSTER: null},
+        }});
+        if self
+            .machines_api(&r.namespace)
+            .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .is_ok()
+        {
+            self.claimed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&r);
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! The Cluster API CloudProvider: [`ClusterApiProvider`].
+//!
+//! Responsibility: implement [`cloudprovider::CloudProvider`] over a management cluster (Cluster
+//! API objects) and a workload cluster (NodeClaims, ClusterAPINodeClasses). Writes are only
+//! JSON merge patches carrying `metadata.resourceVersion` (compare-and-set) — never a
+//! full-object update through the lossy `api` structs. Replicas change only together with the
+//! [`ownership`] record (which replicas we raised) in one such patch of the MachineDeployment.
+//!
+//! **Ownership.** We touch only what is provably ours: Machines claimed by a NodeClaim of this
+//! workload cluster ([`CLAIMED_BY_CLUSTER`] names its identity), and replicas we raised
+//! ourselves (the [`ownership`] record). A Machine that was running before we raised anything
+//! is never claimed and never collected.
+//!
+//! **Create** (never waits for the providerID):
+//! 1. *Resume*: a NodeClaim annotated `karpenter.cluster.x-k8s.io/machine` (or the legacy
+//!    `cluster.x-k8s.io/machine`) returns that Machine (read fresh); a Machine whose
+//!    [`CLAIMED_BY_UID`] annotation holds the NodeClaim's UID is returned too (and the NodeClaim
+//!    annotation re-written) — a restart between claim and record scales nothing again. A bound
+//!    Machine that no longer exists is InsufficientCapacity (core deletes the NodeClaim).
+//! 2. Build the NodeClass catalogue and try the compatible available offerings **cheapest
+//!    first** (ties: instance type name, then MachineDeployment).
+//! 3. Under a per-MachineDeployment lock (one process; leader election keeps one active): if a
+//!    replica we raised is unclaimed and not reserved by another create (the record's
+//!    `raised` minus our claims minus the waiting creates), reserve it — a retry or the next
+//!    NodeClaim reuses it, nothing is raised again; otherwise raise replicas and the record
+//!    together (resourceVersion precondition; 409 → re-read and decide again). **Batched:**
+//!    the raise is by as many replicas as creates are waiting for that MD's lock at that moment
+//!    (capped by the max-size annotation); the waiters then reserve those replicas without
+//!    another write (20 concurrent creates → 2 writes in the tests). A create cancelled while
+//!    waiting is not counted. Max size is never exceeded — so concurrent creates cannot
+//!    overshoot it. At max size the next offering is tried; none left → InsufficientCapacity.
+//! 4. Outside the lock, claim a fresh Machine of that MD (`cluster.x-k8s.io/deployment-name`,
+//!    no `delete-machine`, not deleting, no member label, **not in the record's baseline**) by
+//!    a merge patch with its resourceVersion setting the member label and [`CLAIMED_BY`] /
+//!    [`CLAIMED_BY_UID`] / [`CLAIMED_BY_CLUSTER`]; a 409 means someone else changed it, so the
+//!    next candidate is tried. Candidates come from the [`cache`]; when none is left the create
+//!    waits for the next cache change (no polling), up to [`ProviderConfig::claim_timeout`]
+//!    (then Transient; the raised replica stays for the retry, or for the next NodeClaim, so
+//!    Machines that never come — a paused MachineSet, rejected creates — raise replicas once,
+//!    not once per retry; [`crate::gc`] lets such replicas go after its grace period).
+//! 5. Record the Machine on the NodeClaim (merge patch of the annotation). If the NodeClaim is
+//!    gone, the claim is rolled back (the Machine becomes reusable) and Create fails.
+//!
+//! **Delete** (idempotent): find the Machine (providerID index, else the annotations, else the
+//! UID claim); gone → NodeClaimNotFound. Already `delete-machine`-annotated or deleting → `Ok`
+//! and nothing else (replicas are never lowered twice) — unless the annotation is ours and the
+//! record does not account for it yet (the scale-down failed, or we restarted in between):
+//! then this delete finishes it. Otherwise the removal is queued per MD; the next holder of the
+//! MD lock serves every queued removal (**batched**): for each, a fresh read, the caller's
+//! check, and the `delete-machine` + `removed-by` annotations (merge patch with
+//! resourceVersion); then one write lowers replicas and the record's `raised` by the number
+//! annotated and records each in `removed` (10 concurrent deletes → fewer writes in the
+//! tests). **At the min-size
+//! annotation** replicas are not lowered below it: the annotated Machines beyond the room are
+//! deleted directly instead, so the MachineSet replaces them with fresh, unclaimed Machines that
+//! keep the user's baseline (and that later creates reuse).
+//!
+//! **Get / List** read the cache; Get looks the providerID up in the normalised index. List
+//! returns every Machine carrying the member label, except those claimed by another workload
+//! cluster; a Machine whose MachineDeployment cannot be described is still listed (without
+//! shape), so one bad Machine never fails List. Shapes use the NodeClass of the Machine's
+//! NodeClaim (Get), else the first NodeClass by name that selects its MachineDeployment, so
+//! allocatable includes that NodeClass's overhead.
+//!
+//! Orphaned and surplus Machines are collected by [`crate::gc`] through the same removal
+//! (`ClusterApiProvider::remove_machine`).
+//!
+//! **Drift** ([`crate::drift`]): `is_drifted` compares the Machine with its MachineDeployment.
+//!
+//! Modules, by responsibility: `create` (resume, reservation and batched raises), `claim`
+//! (compare-and-set claims and their undo), `removal` (terminate and the one removal path,
+//! batched), `scale` (replica + record writes), `reads` (NodeClasses, catalogues, Get / List /
+//! drift), `identity` (this workload cluster's identity), [`ownership`] (the record),
+//! [`cache`] (the Machine reflector).
+//!
+//! Not done: infrastructure templates (instance shapes come from the MD annotations only).
+
+pub mod cache;
+mod claim;
+mod create;
+mod identity;
+pub mod ownership;
+mod reads;
+mod removal;
+mod scale;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use api::well_known::annotations::{LEGACY_MACHINE, MACHINE};
+use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER};
+use api::{Machine, MachineDeployment, NodeClaim, NodePool};
+use cloudprovider::{CloudProvider, CloudProviderError, Launch, ObjectRef};
+use kube::api::Api;
+use scheduling::instance_type::InstanceType;
+use scheduling::labels::WellKnownLabels;
+
+use crate::instance_types::MachineDeploymentRef;
+use crate::selection::Scope;
+
+pub use cache::MachineCache;
+use create::Batches;
+pub use identity::CLAIMED_BY_CLUSTER;
+pub(crate) use identity::{claim_cluster, claimed_by};
+use reads::launch_of;
+pub(crate) use removal::Removal;
+use removal::RemovalRequest;
+
+/// Machine annotation: the name of the NodeClaim that claimed it.
+pub const CLAIMED_BY: &str = "karpenter.cluster.x-k8s.io/nodeclaim";
+/// Machine annotation: the UID of the NodeClaim that claimed it (the claim's identity).
+pub const CLAIMED_BY_UID: &str = "karpenter.cluster.x-k8s.io/nodeclaim-uid";
+
+/// Settings of the provider.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// Where MachineDeployments may come from.
+    pub scope: Scope,
+    /// How long Create waits for a Machine to appear and be claimed.
+    pub claim_timeout: Duration,
+    /// This workload cluster's identity, written with every claim (default: the UID of its
+    /// `kube-system` namespace). 1–54 characters of `[A-Za-z0-9._-]`.
+    pub cluster_id: Option<String>,
+    /// How long a call waits for the Machine cache's first list before failing with
+    /// [`CloudProviderError::CacheNotSynced`] (naming the watch's last error).
+    pub cache_sync_timeout: Duration,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> Self {
+        Self {
+            scope: Scope::everywhere(),
+            claim_timeout: Duration::from_secs(120),
+            cluster_id: None,
+            cache_sync_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The Cluster API CloudProvider.
+pub struct ClusterApiProvider {
+    management: kube::Client,
+    workload: kube::Client,
+    cache: MachineCache,
+    config: ProviderConfig,
+    /// [`ClusterApiProvider::cluster_id`], once resolved.
+    cluster_id: tokio::sync::OnceCell<String>,
+    well_known: WellKnownLabels,
+    locks: Mutex<HashMap<MachineDeploymentRef, Arc<tokio::sync::Mutex<()>>>>,
+    /// Creates that reserved a Machine of this MD and have not claimed it yet.
+    pending: Mutex<HashMap<MachineDeploymentRef, usize>>,
+    /// Machines this process claimed (the cache may not show the label yet).
+    claimed: Mutex<HashSet<ObjectRef>>,
+    /// Per MD: creates waiting for its lock, and replicas already raised for them.
+    batches: Batches,
+    /// Per MD: removals waiting to be served by the next holder of its lock.
+    removals: Mutex<HashMap<MachineDeploymentRef, Vec<RemovalRequest>>>,
+}
+
+impl std::fmt::Debug for ClusterApiProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterApiProvider")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn transient(context: &str, e: impl std::fmt::Display) -> CloudProviderError {
+    CloudProviderError::Transient(format!("{context}: {e}"))
+}
+
+fn status_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+pub(crate) fn annotation<'a>(meta: &'a kube::api::ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
+fn has_label(meta: &kube::api::ObjectMeta, key: &str) -> bool {
+    meta.labels.as_ref().is_some_and(|l| l.contains_key(key))
+}
+
+pub(crate) fn deployment_of(m: &Machine) -> Option<MachineDeploymentRef> {
+    Some(MachineDeploymentRef {
+        namespace: m.metadata.namespace.clone()?,
+        name: m.metadata.labels.as_ref()?.get(DEPLOYMENT_NAME)?.clone(),
+    })
+}
+
+/// Whether termination of `m` was already requested (annotation or deletionTimestamp).
+pub(crate) fn terminating(m: &Machine) -> bool {
+    m.metadata.deletion_timestamp.is_some() || annotation(&m.metadata, DELETE_MACHINE).is_some()
+}
+
+/// Whether `m` is a fresh Machine of `md` nobody claimed.
+pub(crate) fn claimable(m: &Machine, md: &MachineDeploymentRef) -> bool {
+    deployment_of(m).as_ref() == Some(md)
+        && !terminating(m)
+        && !has_label(&m.metadata, KARPENTER_MEMBER)
+        && annotation(&m.metadata, CLAIMED_BY_UID).is_none()
+}
+
+/// The NodeClaim's binding annotation (ours, else the legacy key).
+fn bound_machine(nc: &NodeClaim) -> Option<ObjectRef> {
+    annotation(&nc.metadata, MACHINE)
+        .or_else(|| annotation(&nc.metadata, LEGACY_MACHINE))
+        .and_then(ObjectRef::parse)
+}
+
+impl ClusterApiProvider {
+    /// A provider over `management` (CAPI) and `workload` (NodeClaims, NodeClasses); starts the
+    /// Machine cache. Must be called inside a tokio runtime.
+    #[must_use]
+    pub fn new(management: kube::Client, workload: kube::Client, config: ProviderConfig) -> Self {
+        Self {
+            cache: MachineCache::start(management.clone(), config.cache_sync_timeout),
+            management,
+            workload,
+            config,
+            cluster_id: tokio::sync::OnceCell::new(),
+            well_known: WellKnownLabels::cluster_api(),
+            locks: Mutex::default(),
+            pending: Mutex::default(),
+            claimed: Mutex::default(),
+            batches: Arc::default(),
+            removals: Mutex::default(),
+        }
+    }
+
+    /// The Machine cache.
+    #[must_use]
+    pub fn cache(&self) -> &MachineCache {
+        &self.cache
+    }
+
+    /// Wait (bounded) for the Machine cache's first list.
+    ///
+    /// # Errors
+    /// [`CloudProviderError::CacheNotSynced`] naming the watch's last error.
+    pub(crate) async fn ready(&self) -> Result<(), CloudProviderError> {
+        self.cache
+            .ready()
+            .await
+            .map_err(|e| CloudProviderError::CacheNotSynced {
+                cache: "Machine".into(),
+                cause: e.to_string(),
+            })
+    }
+
+    pub(super) fn lock_of(&self, md: &MachineDeploymentRef) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(locks.entry(md.clone()).or_default())
+    }
+
+    pub(super) fn machines_api(&self, namespace: &str) -> Api<Machine> {
+        Api::namespaced(self.management.clone(), namespace)
+    }
+
+    pub(super) fn mds_api(&self, namespace: &str) -> Api<MachineDeployment> {
+        Api::namespaced(self.management.clone(), namespace)
+    }
+
+    /// The Machines of `md`, per the cache.
+    pub(crate) fn machines_of(&self, md: &MachineDeploymentRef) -> Vec<Arc<Machine>> {
+        self.cache
+            .machines()
+            .into_iter()
+            .filter(|m| deployment_of(m).as_ref() == Some(md))
+            .collect()
+    }
+
+    /// Creates that reserved a raised replica of `md` and have not claimed it yet.
+    pub(crate) fn reserved(&self, md: &MachineDeploymentRef) -> usize {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(md)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Replicas of `md` raised by `cluster` (per `record`) that no Machine claimed by
+    /// `cluster` (per the cache, or this process's own claims) uses.
+    pub(crate) fn free(
+        &self,
+        md: &MachineDeploymentRef,
+        record: &ownership::Record,
+        cluster: &str,
+    ) -> usize {
+        let machines = self.machines_of(md);
+        record.free(machines.iter().map(AsRef::as_ref), cluster, |m| {
+            self.claimed_locally(&cache::machine_ref(m))
+        })
+    }
+
+    /// `md`'s min-size annotation (absent: 0; malformed: an error naming it).
+    pub(crate) fn min_size(&self, md: &MachineDeployment) -> Result<i32, CloudProviderError> {
+        scale::min_size(md)
+    }
+
+    /// The management cluster client.
+    pub(crate) fn management(&self) -> &kube::Client {
+        &self.management
+    }
+
+    /// The workload cluster client.
+    pub(crate) fn workload(&self) -> &kube::Client {
+        &self.workload
+    }
+
+    /// The provider's settings.
+    pub(crate) fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+}
+
+impl CloudProvider for ClusterApiProvider {
+    async fn create(&self, node_claim: &NodeClaim) -> Result<Launch, CloudProviderError> {
+        self.launch(node_claim).await
+    }
+
+    async fn get_launch(&self, node_claim: &NodeClaim) -> Result<Launch, CloudProviderError> {
+        self.launch_of_node_claim(node_claim).await
+    }
+
+    async fn get(&self, provider_id: &str) -> Result<Launch, CloudProviderError> {
+        self.launch_by_provider_id(provider_id).await
+    }
+
+    async fn list(&self) -> Result<Vec<Launch>, CloudProviderError> {
+        self.launches().await
+    }
+
+    async fn delete(&self, node_claim: &NodeClaim) -> Result<(), CloudProviderError> {
+        self.terminate(node_claim).await
+    }
+
+    async fn get_instance_types(
+        &self,
+        node_pool: &NodePool,
+    ) -> Result<Vec<Arc<InstanceType>>, CloudProviderError> {
+        self.instance_types_of(node_pool).await
+    }
+
+    async fn is_drifted(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> Result<Option<String>, CloudProviderError> {
+        self.drift_of(node_claim).await
+    }
+
+    fn name(&self) -> &'static str {
+        "clusterapi"
+    }
+}

@@ -1,0 +1,342 @@
+//! Reads: NodeClasses and their catalogues, the Machine of a NodeClaim, and Get / List /
+//! instance types / drift, all described with the NodeClass that selects the Machine.
+//!
+//! Responsibility: everything the provider answers without writing.
+//! Inputs: the Machine cache, MachineDeployments, NodeClasses, NodeClaims.
+//! Outputs: [`Launch`]es, instance types, drift reasons.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use api::nodeclass::ClusterAPINodeClassSpec;
+use api::well_known::capi::KARPENTER_MEMBER;
+use api::{ClusterAPINodeClass, Machine, MachineDeployment, NodeClaim, NodePool};
+use cloudprovider::{CloudProviderError, Launch};
+use kube::api::{Api, ListParams};
+use scheduling::instance_type::InstanceType;
+
+use crate::instance_types::{
+    Catalogue, CatalogueEntry, MachineDeploymentInput, MachineDeploymentRef, OfferingOrigin,
+    build_catalogue,
+};
+use crate::selection::select;
+
+use super::{
+    CLAIMED_BY, ClusterApiProvider, annotation, bound_machine, cache, claim_cluster, deployment_of,
+    has_label, terminating, transient,
+};
+
+pub(super) fn launch_of(
+    m: &Machine,
+    described: Option<(&CatalogueEntry, &OfferingOrigin)>,
+) -> Launch {
+    let mut launch = Launch::bare(cache::machine_ref(m));
+    launch.provider_id = m.spec.fields.provider_id.clone().filter(|p| !p.is_empty());
+    launch.node_claim = annotation(&m.metadata, CLAIMED_BY).map(str::to_owned);
+    launch.deleting = terminating(m);
+    if let Some((entry, origin)) = described {
+        launch.instance_type = entry.name().to_owned();
+        launch.zone = Some(origin.zone.clone()).filter(|z| !z.is_empty());
+        launch.capacity_type.clone_from(&origin.capacity_type);
+        launch.capacity = entry.instance_type().capacity().clone();
+        launch.allocatable = entry.instance_type().allocatable().clone();
+        launch.labels = entry.node_labels(origin);
+    }
+    launch
+}
+
+/// The catalogue entry and offering of `md` alone.
+fn describe(md: &MachineDeployment, spec: &ClusterAPINodeClassSpec) -> Option<Catalogue> {
+    build_catalogue(spec, &[MachineDeploymentInput::new(md)]).ok()
+}
+
+fn entry_for<'a>(
+    catalogue: &'a Catalogue,
+    md: &MachineDeploymentRef,
+) -> Option<(&'a CatalogueEntry, &'a OfferingOrigin)> {
+    catalogue.entries().iter().find_map(|e| {
+        e.offerings()
+            .find(|(_, o)| &o.machine_deployment == md)
+            .map(|(_, o)| (e, o))
+    })
+}
+
+impl ClusterApiProvider {
+    pub(super) async fn nodeclass(
+        &self,
+        name: &str,
+    ) -> Result<ClusterAPINodeClass, CloudProviderError> {
+        let api: Api<ClusterAPINodeClass> = Api::all(self.workload.clone());
+        match api.get_opt(name).await {
+            Ok(Some(nc)) => Ok(nc),
+            Ok(None) => Err(CloudProviderError::NodeClassNotReady(format!(
+                "ClusterAPINodeClass {name} not found"
+            ))),
+            Err(e) => Err(transient("get ClusterAPINodeClass", e)),
+        }
+    }
+
+    pub(super) async fn catalogue(
+        &self,
+        spec: &ClusterAPINodeClassSpec,
+    ) -> Result<Catalogue, CloudProviderError> {
+        let api: Api<MachineDeployment> = Api::all(self.management.clone());
+        let mds = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| transient("list MachineDeployments", e))?;
+        let selected = select(
+            &mds.items,
+            spec.scalable_resource_selector.as_ref(),
+            &self.config.scope,
+        )
+        .map_err(|e| CloudProviderError::NodeClassNotReady(e.to_string()))?;
+        let inputs: Vec<_> = selected
+            .into_iter()
+            .map(MachineDeploymentInput::new)
+            .collect();
+        build_catalogue(spec, &inputs)
+            .map_err(|e| CloudProviderError::NodeClassNotReady(e.to_string()))
+    }
+
+    /// Describe the Machine `m` (its MD read fresh; `spec` the NodeClass, if known).
+    pub(super) async fn launch_for(
+        &self,
+        m: &Machine,
+        spec: Option<&ClusterAPINodeClassSpec>,
+    ) -> Launch {
+        let Some(md_ref) = deployment_of(m) else {
+            return launch_of(m, None);
+        };
+        let md = self
+            .mds_api(&md_ref.namespace)
+            .get_opt(&md_ref.name)
+            .await
+            .ok()
+            .flatten();
+        let default = ClusterAPINodeClassSpec::default();
+        let catalogue = md
+            .as_ref()
+            .and_then(|md| describe(md, spec.unwrap_or(&default)));
+        launch_of(m, catalogue.as_ref().and_then(|c| entry_for(c, &md_ref)))
+    }
+
+    pub(super) async fn spec_of(&self, nc: &NodeClaim) -> Option<ClusterAPINodeClassSpec> {
+        self.nodeclass(&nc.spec.node_class_ref.name)
+            .await
+            .ok()
+            .map(|c| c.spec)
+    }
+
+    /// Every ClusterAPINodeClass not being deleted, by name (empty when unreadable: callers
+    /// fall back to the default spec).
+    async fn node_classes(&self) -> Vec<ClusterAPINodeClass> {
+        let mut classes: Vec<ClusterAPINodeClass> = self
+            .all_node_classes()
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.metadata.deletion_timestamp.is_none())
+            .collect();
+        classes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        classes
+    }
+
+    /// Every ClusterAPINodeClass of the workload cluster, deleting ones included.
+    ///
+    /// # Errors
+    /// Transient, when they cannot be listed.
+    pub(crate) async fn all_node_classes(
+        &self,
+    ) -> Result<Vec<ClusterAPINodeClass>, CloudProviderError> {
+        let api: Api<ClusterAPINodeClass> = Api::all(self.workload.clone());
+        api.list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .map_err(|e| transient("list ClusterAPINodeClasses", e))
+    }
+
+    /// Whether one of `classes` selects `md` (member, in scope, matching its selector).
+    pub(crate) fn selected(&self, classes: &[ClusterAPINodeClass], md: &MachineDeployment) -> bool {
+        self.spec_selecting(classes, md).is_some()
+    }
+
+    /// The spec of the first NodeClass (by name) that selects `md`.
+    fn spec_selecting<'a>(
+        &self,
+        classes: &'a [ClusterAPINodeClass],
+        md: &MachineDeployment,
+    ) -> Option<&'a ClusterAPINodeClassSpec> {
+        classes.iter().map(|c| &c.spec).find(|spec| {
+            select(
+                std::slice::from_ref(md),
+                spec.scalable_resource_selector.as_ref(),
+                &self.config.scope,
+            )
+            .is_ok_and(|s| !s.is_empty())
+        })
+    }
+
+    /// The Machine of `nc`: providerID index, binding annotation (read fresh), UID claim.
+    pub(super) async fn find_machine(
+        &self,
+        nc: &NodeClaim,
+    ) -> Result<Option<Machine>, CloudProviderError> {
+        self.ready().await?;
+        if let Some(pid) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref())
+            && let Some(m) = self.cache.by_provider_id(pid)
+        {
+            return Ok(Some((*m).clone()));
+        }
+        if let Some(r) = bound_machine(nc) {
+            return self
+                .machines_api(&r.namespace)
+                .get_opt(&r.name)
+                .await
+                .map_err(|e| transient("get Machine", e));
+        }
+        let uid = nc.metadata.uid.as_deref().unwrap_or_default();
+        Ok(self
+            .claimed_for(uid)
+            .filter(|_| !uid.is_empty())
+            .map(|m| (*m).clone()))
+    }
+
+    pub(super) async fn launch_of_node_claim(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> Result<Launch, CloudProviderError> {
+        let name = node_claim.metadata.name.clone().unwrap_or_default();
+        let m = self.find_machine(node_claim).await?.ok_or_else(|| {
+            CloudProviderError::NodeClaimNotFound(format!("no Machine for NodeClaim {name}"))
+        })?;
+        // Prefer the cache's copy: it carries the latest providerID without a request.
+        let m = self
+            .cache
+            .get(&cache::machine_ref(&m))
+            .map_or(m, |c| (*c).clone());
+        let spec = self.spec_of(node_claim).await;
+        Ok(self.launch_for(&m, spec.as_ref()).await)
+    }
+
+    pub(super) async fn launch_by_provider_id(
+        &self,
+        provider_id: &str,
+    ) -> Result<Launch, CloudProviderError> {
+        if provider_id.trim().is_empty() {
+            return Err(CloudProviderError::NodeClaimNotFound(
+                "empty providerID".into(),
+            ));
+        }
+        self.ready().await?;
+        let m = self
+            .cache
+            .by_provider_id(provider_id)
+            .ok_or_else(|| CloudProviderError::NodeClaimNotFound(provider_id.to_owned()))?;
+        // Describe it with the NodeClass of its NodeClaim, else the one selecting its MD.
+        let claimed_by = annotation(&m.metadata, CLAIMED_BY).map(str::to_owned);
+        let mut spec = None;
+        if let Some(name) = claimed_by {
+            let api: Api<NodeClaim> = Api::all(self.workload.clone());
+            if let Ok(Some(nc)) = api.get_opt(&name).await {
+                spec = self.spec_of(&nc).await;
+            }
+        }
+        if spec.is_none()
+            && let Some(md_ref) = deployment_of(&m)
+            && let Ok(Some(md)) = self.mds_api(&md_ref.namespace).get_opt(&md_ref.name).await
+        {
+            let classes = self.node_classes().await;
+            spec = self.spec_selecting(&classes, &md).cloned();
+        }
+        Ok(self.launch_for(&m, spec.as_ref()).await)
+    }
+
+    /// Every Machine carrying the member label, except those a NodeClaim of another workload
+    /// cluster claimed.
+    pub(super) async fn launches(&self) -> Result<Vec<Launch>, CloudProviderError> {
+        self.ready().await?;
+        let cluster = self.cluster_id().await?;
+        let api: Api<MachineDeployment> = Api::all(self.management.clone());
+        let mds = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| transient("list MachineDeployments", e))?;
+        let default = ClusterAPINodeClassSpec::default();
+        let classes = self.node_classes().await;
+        let mut by_ref: HashMap<MachineDeploymentRef, Option<Catalogue>> = HashMap::new();
+        for md in &mds.items {
+            let spec = self.spec_selecting(&classes, md).unwrap_or(&default);
+            by_ref.insert(MachineDeploymentRef::of(md), describe(md, spec));
+        }
+        let mut launches: Vec<Launch> = self
+            .cache
+            .machines()
+            .iter()
+            .filter(|m| has_label(&m.metadata, KARPENTER_MEMBER))
+            .filter(|m| claim_cluster(m).is_none_or(|c| c == cluster))
+            .map(|m| {
+                let described = deployment_of(m).and_then(|md| {
+                    by_ref
+                        .get(&md)
+                        .and_then(Option::as_ref)
+                        .and_then(|c| entry_for(c, &md))
+                });
+                launch_of(m, described)
+            })
+            .collect();
+        launches.sort_by(|a, b| a.machine.cmp(&b.machine));
+        Ok(launches)
+    }
+
+    pub(super) async fn instance_types_of(
+        &self,
+        node_pool: &NodePool,
+    ) -> Result<Vec<Arc<InstanceType>>, CloudProviderError> {
+        let nodeclass = self
+            .nodeclass(&node_pool.spec.template.spec.node_class_ref.name)
+            .await?;
+        Ok(self.catalogue(&nodeclass.spec).await?.instance_types())
+    }
+
+    pub(super) async fn drift_of(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> Result<Option<String>, CloudProviderError> {
+        let name = node_claim.metadata.name.clone().unwrap_or_default();
+        let m = self.find_machine(node_claim).await?.ok_or_else(|| {
+            CloudProviderError::NodeClaimNotFound(format!("no Machine for NodeClaim {name}"))
+        })?;
+        let Some(md_ref) = deployment_of(&m) else {
+            return Ok(Some(crate::drift::MACHINE_DEPLOYMENT_NOT_FOUND.to_owned()));
+        };
+        let md = match self.mds_api(&md_ref.namespace).get_opt(&md_ref.name).await {
+            Ok(Some(md)) => md,
+            Ok(None) => return Ok(Some(crate::drift::MACHINE_DEPLOYMENT_NOT_FOUND.to_owned())),
+            Err(e) => return Err(transient("get MachineDeployment", e)),
+        };
+        let machine_set = match m
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(api::well_known::capi::SET_NAME))
+        {
+            Some(set) => {
+                Api::<api::MachineSet>::namespaced(self.management.clone(), &md_ref.namespace)
+                    .get_opt(set)
+                    .await
+                    .map_err(|e| transient("get MachineSet", e))?
+            }
+            None => None,
+        };
+        let nodeclass = self.nodeclass(&node_claim.spec.node_class_ref.name).await?;
+        let selected = select(
+            std::slice::from_ref(&md),
+            nodeclass.spec.scalable_resource_selector.as_ref(),
+            &self.config.scope,
+        )
+        .map(|s| !s.is_empty())
+        .unwrap_or(false);
+        Ok(crate::drift::drift_reason(&m, machine_set.as_ref(), &md, selected).map(str::to_owned))
+    }
+}

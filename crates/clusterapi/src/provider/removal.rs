@@ -1,0 +1,402 @@
+//! Removal: terminate the Machine of a NodeClaim, and the one removal path the collector uses
+//! too — `delete-machine` by compare-and-set, then one replica write for every removal queued on
+//! the MachineDeployment (batching); at the min size the Machine is deleted instead.
+//!
+//! Responsibility: `ClusterApiProvider::terminate`, `remove_machine` and its batch.
+//! Inputs: a NodeClaim or a Machine reference with a check. Outputs: a [`Removal`] or a typed
+//! error.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::PoisonError;
+
+use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME};
+use api::{Machine, NodeClaim};
+use cloudprovider::{CloudProviderError, ObjectRef};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use serde_json::json;
+
+use crate::instance_types::MachineDeploymentRef;
+
+use super::ownership::{REMOVED_BY, Record, Removed, removed_by};
+use super::scale::{Attempts, MdWrite, min_size, too_many_conflicts};
+use super::{
+    ClusterApiProvider, cache, claimable, deployment_of, status_code, terminating, transient,
+};
+
+/// The check a removal re-runs under the MD lock on the fresh Machine and this cluster's fresh
+/// ownership record of its MachineDeployment.
+type RemovalCheck = Box<dyn Fn(&ClusterApiProvider, &Machine, &Record) -> bool + Send + Sync>;
+
+/// One queued removal and where its answer goes.
+pub(super) struct RemovalRequest {
+    machine: ObjectRef,
+    check: RemovalCheck,
+    done: tokio::sync::oneshot::Sender<Result<Removal, CloudProviderError>>,
+}
+
+impl ClusterApiProvider {
+    pub(super) async fn terminate(&self, nc: &NodeClaim) -> Result<(), CloudProviderError> {
+        let name = nc.metadata.name.clone().unwrap_or_default();
+        let not_found =
+            || CloudProviderError::NodeClaimNotFound(format!("no Machine for NodeClaim {name}"));
+        let mut attempts = Attempts::default();
+        while attempts.next().await {
+            let Some(found) = self.find_machine(nc).await? else {
+                return Err(not_found());
+            };
+            match self
+                .remove_machine(&cache::machine_ref(&found), |_, _, _| true)
+                .await?
+            {
+                Removal::Gone => return Err(not_found()),
+                Removal::Removed
+                | Removal::Finished
+                | Removal::AlreadyRequested
+                | Removal::Declined => return Ok(()),
+                Removal::Conflict => {}
+            }
+        }
+        Err(CloudProviderError::Transient(format!(
+            "Machine of NodeClaim {name}: too many conflicts"
+        )))
+    }
+
+    /// Remove the Machine `r` the one way this crate does: read it fresh; already
+    /// `delete-machine`-annotated or deleting by someone else, or by us and accounted for →
+    /// [`Removal::AlreadyRequested`] (replicas are never lowered twice); under the MD lock,
+    /// `check(self, fresh, record)` false → [`Removal::Declined`]; otherwise annotate
+    /// `delete-machine` and [`REMOVED_BY`] with a resourceVersion precondition (409 →
+    /// [`Removal::Conflict`], the caller re-reads), then lower replicas and the record's
+    /// `raised` together — one write for every removal queued on the MD, recording each in
+    /// the record's `removed` — and at the min size delete the Machine instead (the
+    /// MachineSet replaces it). A Machine we annotated whose accounting write never happened
+    /// (it failed, or the process restarted) is finished here: [`Removal::Finished`].
+    pub(crate) async fn remove_machine(
+        &self,
+        r: &ObjectRef,
+        check: impl Fn(&Self, &Machine, &Record) -> bool + Send + Sync + 'static,
+    ) -> Result<Removal, CloudProviderError> {
+        let cluster = self.cluster_id().await?;
+        // Read fresh: the decision "already requested" must not rest on a stale cache.
+        let Some(m) = self
+            .machines_api(&r.namespace)
+            .get_opt(&r.name)
+            .await
+            .map_err(|e| transient("get Machine", e))?
+        else {
+            return Ok(Removal::Gone);
+        };
+        if terminating(&m) && !removed_by(&m, cluster) {
+            return Ok(Removal::AlreadyRequested);
+        }
+        let Some(md) = deployment_of(&m) else {
+            return Err(CloudProviderError::Transient(format!(
+                "Machine {r} has no {DEPLOYMENT_NAME} label"
+            )));
+        };
+        // Queue the removal; whoever holds the MD lock next serves every queued removal of
+        // that MD with one scale-down (batching).
+        let (done, result) = tokio::sync::oneshot::channel();
+        self.removals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(md.clone())
+            .or_default()
+            .push(RemovalRequest {
+                machine: r.clone(),
+                check: Box::new(check),
+                done,
+            });
+        {
+            let lock = self.lock_of(&md);
+            let _guard = lock.lock().await;
+            let batch = self
+                .removals
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&md)
+                .unwrap_or_default();
+            if !batch.is_empty() {
+                self.remove_batch(&md, cluster, batch).await;
+            }
+        }
+        result.await.unwrap_or_else(|_| {
+            Err(CloudProviderError::Transient(format!(
+                "removal of Machine {r} was not served"
+            )))
+        })
+    }
+
+    /// Serve queued removals of `md` (call under its lock): check and annotate each Machine
+    /// (compare-and-set), then account for every annotated one in one write — replicas and
+    /// `raised` lowered, each recorded in `removed`; Machines beyond the min size's room are
+    /// recorded as deleted and deleted directly instead. Every request gets an answer.
+    async fn remove_batch(
+        &self,
+        md: &MachineDeploymentRef,
+        cluster: &str,
+        batch: Vec<RemovalRequest>,
+    ) {
+        // A malformed min size fails the batch before any Machine is annotated.
+        let read = self
+            .read_md(md, cluster)
+            .await
+            .and_then(|(current, record)| min_size(&current).map(|_| record));
+        let record = match read {
+            Ok(record) => record,
+            Err(e) => {
+                for request in batch {
+                    let _ = request.done.send(Err(e.clone()));
+                }
+                return;
+            }
+        };
+        let mut pending = Vec::new();
+        for request in batch {
+            match self.prepare_removal(&request, &record, cluster).await {
+                Ok(Step::Account(finishing)) => pending.push((request, finishing)),
+                Ok(Step::Done(removal)) => {
+                    let _ = request.done.send(Ok(removal));
+                }
+                Err(e) => {
+                    let _ = request.done.send(Err(e));
+                }
+            }
+        }
+        if pending.is_empty() {
+            return;
+        }
+        let names: Vec<String> = pending
+            .iter()
+            .map(|(request, _)| request.machine.name.clone())
+            .collect();
+        let accounted = match self.account_removals(md, cluster, &names).await {
+            Ok(accounted) => accounted,
+            Err(e) => {
+                // Annotated but not accounted: the next delete or the collector finishes it.
+                for (request, _) in pending {
+                    let _ = request.done.send(Err(e.clone()));
+                }
+                return;
+            }
+        };
+        for (request, finishing) in pending {
+            let how = accounted.get(&request.machine.name).copied();
+            let result = match how {
+                Some(Removed::Deleted) => self.delete_machine(&request.machine).await,
+                _ => Ok(()),
+            };
+            let done = if finishing {
+                Removal::Finished
+            } else {
+                Removal::Removed
+            };
+            let _ = request.done.send(result.map(|()| done));
+        }
+    }
+
+    /// Delete the Machine `r` directly (gone already is fine).
+    async fn delete_machine(&self, r: &ObjectRef) -> Result<(), CloudProviderError> {
+        match self
+            .machines_api(&r.namespace)
+            .delete(&r.name, &DeleteParams::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if status_code(&e) == Some(404) => Ok(()),
+            Err(e) => Err(transient("delete Machine", e)),
+        }
+    }
+
+    /// Fresh read, checks and the `delete-machine` annotation of one queued removal.
+    async fn prepare_removal(
+        &self,
+        request: &RemovalRequest,
+        record: &Record,
+        cluster: &str,
+    ) -> Result<Step, CloudProviderError> {
+        let r = &request.machine;
+        let Some(m) = self
+            .machines_api(&r.namespace)
+            .get_opt(&r.name)
+            .await
+            .map_err(|e| transient("get Machine", e))?
+        else {
+            return Ok(Step::Done(Removal::Gone));
+        };
+        if terminating(&m) {
+            if !removed_by(&m, cluster) {
+                return Ok(Step::Done(Removal::AlreadyRequested));
+            }
+            return match record.removal_of(&m) {
+                // Ours, but never accounted for: finish it.
+                None => Ok(Step::Account(true)),
+                // Recorded as deleted at the min size, but the delete did not happen.
+                Some(Removed::Deleted) if m.metadata.deletion_timestamp.is_none() => {
+                    self.delete_machine(r).await?;
+                    Ok(Step::Done(Removal::Finished))
+                }
+                Some(_) => Ok(Step::Done(Removal::AlreadyRequested)),
+            };
+        }
+        if !(request.check)(self, &m, record) {
+            return Ok(Step::Done(Removal::Declined));
+        }
+        let patch = json!({"metadata": {
+            "resourceVersion": m.metadata.resource_version,
+            "annotations": {DELETE_MACHINE: "karpenter", REMOVED_BY: cluster},
+        }});
+        match self
+            .machines_api(&r.namespace)
+            .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(Step::Account(false)),
+            Err(e) if status_code(&e) == Some(409) => Ok(Step::Done(Removal::Conflict)),
+            Err(e) if status_code(&e) == Some(404) => Ok(Step::Done(Removal::Gone)),
+            Err(e) => Err(transient("annotate Machine", e)),
+        }
+    }
+
+    /// Account for the removal of `names` (Machines of `md` annotated by us) in one write:
+    /// lower replicas and `raised` by as many as the min size allows and record those as
+    /// scaled down, the rest as deleted. Returns how each was accounted for.
+    async fn account_removals(
+        &self,
+        md: &MachineDeploymentRef,
+        cluster: &str,
+        names: &[String],
+    ) -> Result<BTreeMap<String, Removed>, CloudProviderError> {
+        let exists: BTreeSet<String> = self
+            .machines_of(md)
+            .iter()
+            .filter_map(|m| m.metadata.name.clone())
+            .chain(names.iter().cloned())
+            .collect();
+        self.update_md(md, cluster, |current, record| {
+            let replicas = current.spec.replicas.unwrap_or(0);
+            let want = i32::try_from(names.len()).unwrap_or(i32::MAX);
+            let by = want.min(replicas - min_size(current)?).max(0);
+            let mut record = record.clone();
+            record.prune(|name| exists.contains(name));
+            record.raised = (record.raised - by).max(0);
+            let lowered = usize::try_from(by).unwrap_or(0);
+            let accounted: BTreeMap<String, Removed> = names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let how = if i < lowered {
+                        Removed::ScaledDown
+                    } else {
+                        Removed::Deleted
+                    };
+                    (name.clone(), how)
+                })
+                .collect();
+            record.removed.extend(accounted.clone());
+            let write = MdWrite {
+                replicas: (by > 0).then_some(replicas - by),
+                record: Some(record),
+            };
+            Ok((write, accounted))
+        })
+        .await
+    }
+
+    /// Let go of up to `n` replicas of `md` that we raised and that have no Machine — never
+    /// born (a paused MachineSet, rejected creates, quota), no create waiting for them — under
+    /// the MD lock, from a fresh read and a fresh list of the MD's Machines. Replicas are
+    /// lowered only by as many as the MachineSet really lacks Machines for (so lowering can
+    /// never make it delete a running Machine) and never below the min size; the record's
+    /// `raised` drops by all of them (the rest are not ours any more). Returns how many
+    /// replicas were lowered and how many were let go.
+    pub(crate) async fn release_unborn(
+        &self,
+        md: &MachineDeploymentRef,
+        n: usize,
+    ) -> Result<(i32, usize), CloudProviderError> {
+        let cluster = self.cluster_id().await?;
+        let lock = self.lock_of(md);
+        let _guard = lock.lock().await;
+        let mut attempts = Attempts::default();
+        while attempts.next().await {
+            let (current, record) = self.read_md(md, cluster).await?;
+            let listed = self
+                .machines_api(&md.namespace)
+                .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={}", md.name)))
+                .await
+                .map_err(|e| transient("list Machines", e))?
+                .items;
+            let local = |m: &Machine| self.claimed_locally(&cache::machine_ref(m));
+            let spare = record
+                .free(&listed, cluster, local)
+                .saturating_sub(self.reserved(md));
+            let born = listed
+                .iter()
+                .filter(|m| claimable(m, md) && record.newborn(m) && !local(m))
+                .count();
+            let drop = n.min(spare.saturating_sub(born));
+            if drop == 0 {
+                return Ok((0, 0));
+            }
+            // Machines the MachineSet keeps: not deleting, not already scaled away.
+            let existing = listed
+                .iter()
+                .filter(|m| m.metadata.deletion_timestamp.is_none())
+                .filter(|m| record.removal_of(m) != Some(Removed::ScaledDown))
+                .count();
+            let replicas = current.spec.replicas.unwrap_or(0);
+            let lacking = replicas - i32::try_from(existing).unwrap_or(i32::MAX);
+            let lower = i32::try_from(drop)
+                .unwrap_or(i32::MAX)
+                .min(lacking)
+                .min(replicas - min_size(&current)?)
+                .max(0);
+            let mut record = record;
+            record.raised = (record.raised - i32::try_from(drop).unwrap_or(i32::MAX)).max(0);
+            let write = MdWrite {
+                replicas: (lower > 0).then_some(replicas - lower),
+                record: Some(record),
+            };
+            if self.write_md(&current, cluster, &write).await? {
+                return Ok((lower, drop));
+            }
+        }
+        Err(too_many_conflicts(md))
+    }
+
+    /// Replicas of `md` raised by `cluster` that no Machine uses and no waiting create
+    /// reserved: how many of our unclaimed Machines could go without starving a create. Call
+    /// under the MD lock.
+    pub(crate) fn spare(&self, md: &MachineDeploymentRef, record: &Record, cluster: &str) -> usize {
+        self.free(md, record, cluster)
+            .saturating_sub(self.reserved(md))
+    }
+}
+
+/// What [`ClusterApiProvider::remove_machine`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Removal {
+    /// The Machine does not exist.
+    Gone,
+    /// Termination was already requested; nothing done.
+    AlreadyRequested,
+    /// The caller's check refused it; nothing done.
+    Declined,
+    /// The Machine changed between read and write; nothing done, read again.
+    Conflict,
+    /// Annotated, and replicas lowered (or the Machine deleted at min size).
+    Removed,
+    /// An earlier removal of ours that was annotated but never accounted for (a failed
+    /// write, a restart) is now accounted for.
+    Finished,
+}
+
+/// What one queued removal needs after its fresh read.
+enum Step {
+    /// Answered already.
+    Done(Removal),
+    /// Annotated by us; account for it (`true`: it was annotated by an earlier, interrupted
+    /// removal).
+    Account(bool),
+}
