@@ -383,9 +383,13 @@ async fn a_failed_scale_down_is_finished_by_the_next_delete() {
 
     world
         .management()
+        .unwrap()
         .set_faults(failing_md_writes(FaultError::Internal));
     assert!(p.delete(&a).await.is_err(), "the scale-down failed");
-    world.management().set_faults(FaultConfig::default());
+    world
+        .management()
+        .unwrap()
+        .set_faults(FaultConfig::default());
     assert_eq!(replicas(&world, "md").await, 2);
 
     p.delete(&a).await.unwrap();
@@ -421,11 +425,15 @@ async fn a_removal_interrupted_by_a_restart_is_finished_by_the_collector() {
     let lb = first.create(&b).await.unwrap();
     world
         .management()
+        .unwrap()
         .set_faults(failing_md_writes(FaultError::Internal));
     let a = fresh(&world.workload_client(), "a").await;
     assert!(first.delete(&a).await.is_err());
     drop(first);
-    world.management().set_faults(FaultConfig::default());
+    world
+        .management()
+        .unwrap()
+        .set_faults(FaultConfig::default());
     // The NodeClaim went away meanwhile (its finalizer was removed by hand).
     delete_node_claim(&world.workload_client(), "a").await;
 
@@ -511,7 +519,7 @@ async fn machines_that_never_appear_raise_replicas_once_and_are_released() {
 async fn a_forbidden_machine_watch_fails_creates_and_deletes_with_a_clear_error() {
     let world = support::world(WorldConfig::default()).await;
     md("md").create(&world).await;
-    world.management().set_faults(FaultConfig {
+    world.management().unwrap().set_faults(FaultConfig {
         seed: 1,
         rules: vec![FaultRule {
             verbs: vec![Verb::List, Verb::Watch],
@@ -596,6 +604,7 @@ async fn scale_conflicts_back_off_then_give_up() {
     let nc = node_claim(&world, "nc", json!([])).await;
     world
         .management()
+        .unwrap()
         .set_faults(failing_md_writes(FaultError::Conflict));
     let started = tokio::time::Instant::now();
     let err = p.create(&nc).await.unwrap_err();
@@ -606,6 +615,9 @@ async fn scale_conflicts_back_off_then_give_up() {
         "retried without backing off ({:?})",
         started.elapsed()
     );
-    world.management().set_faults(FaultConfig::default());
+    world
+        .management()
+        .unwrap()
+        .set_faults(FaultConfig::default());
     assert_eq!(replicas(&world, "md").await, 0);
 }
