@@ -56,6 +56,44 @@ fn stamp(pool: &NodePool) -> PoolHash {
     }
 }
 
+/// The shared cluster state and the provisioning triggers it produces: what every replica
+/// runs, leader or not (upstream: ready means the caches synced, leading or not).
+#[derive(Debug)]
+pub struct Caches {
+    state: Arc<ClusterState>,
+    triggers: tokio::sync::mpsc::UnboundedReceiver<state::Trigger>,
+}
+
+impl Caches {
+    /// Starts the watches of the workload cluster.
+    #[must_use]
+    pub fn start(workload: &kube::Client) -> Self {
+        let (tx, rx, predicate) = trigger_channel();
+        let state = ClusterState::start(
+            workload,
+            StateConfig {
+                triggers: Some((tx, predicate)),
+            },
+        );
+        Self {
+            state,
+            triggers: rx,
+        }
+    }
+
+    /// The cluster state.
+    #[must_use]
+    pub fn state(&self) -> &Arc<ClusterState> {
+        &self.state
+    }
+
+    /// Drops the triggers queued so far: a standby replica calls this while it waits, so the
+    /// queue does not grow (the provisioner re-checks pending pods when it starts leading).
+    pub fn discard_triggers(&mut self) {
+        while self.triggers.try_recv().is_ok() {}
+    }
+}
+
 /// Every controller, running.
 #[derive(Debug)]
 pub struct Operator {
@@ -89,14 +127,25 @@ impl Operator {
         config: OperatorConfig,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let caches = Caches::start(&workload);
+        Self::start_with_caches(caches, workload, management, config, metrics)
+    }
+
+    /// [`Operator::start_with_metrics`] on caches that are already running (started before
+    /// leadership, so a standby replica keeps them warm and reports ready).
+    #[must_use]
+    pub fn start_with_caches(
+        caches: Caches,
+        workload: kube::Client,
+        management: kube::Client,
+        config: OperatorConfig,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         let events = Events::new(workload.clone(), config.instance.clone());
-        let (tx, rx, predicate) = trigger_channel();
-        let state = ClusterState::start(
-            &workload,
-            StateConfig {
-                triggers: Some((tx, predicate)),
-            },
-        );
+        let Caches {
+            state,
+            triggers: rx,
+        } = caches;
         let provider = Arc::new(ClusterApiProvider::new(
             management.clone(),
             workload.clone(),

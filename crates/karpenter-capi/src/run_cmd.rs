@@ -17,13 +17,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use clusterapi::Scope;
 use controllers::leader::{LeaderElector, LeaseConfig};
 use controllers::provisioning::batcher::BatchConfig;
 use karpenter_capi::connect::{Source, UrlCredentials, connect};
-use karpenter_capi::operator::{Operator, OperatorConfig};
+use karpenter_capi::operator::{Caches, Operator, OperatorConfig};
 use scheduling::instance_type::MinValuesPolicy;
 use scheduling::scheduler::PreferencePolicy;
 
@@ -159,6 +159,9 @@ pub fn init_logging(level: &str, format: LogFormat) -> anyhow::Result<()> {
     result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
 }
 
+/// How long the caches may take to list before `run` gives up.
+const LIST_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// How long the first `/version` check of each cluster may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -270,6 +273,19 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             }
         });
     }
+    // The caches run on every replica: a standby is ready once they listed (as upstream:
+    // ready means synced, leading or not), so a rolling update of an HA Deployment proceeds.
+    let mut caches = Caches::start(&workload);
+    let state = Arc::clone(caches.state());
+    let flag = Arc::clone(&ready_flag);
+    let listed = tokio::spawn(async move {
+        let outcome = state.wait_listed(LIST_TIMEOUT).await;
+        if outcome.is_ok() {
+            flag.store(true, Ordering::Relaxed);
+            tracing::info!("caches synced");
+        }
+        outcome
+    });
     let elector = if args.disable_leader_election {
         None
     } else {
@@ -289,17 +305,27 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             LeaseConfig::default(),
         );
         tracing::info!(lease = %args.leader_election_name, "waiting for leadership");
-        elector.acquire().await;
+        {
+            let acquire = elector.acquire();
+            tokio::pin!(acquire);
+            loop {
+                tokio::select! {
+                    () = &mut acquire => break,
+                    () = tokio::time::sleep(Duration::from_secs(1)) => caches.discard_triggers(),
+                }
+            }
+        }
         tracing::info!("leading");
         Some(elector)
     };
-    let operator = Operator::start_with_metrics(workload, management, config, metrics);
-    operator
-        .wait_ready(Duration::from_secs(120))
-        .await
-        .map_err(anyhow::Error::msg)?;
-    ready_flag.store(true, Ordering::Relaxed);
-    tracing::info!("caches synced; controllers running");
+    caches.discard_triggers();
+    let operator = Operator::start_with_caches(caches, workload, management, config, metrics);
+    match listed.await {
+        Ok(Ok(())) => {}
+        Ok(Err(())) => bail!("caches not listed within {LIST_TIMEOUT:?}"),
+        Err(e) => bail!("the cache readiness task failed: {e}"),
+    }
+    tracing::info!("controllers running");
 
     let mut leading = elector.as_ref().map(LeaderElector::leading);
     let lost = async {

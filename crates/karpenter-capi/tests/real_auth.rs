@@ -371,3 +371,80 @@ fn real_run_names_the_kubeconfig_when_the_server_is_unreachable() {
     assert!(err.contains(&path.display().to_string()), "{err}");
     assert!(err.contains("cannot reach the API server"), "{err}");
 }
+
+fn run_replica(kc: &str, metrics: u16, health: u16) -> Killed {
+    Killed(
+        Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+            .args(["run", "--kubeconfig", kc, "--cluster-api-kubeconfig", kc])
+            .args(["--metrics-port", &metrics.to_string()])
+            .args(["--health-probe-port", &health.to_string()])
+            .args([
+                "--leader-election-namespace",
+                "default",
+                "--log-format",
+                "plain",
+            ])
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+async fn ready(health: u16, what: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !matches!(http_get(health, "/readyz").await, Some((200, _))) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: /readyz never 200"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn holder(admin: &kube::Client) -> Option<String> {
+    Api::<Lease>::namespaced(admin.clone(), "default")
+        .get_opt("karpenter-leader-election")
+        .await
+        .unwrap()
+        .and_then(|l| l.spec?.holder_identity)
+}
+
+/// Issue 11 item 10: a standby replica is ready once its caches listed, so a rolling update
+/// of a two-replica Deployment is not deadlocked; it takes over when the leader stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_a_standby_replica_is_ready_and_takes_over() {
+    let cluster = RealCluster::start(RealConfig::default()).await.unwrap();
+    let admin = cluster.client().await.unwrap();
+    sim::world::crds::install_karpenter_crds(&admin)
+        .await
+        .unwrap();
+    sim::world::crds::install_capi_crds(&admin).await.unwrap();
+    let kc = cluster.kubeconfig_path().display().to_string();
+    let (h1, h2) = (free_port(), free_port());
+    let first = run_replica(&kc, free_port(), h1);
+    ready(h1, "the leader").await;
+    let leader = holder(&admin).await.unwrap();
+    let _second = run_replica(&kc, free_port(), h2);
+    ready(h2, "the standby").await;
+    assert_eq!(
+        holder(&admin).await.unwrap(),
+        leader,
+        "the standby does not lead"
+    );
+    drop(first);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(h) = holder(&admin).await
+            && h != leader
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the standby never took over"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
