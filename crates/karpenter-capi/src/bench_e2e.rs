@@ -1,8 +1,12 @@
-//! `karpenter-capi bench e2e`: Karpenter's performance suite "basic/scaleOut" in `sim`.
+//! `karpenter-capi bench e2e`: Karpenter's performance suite "basic/scaleOut" in `sim` or on a
+//! real kube-apiserver.
 //!
-//! Responsibility: start the simulated clusters with instant infrastructure in a **child
-//! process** (`karpenter-capi sim serve --instant`), so this process holds only the controller
-//! and its CPU time and peak RSS are the controller's; create nine MachineDeployments (c/m/r
+//! Responsibility: start the clusters outside this process, so this process holds only the
+//! controller and its CPU time and peak RSS are the controller's — `--backend sim`: a child
+//! `karpenter-capi sim serve --instant`; `--backend real`: etcd, kube-apiserver,
+//! kube-controller-manager and kube-scheduler ([`sim::realk8s`]) plus a child
+//! `karpenter-capi sim world --instant --real-controllers` for Cluster API and kubelets;
+//! create nine MachineDeployments (c/m/r
 //! families, 4–16 CPUs), a NodeClass and a NodePool; start the [`Operator`]; scale two
 //! Deployments to the suite's shape (by default 500 pods of 900m/3100Mi and 500 of
 //! 3500m/28Gi) and report the time until every pod is Running, nodes, NodeClaims,
@@ -47,12 +51,28 @@ pub struct E2eArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// Which API server: the in-memory `sim`, or a real kube-apiserver (needs etcd and
+    /// ../shared/tools/realk8s; see the README).
+    #[arg(long, value_enum, default_value_t = BenchBackend::Sim)]
+    pub backend: BenchBackend,
+}
+
+/// The API server of `bench e2e`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchBackend {
+    /// `sim serve --instant` in a child process.
+    Sim,
+    /// A real kube-apiserver with kube-controller-manager and kube-scheduler.
+    Real,
 }
 
 /// What the benchmark measured.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
+    /// The API server.
+    pub backend: BenchBackend,
     /// Pods created.
     pub pods: usize,
     /// Seconds from the scale-up until every pod was Running.
@@ -163,15 +183,44 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     std::fs::create_dir_all(&dir)?;
     let (wl, mgmt) = (dir.join("workload"), dir.join("management"));
     let exe = std::env::current_exe().context("cannot find my own executable")?;
-    let child = Command::new(exe)
-        .args(["sim", "serve", "--instant", "--kubeconfig"])
-        .arg(&wl)
-        .arg("--management-kubeconfig")
-        .arg(&mgmt)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("cannot start `sim serve`")?;
+    let mut real = None;
+    let child = match args.backend {
+        BenchBackend::Sim => Command::new(exe)
+            .args(["sim", "serve", "--instant", "--kubeconfig"])
+            .arg(&wl)
+            .arg("--management-kubeconfig")
+            .arg(&mgmt)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("cannot start `sim serve`")?,
+        BenchBackend::Real => {
+            let cluster = sim::realk8s::RealCluster::start(sim::realk8s::RealConfig {
+                controller_manager: true,
+                scheduler: true,
+                apiserver_args: Vec::new(),
+            })
+            .await
+            .context("cannot start the real API server")?;
+            let admin = cluster.client().await?;
+            sim::world::crds::install_karpenter_crds(&admin).await?;
+            sim::world::crds::install_capi_crds(&admin).await?;
+            for path in [&wl, &mgmt] {
+                std::fs::copy(cluster.kubeconfig_path(), path)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            real = Some(cluster);
+            Command::new(exe)
+                .args(["sim", "world", "--instant", "--real-controllers", "--kubeconfig"])
+                .arg(&wl)
+                .arg("--management-kubeconfig")
+                .arg(&mgmt)
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .context("cannot start `sim world`")?
+        }
+    };
     let _child = SimChild(child);
     wait_for_file(&wl, Duration::from_secs(30)).await?;
     wait_for_file(&mgmt, Duration::from_secs(30)).await?;
@@ -236,7 +285,10 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
         .last()
         .map_or(0.0, |s| s.started_seconds + s.took_seconds);
     drop(operator);
+    drop(_child);
+    drop(real);
     Ok(Report {
+        backend: args.backend,
         pods: summary.pods,
         seconds_to_all_running: (seconds * 100.0).round() / 100.0,
         nodes: summary.nodes,
@@ -259,7 +311,8 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
     Ok(match output {
         Output::Json => serde_json::to_string_pretty(report)?,
         Output::Text => format!(
-            "basic/scaleOut: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}",
+            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}",
+            report.backend,
             report.pods,
             report.seconds_to_all_running,
             report.nodes,
