@@ -211,7 +211,13 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
             }
             real = Some(cluster);
             Command::new(exe)
-                .args(["sim", "world", "--instant", "--real-controllers", "--kubeconfig"])
+                .args([
+                    "sim",
+                    "world",
+                    "--instant",
+                    "--real-controllers",
+                    "--kubeconfig",
+                ])
                 .arg(&wl)
                 .arg("--management-kubeconfig")
                 .arg(&mgmt)
