@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use karpenter_capi::api_counter::{ApiCounter, ApiCounts, counted_client};
 use karpenter_capi::connect::client_from_kubeconfig;
 use karpenter_capi::operator::{Operator, OperatorConfig};
 use karpenter_capi::process::{cpu_seconds, peak_rss_mib};
@@ -93,6 +94,29 @@ pub struct Report {
     pub controller_cpu_seconds: f64,
     /// Controller peak resident set (MiB).
     pub controller_peak_rss_mib: Option<f64>,
+    /// The controller's API requests from the scale-up until every pod ran.
+    pub api_requests: ApiCounts,
+    /// The same, by `VERB resource[/subresource]`.
+    pub api_requests_by_resource: std::collections::BTreeMap<String, u64>,
+    /// Of those, writes per NodeClaim.
+    pub writes_per_node_claim: f64,
+    /// Of those, reads (GET and LIST) per NodeClaim.
+    pub reads_per_node_claim: f64,
+    /// The controller's requests per second (no watches) in the quiet window after every pod
+    /// ran: periodic polling shows here.
+    pub idle_requests_per_second: f64,
+}
+
+/// How long the quiet window after the run lasts.
+const IDLE_WINDOW: Duration = Duration::from_secs(10);
+
+fn per(n: u64, claims: usize) -> f64 {
+    if claims == 0 {
+        return 0.0;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let v = n as f64 / claims as f64;
+    (v * 100.0).round() / 100.0
 }
 
 /// (name, cpu, memory Gi, price per hour)
@@ -232,6 +256,11 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     wait_for_file(&mgmt, Duration::from_secs(30)).await?;
     let workload = client_from_kubeconfig(&wl).await?;
     let management = client_from_kubeconfig(&mgmt).await?;
+    // The controller's own clients count their requests; setup and the summary use the
+    // plain ones above.
+    let counter = ApiCounter::default();
+    let controller_workload = counted_client(&wl, &counter).await?;
+    let controller_management = counted_client(&mgmt, &counter).await?;
 
     let mds: Vec<Value> = SHAPES
         .iter()
@@ -253,8 +282,8 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     .await?;
     let cpu_before = cpu_seconds();
     let operator = Operator::start(
-        workload.clone(),
-        management.clone(),
+        controller_workload,
+        controller_management,
         OperatorConfig::default(),
     );
     operator
@@ -277,6 +306,8 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
             timeout: format!("{}s", args.timeout),
         },
     ];
+    let before_scale = counter.counts();
+    let before_by_resource = counter.by_resource();
     let summary = karpenter_capi::simulate::run_timeline(
         &workload,
         &management,
@@ -285,6 +316,19 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
         &steps,
     )
     .await?;
+    let during = counter.counts().since(&before_scale);
+    let during_by_resource: std::collections::BTreeMap<String, u64> = counter
+        .by_resource()
+        .into_iter()
+        .map(|(k, v)| {
+            let before = before_by_resource.get(&k).copied().unwrap_or(0);
+            (k, v.saturating_sub(before))
+        })
+        .filter(|(_, v)| *v > 0)
+        .collect();
+    let settled = counter.counts();
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let idle = counter.counts().since(&settled);
     let cpu = cpu_seconds() - cpu_before;
     let seconds = summary
         .steps
@@ -309,6 +353,16 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
             .count(),
         controller_cpu_seconds: (cpu * 100.0).round() / 100.0,
         controller_peak_rss_mib: peak_rss_mib().map(|m| (m * 10.0).round() / 10.0),
+        api_requests: during,
+        api_requests_by_resource: during_by_resource,
+        writes_per_node_claim: per(during.writes(), summary.node_claims),
+        reads_per_node_claim: per(during.reads, summary.node_claims),
+        idle_requests_per_second: {
+            let n = idle.reads + idle.writes();
+            #[allow(clippy::cast_precision_loss)]
+            let rate = n as f64 / IDLE_WINDOW.as_secs_f64();
+            (rate * 100.0).round() / 100.0
+        },
     })
 }
 
@@ -317,7 +371,7 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
     Ok(match output {
         Output::Json => serde_json::to_string_pretty(report)?,
         Output::Text => format!(
-            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}",
+            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}\ncontroller API requests: {} reads, {} watches, {} creates, {} updates, {} deletes ({:.2} writes and {:.2} reads per NodeClaim); idle {:.2} requests/s",
             report.backend,
             report.pods,
             report.seconds_to_all_running,
@@ -331,6 +385,14 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
             report
                 .controller_peak_rss_mib
                 .map_or_else(|| "unknown".to_owned(), |m| format!("{m:.1} MiB")),
+            report.api_requests.reads,
+            report.api_requests.watches,
+            report.api_requests.creates,
+            report.api_requests.updates,
+            report.api_requests.deletes,
+            report.writes_per_node_claim,
+            report.reads_per_node_claim,
+            report.idle_requests_per_second,
         ),
     })
 }
