@@ -134,7 +134,7 @@ impl ApiCounter {
 impl<S> tower::Layer<S> for ApiCounter {
     type Service = Counted<S>;
 
-    fn layer(&self, inner: S) -> Self::Service {
+    fn layer(&self, inner: S) -> Counted<S> {
         Counted {
             inner,
             counter: self.clone(),
@@ -157,11 +157,11 @@ where
     type Error = S::Error;
     type Future = S::Future;
 
-    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Self::Error>> {
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+    fn call(&mut self, req: http::Request<B>) -> S::Future {
         self.counter.count(&req);
         self.inner.call(req)
     }
