@@ -30,6 +30,7 @@ pub mod instance_types;
 pub mod nodeclass_status;
 pub mod provider;
 pub mod selection;
+pub mod templates;
 mod watch_errors;
 
 #[cfg(test)]
