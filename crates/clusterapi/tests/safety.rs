@@ -8,7 +8,7 @@
 //!   delete, or by the collector after a restart.
 //! - Machines that never appear raise replicas once, not once per retry.
 //! - A Machine watch that keeps failing fails creates and deletes with a clear error.
-//! - Malformed min sizes are errors; `/scale` conflicts back off and give up.
+//! - Malformed min sizes are errors; replica-write conflicts back off and give up.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
