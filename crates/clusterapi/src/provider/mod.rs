@@ -131,6 +131,10 @@ pub struct ProviderConfig {
     /// How long the first read of an infrastructure template kind waits for its watch to
     /// list (later reads never wait; a kind that cannot be listed reads as no template).
     pub template_sync_timeout: Duration,
+    /// How long after our `delete-machine` annotation and scale-down a Machine may still be
+    /// there, not deleting, before the next delete deletes it directly (a rollout can shrink
+    /// another MachineSet than the annotated Machine's, which then never goes).
+    pub removal_escalation: Duration,
 }
 
 impl Default for ProviderConfig {
@@ -140,6 +144,7 @@ impl Default for ProviderConfig {
             claim_timeout: Duration::from_secs(120),
             cluster_id: None,
             cache_sync_timeout: Duration::from_secs(60),
+            removal_escalation: Duration::from_secs(600),
             template_sync_timeout: Duration::from_secs(10),
         }
     }
