@@ -21,6 +21,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::fault::{Decision, Verb};
 use crate::options::{ListOptions, Query, WriteOptions, parse_query};
 use crate::patch::PatchType;
+use crate::registry::Special;
 use crate::route::{self, Route};
 use crate::semantics::WriteMode;
 use crate::sim::Sim;
@@ -135,12 +136,16 @@ fn header_str(parts: &http::request::Parts, name: header::HeaderName) -> &str {
         .unwrap_or_default()
 }
 
-/// A create/update body: JSON, or YAML when declared.
+/// A create/update body: JSON, YAML or Kubernetes protobuf, as declared.
 fn body_object(parts: &http::request::Parts, bytes: &[u8]) -> ApiResult<Value> {
     let ct = header_str(parts, header::CONTENT_TYPE);
+    if crate::protobuf::is_protobuf(ct) {
+        return crate::protobuf::decode(bytes)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding protobuf: {e}")));
+    }
     if ct.contains("protobuf") || ct.contains("cbor") {
         return Err(ApiError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct})"
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {ct})"
         )));
     }
     let v: Value = if ct.contains("yaml") {
@@ -275,6 +280,19 @@ fn resource(
     let as_table = wants_table.then(|| (def.clone(), include));
     let created = |(v, created): (Value, bool)| json_response(if created { 201 } else { 200 }, &v);
     let method = &parts.method;
+    if def.special == Special::Review {
+        return match (sub, name) {
+            (None, None) if *method == Method::POST => Ok(json_response(
+                201,
+                &crate::authorization::review(
+                    &def,
+                    ep.namespace.as_deref(),
+                    body_object(parts, bytes)?,
+                )?,
+            )),
+            _ => Err(ApiError::MethodNotAllowed),
+        };
+    }
     match (sub, name) {
         (None, None) if *method == Method::GET => {
             let list = ListOptions::parse(q)?;
