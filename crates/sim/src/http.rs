@@ -200,6 +200,22 @@ fn dispatch(
         Route::OpenApiGroupVersion { group, version } => get_only(
             openapi::group_version(&sim.registry(), &group, &version).ok_or(ApiError::NoRoute)?,
         ),
+        Route::OpenApiV2 if parts.method == Method::GET => {
+            let doc = openapi::v2(&sim.registry());
+            if header_str(parts, header::ACCEPT).contains(openapi::V2_PROTOBUF) {
+                let mut r = Response::new(Body::from(openapi::v2proto::encode(&doc)));
+                r.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    http::HeaderValue::from_static(
+                        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                    ),
+                );
+                Ok(r)
+            } else {
+                Ok(json_response(200, &doc))
+            }
+        }
+        Route::OpenApiV2 => Err(ApiError::MethodNotAllowed),
         Route::OpenApiOther => Err(ApiError::NoRoute),
         Route::Resource {
             ep,
