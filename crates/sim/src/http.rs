@@ -259,9 +259,29 @@ fn delete_options(
     DeleteOptions::parse(&body, q)
 }
 
+/// A request to a resource path, with the warnings it produced as `Warning` headers.
 fn resource(
     sim: &Sim,
     req: &ResourceRequest<'_>,
+    name: Option<&str>,
+    sub: Option<&str>,
+    watch_path: bool,
+) -> ApiResult<Response> {
+    let opts = WriteOptions::parse(req.q)?;
+    let mut resp = resource_with(sim, req, &opts, name, sub, watch_path)?;
+    for w in opts.warnings() {
+        let text = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
+        if let Ok(v) = http::HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    Ok(resp)
+}
+
+fn resource_with(
+    sim: &Sim,
+    req: &ResourceRequest<'_>,
+    opts: &WriteOptions,
     name: Option<&str>,
     sub: Option<&str>,
     watch_path: bool,
@@ -274,7 +294,6 @@ fn resource(
         faults,
     } = *req;
     let def = sim.resource_def(ep)?;
-    let opts = WriteOptions::parse(q)?;
     let patch_type = || {
         let ct = header_str(parts, header::CONTENT_TYPE);
         PatchType::from_content_type(ct).ok_or_else(|| {
@@ -319,14 +338,14 @@ fn resource(
         }
         (None, None) if *method == Method::POST => Ok(json_response(
             201,
-            &sim.create(ep, body_object(parts, bytes)?, &opts)?,
+            &sim.create(ep, body_object(parts, bytes)?, opts)?,
         )),
         (None, None) if *method == Method::DELETE => {
             let list = ListOptions::parse(q)?;
             let options = delete_options(parts, q, bytes)?;
             Ok(json_response(
                 200,
-                &sim.delete_collection(ep, &list, &options, &opts)?,
+                &sim.delete_collection(ep, &list, &options, opts)?,
             ))
         }
         (None, Some(n)) if *method == Method::GET => {
@@ -354,7 +373,7 @@ fn resource(
                     n,
                     body_object(parts, bytes)?,
                     mode,
-                    &opts,
+                    opts,
                 )?)),
                 "PATCH" => Ok(created(sim.patch(
                     ep,
@@ -362,11 +381,11 @@ fn resource(
                     patch_type()?,
                     bytes,
                     mode,
-                    &opts,
+                    opts,
                 )?)),
                 "DELETE" if mode == WriteMode::Main => {
                     let options = delete_options(parts, q, bytes)?;
-                    Ok(json_response(200, &sim.delete(ep, n, &options, &opts)?))
+                    Ok(json_response(200, &sim.delete(ep, n, &options, opts)?))
                 }
                 _ => Err(ApiError::MethodNotAllowed),
             }
@@ -375,21 +394,21 @@ fn resource(
             "GET" => Ok(json_response(200, &sim.get_scale(ep, n)?)),
             "PUT" => Ok(json_response(
                 200,
-                &sim.update_scale(ep, n, &body_object(parts, bytes)?, &opts)?,
+                &sim.update_scale(ep, n, &body_object(parts, bytes)?, opts)?,
             )),
             "PATCH" => Ok(json_response(
                 200,
-                &sim.patch_scale(ep, n, patch_type()?, bytes, &opts)?,
+                &sim.patch_scale(ep, n, patch_type()?, bytes, opts)?,
             )),
             _ => Err(ApiError::MethodNotAllowed),
         },
         (Some("binding"), Some(n)) if *method == Method::POST => Ok(json_response(
             201,
-            &sim.bind(ep, n, &body_object(parts, bytes)?, &opts)?,
+            &sim.bind(ep, n, &body_object(parts, bytes)?, opts)?,
         )),
         (Some("eviction"), Some(n)) if *method == Method::POST => Ok(json_response(
             201,
-            &sim.evict(ep, n, &body_object(parts, bytes)?, &opts)?,
+            &sim.evict(ep, n, &body_object(parts, bytes)?, opts)?,
         )),
         (None, _) => Err(ApiError::MethodNotAllowed),
         (Some(_), _) => Err(ApiError::NoRoute),

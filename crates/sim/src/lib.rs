@@ -50,6 +50,7 @@ pub mod discovery;
 pub mod error;
 pub mod eviction;
 pub mod fault;
+pub mod field_validation;
 pub mod gc;
 pub mod http;
 pub mod lifecycle;
