@@ -14,8 +14,9 @@
 //!   layer sends as `Warning` headers.
 //! - `Ignore`: nothing.
 //!
-//! Unknown fields of custom resources are then pruned as always ([`crate::schema`]); those of
-//! built-in kinds are kept (kube-apiserver drops them while decoding).
+//! Unless rejected, unknown fields of built-in kinds are dropped here (kube-apiserver's decoder
+//! drops them); those of custom resources are pruned later, as always ([`crate::schema`]).
+//! The built-in schemas are Kubernetes v1.33's: fields added later are unknown.
 //! Inputs: the resource type, the object, the patch body, [`WriteOptions`]. Outputs: an
 //! [`ApiError`] or warnings.
 
@@ -41,21 +42,27 @@ pub enum Write<'a> {
 }
 
 /// Check `obj` and act on its unknown fields as `opts.field_validation` says.
+/// Unknown fields of built-in kinds are removed (kube-apiserver's decoder drops them).
 pub fn check(
     def: &ResourceDef,
-    obj: &Value,
+    obj: &mut Value,
     opts: &WriteOptions,
     write: Write<'_>,
 ) -> ApiResult<()> {
-    if opts.field_validation == FieldValidation::Ignore {
+    let paths = unknown_paths(def, obj);
+    if paths.is_empty() {
         return Ok(());
     }
-    let unknown = unknown_fields(def, obj);
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    if opts.field_validation == FieldValidation::Warn {
-        opts.warn(unknown.iter().map(|f| format!("unknown field \"{f}\"")));
+    let unknown: Vec<String> = paths.iter().map(|p| render(p)).collect();
+    if opts.field_validation != FieldValidation::Strict {
+        if opts.field_validation == FieldValidation::Warn {
+            opts.warn(unknown.iter().map(|f| format!("unknown field \"{f}\"")));
+        }
+        if !def.custom {
+            for p in paths.iter().rev() {
+                remove(obj, p);
+            }
+        }
         return Ok(());
     }
     let api_version = obj
@@ -120,9 +127,61 @@ pub fn go_format(v: &Value) -> String {
     }
 }
 
+/// One step of a path: a key or an index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// An object key.
+    Key(String),
+    /// An array index.
+    Index(usize),
+}
+
+/// A path as kube-apiserver prints it: `spec.containers[0].bogus`.
+pub fn render(path: &[Step]) -> String {
+    let mut out = String::new();
+    for step in path {
+        match step {
+            Step::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+/// Remove the field at `path` (a path [`unknown_paths`] found).
+pub fn remove(obj: &mut Value, path: &[Step]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut cur = obj;
+    for step in parents {
+        let next = match step {
+            Step::Key(k) => cur.get_mut(k.as_str()),
+            Step::Index(i) => cur.get_mut(*i),
+        };
+        let Some(next) = next else {
+            return;
+        };
+        cur = next;
+    }
+    if let (Step::Key(k), Value::Object(m)) = (last, cur) {
+        m.remove(k);
+    }
+}
+
 /// The paths of the fields of `obj` its schema does not declare (`spec.foo`,
 /// `spec.containers[0].bogus`), in order.
 pub fn unknown_fields(def: &ResourceDef, obj: &Value) -> Vec<String> {
+    unknown_paths(def, obj).iter().map(|p| render(p)).collect()
+}
+
+/// [`unknown_fields`] as paths.
+pub fn unknown_paths(def: &ResourceDef, obj: &Value) -> Vec<Vec<Step>> {
     let api_version = obj
         .get("apiVersion")
         .and_then(Value::as_str)
@@ -140,16 +199,21 @@ pub fn unknown_fields(def: &ResourceDef, obj: &Value) -> Vec<String> {
         if let Some(meta) = rest.remove("metadata")
             && let Some(meta_schema) = builtins().definitions.get(OBJECT_META)
         {
-            walk(meta_schema, &meta, "metadata", &mut out);
+            walk(
+                meta_schema,
+                &meta,
+                &[Step::Key("metadata".into())],
+                &mut out,
+            );
         }
         rest.remove("apiVersion");
         rest.remove("kind");
-        walk(schema, &Value::Object(rest), "", &mut out);
+        walk(schema, &Value::Object(rest), &[], &mut out);
     } else if let Some(name) = kind_schema(&def.group, version, &def.kind)
         .or_else(|| kind_schema(&def.group, def.preferred_version(), &def.kind))
         && let Some(schema) = builtins().definitions.get(name)
     {
-        walk(schema, obj, "", &mut out);
+        walk(schema, obj, &[], &mut out);
     }
     out
 }
@@ -173,22 +237,20 @@ fn resolve(schema: &Value) -> &Value {
     }
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
-    }
+fn join(path: &[Step], step: Step) -> Vec<Step> {
+    let mut p = path.to_vec();
+    p.push(step);
+    p
 }
 
-fn walk(schema: &Value, v: &Value, path: &str, out: &mut Vec<String>) {
+fn walk(schema: &Value, v: &Value, path: &[Step], out: &mut Vec<Vec<Step>>) {
     let schema = resolve(schema);
     match v {
         Value::Object(map) => walk_object(schema, map, path, out),
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
                 for (i, item) in items.iter().enumerate() {
-                    walk(item_schema, item, &format!("{path}[{i}]"), out);
+                    walk(item_schema, item, &join(path, Step::Index(i)), out);
                 }
             }
         }
@@ -196,7 +258,7 @@ fn walk(schema: &Value, v: &Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
-fn walk_object(schema: &Value, map: &Map<String, Value>, path: &str, out: &mut Vec<String>) {
+fn walk_object(schema: &Value, map: &Map<String, Value>, path: &[Step], out: &mut Vec<Vec<Step>>) {
     let preserve = schema
         .get("x-kubernetes-preserve-unknown-fields")
         .and_then(Value::as_bool)
@@ -208,7 +270,7 @@ fn walk_object(schema: &Value, map: &Map<String, Value>, path: &str, out: &mut V
     let properties = schema.get("properties").and_then(Value::as_object);
     let additional = schema.get("additionalProperties");
     for (k, v) in map {
-        let here = join(path, k);
+        let here = join(path, Step::Key(k.clone()));
         if let Some(prop) = properties.and_then(|p| p.get(k)) {
             walk(prop, v, &here, out);
         } else if let Some(extra @ Value::Object(_)) = additional {
@@ -262,7 +324,7 @@ mod tests {
             field_validation: FieldValidation::Strict,
             ..WriteOptions::default()
         };
-        let e = check(&deployments(), &obj, &opts, Write::Decode).unwrap_err();
+        let e = check(&deployments(), &mut obj.clone(), &opts, Write::Decode).unwrap_err();
         assert_eq!(e.code(), 400);
         assert_eq!(
             e.to_string(),
@@ -270,7 +332,7 @@ mod tests {
         );
         let e = check(
             &deployments(),
-            &obj,
+            &mut obj.clone(),
             &opts,
             Write::Patch(br#"{"spec":{"foo":1}}"#),
         )
@@ -281,7 +343,7 @@ mod tests {
                 .contains("patch: Invalid value: \"map[spec:map[foo:1]]\": strict decoding error"),
             "{e}"
         );
-        let e = check(&deployments(), &obj, &opts, Write::Apply).unwrap_err();
+        let e = check(&deployments(), &mut obj.clone(), &opts, Write::Apply).unwrap_err();
         assert_eq!(e.code(), 500);
         assert!(
             e.to_string().ends_with(
@@ -290,7 +352,13 @@ mod tests {
             "{e}"
         );
         let warn = WriteOptions::default();
-        check(&deployments(), &obj, &warn, Write::Decode).unwrap();
+        let mut kept = obj.clone();
+        check(&deployments(), &mut kept, &warn, Write::Decode).unwrap();
+        assert_eq!(
+            kept["spec"],
+            json!({}),
+            "unknown fields of built-ins are dropped"
+        );
         assert_eq!(warn.warnings(), vec!["unknown field \"spec.foo\""]);
     }
 

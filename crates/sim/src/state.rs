@@ -151,7 +151,8 @@ impl State {
     /// POST: create an object.
     pub fn create(&mut self, ep: &Endpoint, body: Value, opts: &WriteOptions) -> ApiResult<Value> {
         let def = self.resolve(ep)?;
-        field_validation::check(&def, &body, opts, field_validation::Write::Decode)?;
+        let mut body = body;
+        field_validation::check(&def, &mut body, opts, field_validation::Write::Decode)?;
         let obj = self.incoming(&def, ep, body, None)?;
         self.create_stored(&def, &ep.version, obj, opts)
     }
@@ -320,7 +321,8 @@ impl State {
         opts: &WriteOptions,
     ) -> ApiResult<(Value, bool)> {
         let def = self.resolve(ep)?;
-        field_validation::check(&def, &body, opts, field_validation::Write::Decode)?;
+        let mut body = body;
+        field_validation::check(&def, &mut body, opts, field_validation::Write::Decode)?;
         let obj = self.incoming(&def, ep, body, Some(name))?;
         let Some(old) = self.store.get(&def.store, ep.ns(), name).cloned() else {
             if def.create_on_update && mode == WriteMode::Main {
@@ -407,7 +409,13 @@ impl State {
         let served = to_served(&def, &ep.version, old.clone());
         let patched =
             apply_patch(kind, &served, body, def.custom).map_err(|e| patch_error(&def, name, e))?;
-        field_validation::check(&def, &patched, opts, field_validation::Write::Patch(body))?;
+        let mut patched = patched;
+        field_validation::check(
+            &def,
+            &mut patched,
+            opts,
+            field_validation::Write::Patch(body),
+        )?;
         let obj = self.incoming(&def, ep, patched, Some(name))?;
         check_resource_version(&def, &old, &obj)?;
         let new = prepare_update(&def, &old, obj, mode)?;
@@ -438,7 +446,8 @@ impl State {
                 )));
             }
         }
-        field_validation::check(def, &applied, opts, field_validation::Write::Apply)?;
+        let mut applied = applied;
+        field_validation::check(def, &mut applied, opts, field_validation::Write::Apply)?;
         let applied = self.incoming(def, ep, applied, Some(name))?;
         match self.store.get(&def.store, ep.ns(), name).cloned() {
             None => {
