@@ -40,6 +40,7 @@
 //! - No authentication, authorization, admission webhooks, or aggregated discovery.
 
 pub mod apply;
+pub mod authorization;
 pub mod builtin_validation;
 pub mod builtins;
 pub mod convert;
@@ -49,6 +50,7 @@ pub mod discovery;
 pub mod error;
 pub mod eviction;
 pub mod fault;
+pub mod field_validation;
 pub mod gc;
 pub mod http;
 pub mod lifecycle;
@@ -57,6 +59,7 @@ pub mod openapi;
 pub mod options;
 pub mod patch;
 pub mod pdb;
+pub mod protobuf;
 pub mod realk8s;
 pub mod registry;
 pub mod rng;

@@ -61,6 +61,8 @@ pub enum Special {
     Pod,
     /// CRDs: register the custom resources.
     Crd,
+    /// Create-only reviews (`SelfSubjectAccessReview`, …): answered, never stored.
+    Review,
 }
 
 /// One served resource type.
