@@ -84,6 +84,9 @@ impl Message {
 /// (object, reason, dedupe key) → end of its dedupe window.
 type Seen = HashMap<(String, &'static str, String), Instant>;
 
+/// What a recording publisher published.
+type Published = Arc<Mutex<Vec<(ObjectReference, Message)>>>;
+
 /// The event publisher shared by the controllers.
 #[derive(Clone)]
 pub struct Events {
@@ -91,7 +94,7 @@ pub struct Events {
     seen: Arc<Mutex<Seen>>,
     /// What was published, kept only by [`Events::recording`] publishers (tests): a
     /// production publisher keeps nothing, so its memory stays bounded.
-    published: Option<Arc<Mutex<Vec<(ObjectReference, Message)>>>>,
+    published: Option<Published>,
 }
 
 impl std::fmt::Debug for Events {

@@ -505,7 +505,10 @@ async fn kubectl_day_two_on_a_served_world() {
         ])
         .await;
     let nodes: Vec<&str> = jp.split_whitespace().collect();
-    assert!(nodes.len() >= 3 && nodes.iter().all(|n| *n == "node-a"), "{jp}");
+    assert!(
+        nodes.len() >= 3 && nodes.iter().all(|n| *n == "node-a"),
+        "{jp}"
+    );
 
     // Node maintenance.
     assert!(

@@ -176,11 +176,14 @@ impl Kubelet {
             .as_ref()
             .and_then(|s| s.addresses.as_ref())
             .is_some_and(|a| !a.is_empty());
-        if !addressed {
-            patch["status"]["addresses"] = json!([
-                {"type": "InternalIP", "address": super::node_template::ip_for(name)},
-                {"type": "Hostname", "address": name},
-            ]);
+        if !addressed && let Some(status) = patch.get_mut("status").and_then(Value::as_object_mut) {
+            status.insert(
+                "addresses".into(),
+                json!([
+                    {"type": "InternalIP", "address": super::node_template::ip_for(name)},
+                    {"type": "Hostname", "address": name},
+                ]),
+            );
         }
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -250,11 +253,14 @@ impl Kubelet {
             .as_ref()
             .and_then(|s| s.addresses.as_ref())
             .is_some_and(|a| !a.is_empty());
-        if !addressed {
-            patch["status"]["addresses"] = json!([
-                {"type": "InternalIP", "address": super::node_template::ip_for(name)},
-                {"type": "Hostname", "address": name},
-            ]);
+        if !addressed && let Some(status) = patch.get_mut("status").and_then(Value::as_object_mut) {
+            status.insert(
+                "addresses".into(),
+                json!([
+                    {"type": "InternalIP", "address": super::node_template::ip_for(name)},
+                    {"type": "Hostname", "address": name},
+                ]),
+            );
         }
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -302,9 +308,11 @@ impl Kubelet {
         let mut patch = json!({"status": {"phase": "Running", "conditions": conditions,
             "startTime": now, "podIP": ip, "podIPs": [{"ip": ip}],
             "containerStatuses": containers}});
-        if !host_ip.is_empty() {
-            patch["status"]["hostIP"] = json!(host_ip);
-            patch["status"]["hostIPs"] = json!([{"ip": host_ip}]);
+        if !host_ip.is_empty()
+            && let Some(status) = patch.get_mut("status").and_then(Value::as_object_mut)
+        {
+            status.insert("hostIP".into(), json!(host_ip));
+            status.insert("hostIPs".into(), json!([{"ip": host_ip}]));
         }
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         ignore_not_found(
