@@ -8,13 +8,80 @@
     clippy::indexing_slicing
 )]
 
-mod kubectl_support;
-
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
-use kubectl_support::{HANG, Kubectl, kubectl_available, write};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+/// Guard against a hung kubectl: fail instead of waiting forever.
+const HANG: Duration = Duration::from_secs(60);
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    cache: tempfile::TempDir,
+}
+
+struct Output {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Kubectl {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("kubectl");
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.cache.path())
+            .args(args)
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        let out = tokio::time::timeout(HANG, self.command(args).output())
+            .await
+            .expect("kubectl hung")
+            .expect("kubectl runs");
+        Output {
+            ok: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert!(
+            out.ok,
+            "kubectl {args:?} failed:\n{}\n{}",
+            out.stdout, out.stderr
+        );
+        out.stdout
+    }
+}
+
+async fn kubectl_available() -> bool {
+    match Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .await
+    {
+        Ok(out) => out.status.success(),
+        Err(_) => false,
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
 
 const NODEPOOL: &str = "apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -82,7 +149,10 @@ async fn kubectl_drives_a_served_sim() {
         return;
     }
     let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let k = Kubectl::new(server.kubeconfig_path());
+    let k = Kubectl {
+        kubeconfig: server.kubeconfig_path().to_owned(),
+        cache: tempfile::tempdir().unwrap(),
+    };
     let files = tempfile::tempdir().unwrap();
     let crd = api::crd::all()
         .into_iter()
