@@ -5,8 +5,6 @@
 //! ignored on read, so these structs are lossy by design: never write one of them back whole.
 //! Changes go through the `/scale` subresource, JSON merge patches or server-side apply of just
 //! the fields we own.
-//! Their CRDs (`kube::CustomResourceExt::crd`, used by `sim`) carry the short names (`md`, `ms`,
-//! `ma`) and the `cluster-api` category Cluster API's own CRDs declare.
 //! Inputs: JSON from the management cluster. Outputs: typed objects.
 
 use std::collections::BTreeMap;
@@ -86,8 +84,6 @@ pub struct MachineTemplateSpec {
     version = "v1beta1",
     kind = "MachineDeployment",
     namespaced,
-    shortname = "md",
-    category = "cluster-api",
     status = "MachineDeploymentStatus",
     scale(
         spec_replicas_path = ".spec.replicas",
@@ -145,8 +141,6 @@ pub struct MachineDeploymentStatus {
     version = "v1beta1",
     kind = "MachineSet",
     namespaced,
-    shortname = "ms",
-    category = "cluster-api",
     status = "MachineSetStatus",
     scale(
         spec_replicas_path = ".spec.replicas",
@@ -195,8 +189,6 @@ pub struct MachineSetStatus {
     version = "v1beta1",
     kind = "Machine",
     namespaced,
-    shortname = "ma",
-    category = "cluster-api",
     status = "MachineStatus"
 )]
 #[serde(rename_all = "camelCase")]

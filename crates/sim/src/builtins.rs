@@ -1,11 +1,7 @@
 //! The built-in resource types.
 //!
 //! Responsibility: the table of Kubernetes' own resources the simulator serves, with the names,
-//! scope, subresources and field labels kube-apiserver v1.33 gives them: core (namespaces,
-//! nodes, pods, events, configmaps, secrets, service accounts, services, endpoints, PVCs, PVs),
-//! apps, batch (jobs, cronjobs), policy, coordination, events, discovery (endpointslices),
-//! storage (storageclasses), scheduling (priorityclasses), RBAC (stored, not enforced), the
-//! authorization and authentication reviews, and CRDs.
+//! scope, subresources and field labels kube-apiserver v1.33 gives them.
 //! Inputs: none. Outputs: [`all`], a list of [`ResourceDef`]s.
 
 use crate::error::GroupResource;
@@ -111,17 +107,6 @@ const EVENT_V1_FIELDS: &[&str] = &[
     "type",
 ];
 
-const RBAC: &str = "rbac.authorization.k8s.io";
-const AUTHZ: &str = "authorization.k8s.io";
-
-/// A create-only review (`kubectl auth can-i`, `kubectl auth whoami`): answered, never stored
-/// ([`crate::authorization`]).
-fn review(group: &str, plural: &str, kind: &str, namespaced: bool) -> ResourceDef {
-    B::new(group, "v1", plural, kind, namespaced)
-        .special(Special::Review)
-        .def
-}
-
 /// Every built-in resource type.
 pub fn all() -> Vec<ResourceDef> {
     let mut nodes = B::new("", "v1", "nodes", "Node", false)
@@ -217,102 +202,6 @@ pub fn all() -> Vec<ResourceDef> {
         .status()
         .generation()
         .def,
-        B::new("batch", "v1", "jobs", "Job", true)
-            .categories(&["all"])
-            .status()
-            .generation()
-            .fields(&["status.successful"])
-            .def,
-        B::new("batch", "v1", "cronjobs", "CronJob", true)
-            .short(&["cj"])
-            .categories(&["all"])
-            .status()
-            .generation()
-            .def,
-        B::new("", "v1", "services", "Service", true)
-            .short(&["svc"])
-            .categories(&["all"])
-            .status()
-            .def,
-        B::new("", "v1", "endpoints", "Endpoints", true)
-            .short(&["ep"])
-            .def,
-        B::new(
-            "discovery.k8s.io",
-            "v1",
-            "endpointslices",
-            "EndpointSlice",
-            true,
-        )
-        .def,
-        B::new(
-            "",
-            "v1",
-            "persistentvolumeclaims",
-            "PersistentVolumeClaim",
-            true,
-        )
-        .short(&["pvc"])
-        .status()
-        .def,
-        B::new("", "v1", "persistentvolumes", "PersistentVolume", false)
-            .short(&["pv"])
-            .status()
-            .def,
-        B::new(
-            "storage.k8s.io",
-            "v1",
-            "storageclasses",
-            "StorageClass",
-            false,
-        )
-        .short(&["sc"])
-        .def,
-        B::new(
-            "scheduling.k8s.io",
-            "v1",
-            "priorityclasses",
-            "PriorityClass",
-            false,
-        )
-        .short(&["pc"])
-        .def,
-        B::new(RBAC, "v1", "roles", "Role", true).def,
-        B::new(RBAC, "v1", "rolebindings", "RoleBinding", true).def,
-        B::new(RBAC, "v1", "clusterroles", "ClusterRole", false).def,
-        B::new(
-            RBAC,
-            "v1",
-            "clusterrolebindings",
-            "ClusterRoleBinding",
-            false,
-        )
-        .def,
-        review(
-            AUTHZ,
-            "selfsubjectaccessreviews",
-            "SelfSubjectAccessReview",
-            false,
-        ),
-        review(
-            AUTHZ,
-            "selfsubjectrulesreviews",
-            "SelfSubjectRulesReview",
-            false,
-        ),
-        review(AUTHZ, "subjectaccessreviews", "SubjectAccessReview", false),
-        review(
-            AUTHZ,
-            "localsubjectaccessreviews",
-            "LocalSubjectAccessReview",
-            true,
-        ),
-        review(
-            "authentication.k8s.io",
-            "selfsubjectreviews",
-            "SelfSubjectReview",
-            false,
-        ),
         B::new(
             "apiextensions.k8s.io",
             "v1",

@@ -93,7 +93,7 @@ fn resource_entries(def: &ResourceDef) -> Vec<Value> {
         "singularName": def.singular,
         "namespaced": def.namespaced,
         "kind": def.kind,
-        "verbs": if def.special == Special::Review { &["create"][..] } else { VERBS },
+        "verbs": VERBS,
         "shortNames": def.short_names,
         "categories": def.categories,
     })];

@@ -121,10 +121,6 @@ pub enum ApiError {
     /// 500: a bug in the simulator.
     #[error("Internal error occurred: {0}")]
     Internal(String),
-    /// 500 without a reason, as kube-apiserver answers a server-side apply of undeclared
-    /// fields.
-    #[error("{0}")]
-    Unclassified(String),
 }
 
 impl ApiError {
@@ -150,7 +146,7 @@ impl ApiError {
             Self::Expired(_) => 410,
             Self::UnsupportedMediaType(_) => 415,
             Self::TooManyRequests { .. } => 429,
-            Self::Internal(_) | Self::Unclassified(_) => 500,
+            Self::Internal(_) => 500,
         }
     }
 
@@ -168,7 +164,6 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
             Self::TooManyRequests { .. } => "TooManyRequests",
             Self::Internal(_) => "InternalError",
-            Self::Unclassified(_) => "",
         }
     }
 
@@ -220,11 +215,6 @@ impl ApiError {
         });
         if let (Some(details), Some(obj)) = (self.details(), status.as_object_mut()) {
             obj.insert("details".into(), details);
-        }
-        if self.reason().is_empty()
-            && let Some(obj) = status.as_object_mut()
-        {
-            obj.remove("reason");
         }
         status
     }

@@ -21,7 +21,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::fault::{Decision, Verb};
 use crate::options::{ListOptions, Query, WriteOptions, parse_query};
 use crate::patch::PatchType;
-use crate::registry::Special;
 use crate::route::{self, Route};
 use crate::semantics::WriteMode;
 use crate::sim::Sim;
@@ -136,16 +135,12 @@ fn header_str(parts: &http::request::Parts, name: header::HeaderName) -> &str {
         .unwrap_or_default()
 }
 
-/// A create/update body: JSON, YAML or Kubernetes protobuf, as declared.
+/// A create/update body: JSON, or YAML when declared.
 fn body_object(parts: &http::request::Parts, bytes: &[u8]) -> ApiResult<Value> {
     let ct = header_str(parts, header::CONTENT_TYPE);
-    if crate::protobuf::is_protobuf(ct) {
-        return crate::protobuf::decode(bytes)
-            .map_err(|e| ApiError::BadRequest(format!("error decoding protobuf: {e}")));
-    }
     if ct.contains("protobuf") || ct.contains("cbor") {
         return Err(ApiError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {ct})"
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct})"
         )));
     }
     let v: Value = if ct.contains("yaml") {
@@ -200,22 +195,6 @@ fn dispatch(
         Route::OpenApiGroupVersion { group, version } => get_only(
             openapi::group_version(&sim.registry(), &group, &version).ok_or(ApiError::NoRoute)?,
         ),
-        Route::OpenApiV2 if parts.method == Method::GET => {
-            let doc = openapi::v2(&sim.registry());
-            if header_str(parts, header::ACCEPT).contains(openapi::V2_PROTOBUF) {
-                let mut r = Response::new(Body::from(openapi::v2proto::encode(&doc)));
-                r.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    http::HeaderValue::from_static(
-                        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
-                    ),
-                );
-                Ok(r)
-            } else {
-                Ok(json_response(200, &doc))
-            }
-        }
-        Route::OpenApiV2 => Err(ApiError::MethodNotAllowed),
         Route::OpenApiOther => Err(ApiError::NoRoute),
         Route::Resource {
             ep,
@@ -259,29 +238,9 @@ fn delete_options(
     DeleteOptions::parse(&body, q)
 }
 
-/// A request to a resource path, with the warnings it produced as `Warning` headers.
 fn resource(
     sim: &Sim,
     req: &ResourceRequest<'_>,
-    name: Option<&str>,
-    sub: Option<&str>,
-    watch_path: bool,
-) -> ApiResult<Response> {
-    let opts = WriteOptions::parse(req.q)?;
-    let mut resp = resource_with(sim, req, &opts, name, sub, watch_path)?;
-    for w in opts.warnings() {
-        let text = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
-        if let Ok(v) = http::HeaderValue::from_str(&text) {
-            resp.headers_mut().append(header::WARNING, v);
-        }
-    }
-    Ok(resp)
-}
-
-fn resource_with(
-    sim: &Sim,
-    req: &ResourceRequest<'_>,
-    opts: &WriteOptions,
     name: Option<&str>,
     sub: Option<&str>,
     watch_path: bool,
@@ -294,6 +253,7 @@ fn resource_with(
         faults,
     } = *req;
     let def = sim.resource_def(ep)?;
+    let opts = WriteOptions::parse(q)?;
     let patch_type = || {
         let ct = header_str(parts, header::CONTENT_TYPE);
         PatchType::from_content_type(ct).ok_or_else(|| {
@@ -315,19 +275,6 @@ fn resource_with(
     let as_table = wants_table.then(|| (def.clone(), include));
     let created = |(v, created): (Value, bool)| json_response(if created { 201 } else { 200 }, &v);
     let method = &parts.method;
-    if def.special == Special::Review {
-        return match (sub, name) {
-            (None, None) if *method == Method::POST => Ok(json_response(
-                201,
-                &crate::authorization::review(
-                    &def,
-                    ep.namespace.as_deref(),
-                    body_object(parts, bytes)?,
-                )?,
-            )),
-            _ => Err(ApiError::MethodNotAllowed),
-        };
-    }
     match (sub, name) {
         (None, None) if *method == Method::GET => {
             let list = ListOptions::parse(q)?;
@@ -338,14 +285,14 @@ fn resource_with(
         }
         (None, None) if *method == Method::POST => Ok(json_response(
             201,
-            &sim.create(ep, body_object(parts, bytes)?, opts)?,
+            &sim.create(ep, body_object(parts, bytes)?, &opts)?,
         )),
         (None, None) if *method == Method::DELETE => {
             let list = ListOptions::parse(q)?;
             let options = delete_options(parts, q, bytes)?;
             Ok(json_response(
                 200,
-                &sim.delete_collection(ep, &list, &options, opts)?,
+                &sim.delete_collection(ep, &list, &options, &opts)?,
             ))
         }
         (None, Some(n)) if *method == Method::GET => {
@@ -373,7 +320,7 @@ fn resource_with(
                     n,
                     body_object(parts, bytes)?,
                     mode,
-                    opts,
+                    &opts,
                 )?)),
                 "PATCH" => Ok(created(sim.patch(
                     ep,
@@ -381,11 +328,11 @@ fn resource_with(
                     patch_type()?,
                     bytes,
                     mode,
-                    opts,
+                    &opts,
                 )?)),
                 "DELETE" if mode == WriteMode::Main => {
                     let options = delete_options(parts, q, bytes)?;
-                    Ok(json_response(200, &sim.delete(ep, n, &options, opts)?))
+                    Ok(json_response(200, &sim.delete(ep, n, &options, &opts)?))
                 }
                 _ => Err(ApiError::MethodNotAllowed),
             }
@@ -394,21 +341,21 @@ fn resource_with(
             "GET" => Ok(json_response(200, &sim.get_scale(ep, n)?)),
             "PUT" => Ok(json_response(
                 200,
-                &sim.update_scale(ep, n, &body_object(parts, bytes)?, opts)?,
+                &sim.update_scale(ep, n, &body_object(parts, bytes)?, &opts)?,
             )),
             "PATCH" => Ok(json_response(
                 200,
-                &sim.patch_scale(ep, n, patch_type()?, bytes, opts)?,
+                &sim.patch_scale(ep, n, patch_type()?, bytes, &opts)?,
             )),
             _ => Err(ApiError::MethodNotAllowed),
         },
         (Some("binding"), Some(n)) if *method == Method::POST => Ok(json_response(
             201,
-            &sim.bind(ep, n, &body_object(parts, bytes)?, opts)?,
+            &sim.bind(ep, n, &body_object(parts, bytes)?, &opts)?,
         )),
         (Some("eviction"), Some(n)) if *method == Method::POST => Ok(json_response(
             201,
-            &sim.evict(ep, n, &body_object(parts, bytes)?, opts)?,
+            &sim.evict(ep, n, &body_object(parts, bytes)?, &opts)?,
         )),
         (None, _) => Err(ApiError::MethodNotAllowed),
         (Some(_), _) => Err(ApiError::NoRoute),

@@ -40,7 +40,6 @@
 //! - No authentication, authorization, admission webhooks, or aggregated discovery.
 
 pub mod apply;
-pub mod authorization;
 pub mod builtin_validation;
 pub mod builtins;
 pub mod convert;
@@ -50,7 +49,6 @@ pub mod discovery;
 pub mod error;
 pub mod eviction;
 pub mod fault;
-pub mod field_validation;
 pub mod gc;
 pub mod http;
 pub mod lifecycle;
@@ -59,7 +57,6 @@ pub mod openapi;
 pub mod options;
 pub mod patch;
 pub mod pdb;
-pub mod protobuf;
 pub mod realk8s;
 pub mod registry;
 pub mod rng;

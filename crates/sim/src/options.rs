@@ -3,7 +3,7 @@
 //! Responsibility: parse the query string options kube-apiserver accepts (`labelSelector`,
 //! `fieldSelector`, `limit`, `continue`, `resourceVersion`, `watch`, `allowWatchBookmarks`,
 //! `sendInitialEvents`, `timeoutSeconds`, `fieldManager`, `force`, `dryRun`,
-//! `fieldValidation`, `gracePeriodSeconds`, `propagationPolicy`) and encode list continue tokens.
+//! `gracePeriodSeconds`, `propagationPolicy`) and encode list continue tokens.
 //! Inputs: query pairs. Outputs: [`ListOptions`], [`WriteOptions`], or a 400 [`ApiError`].
 
 use std::collections::HashMap;
@@ -127,18 +127,6 @@ impl ContinueToken {
     }
 }
 
-/// What to do with fields an object's schema does not declare (`fieldValidation`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum FieldValidation {
-    /// Drop them silently.
-    Ignore,
-    /// Accept the object and warn (kube-apiserver's default).
-    #[default]
-    Warn,
-    /// Reject the object.
-    Strict,
-}
-
 /// Options of create, update, patch and delete requests.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
@@ -148,10 +136,6 @@ pub struct WriteOptions {
     pub force: bool,
     /// `dryRun=All`.
     pub dry_run: bool,
-    /// `fieldValidation`.
-    pub field_validation: FieldValidation,
-    /// Warnings for the client (`Warning` headers), collected while the write runs.
-    pub warnings: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl WriteOptions {
@@ -166,40 +150,11 @@ impl WriteOptions {
                 )));
             }
         };
-        let field_validation = match q.get("fieldValidation").map(String::as_str) {
-            None | Some("") => FieldValidation::Warn,
-            Some(v) if v.eq_ignore_ascii_case("Ignore") => FieldValidation::Ignore,
-            Some(v) if v.eq_ignore_ascii_case("Warn") => FieldValidation::Warn,
-            Some(v) if v.eq_ignore_ascii_case("Strict") => FieldValidation::Strict,
-            Some(other) => {
-                return Err(ApiError::BadRequest(format!(
-                    "fieldValidation parameter unsupported: {other}, valid values are: Ignore, Warn, Strict"
-                )));
-            }
-        };
         Ok(Self {
             field_manager: q.get("fieldManager").filter(|s| !s.is_empty()).cloned(),
             force: flag(q, "force")?,
             dry_run,
-            field_validation,
-            warnings: Default::default(),
         })
-    }
-
-    /// Record warnings for the client.
-    pub fn warn(&self, warnings: impl IntoIterator<Item = String>) {
-        self.warnings
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend(warnings);
-    }
-
-    /// The warnings recorded so far.
-    pub fn warnings(&self) -> Vec<String> {
-        self.warnings
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
     }
 }
 

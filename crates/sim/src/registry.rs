@@ -61,8 +61,6 @@ pub enum Special {
     Pod,
     /// CRDs: register the custom resources.
     Crd,
-    /// Create-only reviews (`SelfSubjectAccessReview`, …): answered, never stored.
-    Review,
 }
 
 /// One served resource type.

@@ -37,8 +37,6 @@ pub enum Route {
         /// Version.
         version: String,
     },
-    /// `/openapi/v2`.
-    OpenApiV2,
     /// Any other `/openapi/…` path (not served).
     OpenApiOther,
     /// A resource path.
@@ -60,7 +58,6 @@ pub fn parse(path: &str) -> Option<Route> {
     match segs.as_slice() {
         ["version"] => Some(Route::Version),
         ["healthz" | "readyz" | "livez", ..] => Some(Route::Health),
-        ["openapi", "v2"] => Some(Route::OpenApiV2),
         ["openapi", "v3"] => Some(Route::OpenApiIndex),
         ["openapi", "v3", "api", version] => Some(Route::OpenApiGroupVersion {
             group: String::new(),

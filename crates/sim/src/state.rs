@@ -14,7 +14,6 @@ use crate::apply;
 use crate::convert::{to_served, to_stored};
 use crate::crd;
 use crate::error::{ApiError, ApiResult, GroupResource};
-use crate::field_validation;
 use crate::object;
 use crate::options::{ContinueToken, ListOptions, WriteOptions};
 use crate::patch::{PatchError, PatchType, apply_patch};
@@ -151,8 +150,6 @@ impl State {
     /// POST: create an object.
     pub fn create(&mut self, ep: &Endpoint, body: Value, opts: &WriteOptions) -> ApiResult<Value> {
         let def = self.resolve(ep)?;
-        let mut body = body;
-        field_validation::check(&def, &mut body, opts, field_validation::Write::Decode)?;
         let obj = self.incoming(&def, ep, body, None)?;
         self.create_stored(&def, &ep.version, obj, opts)
     }
@@ -321,8 +318,6 @@ impl State {
         opts: &WriteOptions,
     ) -> ApiResult<(Value, bool)> {
         let def = self.resolve(ep)?;
-        let mut body = body;
-        field_validation::check(&def, &mut body, opts, field_validation::Write::Decode)?;
         let obj = self.incoming(&def, ep, body, Some(name))?;
         let Some(old) = self.store.get(&def.store, ep.ns(), name).cloned() else {
             if def.create_on_update && mode == WriteMode::Main {
@@ -409,13 +404,6 @@ impl State {
         let served = to_served(&def, &ep.version, old.clone());
         let patched =
             apply_patch(kind, &served, body, def.custom).map_err(|e| patch_error(&def, name, e))?;
-        let mut patched = patched;
-        field_validation::check(
-            &def,
-            &mut patched,
-            opts,
-            field_validation::Write::Patch(body),
-        )?;
         let obj = self.incoming(&def, ep, patched, Some(name))?;
         check_resource_version(&def, &old, &obj)?;
         let new = prepare_update(&def, &old, obj, mode)?;
@@ -446,8 +434,6 @@ impl State {
                 )));
             }
         }
-        let mut applied = applied;
-        field_validation::check(def, &mut applied, opts, field_validation::Write::Apply)?;
         let applied = self.incoming(def, ep, applied, Some(name))?;
         match self.store.get(&def.store, ep.ns(), name).cloned() {
             None => {

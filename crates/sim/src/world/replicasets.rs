@@ -5,9 +5,7 @@
 //!   label added to its selector and template, a controller owner reference); the current one
 //!   gets the deployment's replicas, older ones are scaled to 0 (a `Recreate`-like rollout);
 //!   status `replicas`, `updatedReplicas`, `readyReplicas`, `availableReplicas`,
-//!   `unavailableReplicas`, `observedGeneration`, and the `Available` / `Progressing`
-//!   conditions (what `kubectl rollout status` and `kubectl wait --for=condition=Available`
-//!   read).
+//!   `unavailableReplicas`, `observedGeneration`.
 //! - ReplicaSets: keep the active pods (owned, not terminating, not finished) at
 //!   `spec.replicas`, so evicted or deleted pods come back: new pods via `generateName:
 //!   <rs>-` with the template and a controller owner reference; on scale-down, unbound pods
@@ -28,8 +26,8 @@ use crate::object;
 use crate::world::WorldError;
 use crate::world::driver::{PassResult, Reconciler};
 use crate::world::objects::{
-    code, condition, condition_true, controller_ref, controller_uid, ignore_not_found, labels,
-    new_condition, patch_status_if_changed, string_map, text,
+    code, condition_true, controller_ref, controller_uid, ignore_not_found, labels,
+    patch_status_if_changed, string_map, text,
 };
 
 /// The label that ties a ReplicaSet and its pods to one pod template.
@@ -51,73 +49,6 @@ impl ReplicaSets {
     pub fn new(client: kube::Client) -> Self {
         Self { client }
     }
-}
-
-/// `spec.strategy.rollingUpdate.maxUnavailable` as a number of pods (25% by default, rounded
-/// down; 0 for `Recreate`).
-fn max_unavailable(d: &Value, replicas: i64) -> i64 {
-    if text(d, ".spec.strategy.type") == Some("Recreate") {
-        return 0;
-    }
-    match object::get_path(d, ".spec.strategy.rollingUpdate.maxUnavailable") {
-        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
-        Some(Value::String(p)) => {
-            let percent: i64 = p.trim_end_matches('%').parse().unwrap_or(25);
-            replicas * percent / 100
-        }
-        _ => replicas * 25 / 100,
-    }
-}
-
-/// The `Available` and `Progressing` conditions of a Deployment, as kube-controller-manager
-/// words them (no progress deadline: never `ProgressDeadlineExceeded`).
-fn deployment_conditions(
-    d: &Value,
-    replicas: i64,
-    total: i64,
-    updated: i64,
-    available: i64,
-    current: &str,
-) -> Value {
-    let minimum = available >= replicas - max_unavailable(d, replicas);
-    let (reason, message) = if minimum {
-        (
-            "MinimumReplicasAvailable",
-            "Deployment has minimum availability.",
-        )
-    } else {
-        (
-            "MinimumReplicasUnavailable",
-            "Deployment does not have minimum availability.",
-        )
-    };
-    let available_condition = new_condition(
-        condition(d, "Available"),
-        "Available",
-        minimum,
-        reason,
-        message,
-    );
-    let complete = updated == replicas && total == replicas && available == replicas;
-    let (reason, message) = if complete {
-        (
-            "NewReplicaSetAvailable",
-            format!("ReplicaSet \"{current}\" has successfully progressed."),
-        )
-    } else {
-        (
-            "ReplicaSetUpdated",
-            format!("ReplicaSet \"{current}\" is progressing."),
-        )
-    };
-    let progressing = new_condition(
-        condition(d, "Progressing"),
-        "Progressing",
-        true,
-        reason,
-        &message,
-    );
-    json!([available_condition, progressing])
 }
 
 /// A short stable hash of a pod template, in kube's "safe" alphabet.
@@ -249,14 +180,10 @@ impl ReplicaSets {
         let sum = |path: &str| owned.iter().map(|s| int(s, path)).sum::<i64>();
         let updated = current.map_or(0, |c| int(c, ".status.replicas"));
         let available = sum(".status.availableReplicas");
-        let total = sum(".status.replicas");
-        let current_name = current.map(|c| object::name(c)).unwrap_or_default();
-        let conditions =
-            deployment_conditions(d, replicas, total, updated, available, current_name);
-        let status = json!({"replicas": total, "updatedReplicas": updated,
+        let status = json!({"replicas": sum(".status.replicas"), "updatedReplicas": updated,
             "readyReplicas": sum(".status.readyReplicas"), "availableReplicas": available,
             "unavailableReplicas": (replicas - available).max(0),
-            "observedGeneration": object::generation(d), "conditions": conditions});
+            "observedGeneration": object::generation(d)});
         let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), ns);
         patch_status_if_changed(&deployments, d, status).await
     }

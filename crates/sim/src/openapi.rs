@@ -1,0 +1,109 @@
+//! A minimal OpenAPI v3 document set.
+//!
+//! Responsibility: the `/openapi/v3` index and one document per served group/version, holding
+//! for each resource the PATCH operation tagged with its group/version/kind and the
+//! `fieldValidation` query parameter. That is what `kubectl apply`/`create -f` look for to
+//! decide the server validates fields itself; finding it, kubectl skips client-side schema
+//! validation (which would need the full `/openapi/v2` schema, not served: 404). No schemas are
+//! published, so `kubectl explain` does not work.
+//! Inputs: the [`Registry`]. Outputs: JSON documents.
+
+use serde_json::{Map, Value, json};
+
+use crate::registry::Registry;
+
+fn gv_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+/// Every served `(group, version)`, the core group first.
+fn group_versions(reg: &Registry) -> Vec<(String, String)> {
+    let mut out = vec![(String::new(), "v1".to_owned())];
+    for (g, versions) in reg.groups() {
+        out.extend(versions.into_iter().map(|v| (g.clone(), v)));
+    }
+    out
+}
+
+/// `/openapi/v3`.
+pub fn index(reg: &Registry, generation: u64) -> Value {
+    let paths: Map<String, Value> = group_versions(reg)
+        .into_iter()
+        .map(|(g, v)| {
+            let p = gv_path(&g, &v);
+            let url = format!("/openapi/v3/{p}?hash={generation:016X}");
+            (p, json!({"serverRelativeURL": url}))
+        })
+        .collect();
+    json!({"paths": paths})
+}
+
+/// `/openapi/v3/<api/v1 | apis/<group>/<version>>`, if served.
+pub fn group_version(reg: &Registry, group: &str, version: &str) -> Option<Value> {
+    let defs = reg.in_group_version(group, version);
+    if defs.is_empty() {
+        return None;
+    }
+    let mut paths = Map::new();
+    for d in defs {
+        let prefix = format!("/{}", gv_path(group, version));
+        let path = if d.namespaced {
+            format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", d.plural)
+        } else {
+            format!("{prefix}/{}/{{name}}", d.plural)
+        };
+        paths.insert(
+            path,
+            json!({"patch": {
+                "operationId": format!("patch{}", d.kind),
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": d.kind},
+                "parameters": [
+                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                    {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                    {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                    {"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}}
+                ],
+                "responses": {"200": {"description": "OK"}}
+            }}),
+        );
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.33.0"},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_lists_every_group_version() {
+        let reg = Registry::with_builtins();
+        let idx = index(&reg, 1);
+        assert!(
+            idx["paths"]["api/v1"]["serverRelativeURL"]
+                .as_str()
+                .unwrap()
+                .starts_with("/openapi/v3/api/v1?hash=")
+        );
+        assert!(idx["paths"].get("apis/apps/v1").is_some());
+    }
+
+    #[test]
+    fn documents_declare_field_validation_on_patch() {
+        let reg = Registry::with_builtins();
+        let doc = group_version(&reg, "apps", "v1").unwrap();
+        let op = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
+        assert_eq!(op["x-kubernetes-group-version-kind"]["kind"], "Deployment");
+        assert_eq!(op["parameters"][0]["name"], "fieldValidation");
+        assert!(group_version(&reg, "apps", "v7").is_none());
+    }
+}
