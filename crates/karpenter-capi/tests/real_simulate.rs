@@ -20,7 +20,7 @@ use sim::{Backend, World, WorldConfig};
 /// NodeClaims, Ready NodeClaims, Nodes, Machines and MachineDeployment replicas, once they
 /// agree (a NodeClaim launched by the last step may still be on its way).
 async fn settled(world: &World) -> (usize, usize, usize, usize, i64) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
     loop {
         let ncs = list::<api::NodeClaim>(world.workload_client()).await;
         let ready = ncs
