@@ -47,12 +47,50 @@ async fn settled(world: &World) -> (usize, usize, usize, usize, i64) {
         if ready == ncs.len() && nodes == ncs.len() && machines == ncs.len() && replicas == n {
             return counts;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never settled: (nodeclaims, ready, nodes, machines, replicas) = {counts:?}"
-        );
+        if tokio::time::Instant::now() >= deadline {
+            panic!(
+                "never settled: (nodeclaims, ready, nodes, machines, replicas) = {counts:?}\n{}",
+                describe(world).await
+            );
+        }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// NodeClaims with their conditions and their Nodes' readiness and taints, for a failure.
+async fn describe(world: &World) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let nodes = list::<k8s_openapi::api::core::v1::Node>(world.workload_client()).await;
+    for nc in list::<api::NodeClaim>(world.workload_client()).await {
+        let name = nc.metadata.name.clone().unwrap_or_default();
+        let status = nc.status.clone().unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "NodeClaim {name} providerID={:?} node={:?}",
+            status.provider_id, status.node_name
+        );
+        for c in status.conditions.iter().flatten() {
+            let _ = writeln!(
+                out,
+                "  {}={:?} {} {}",
+                c.type_, c.status, c.reason, c.message
+            );
+        }
+        if let Some(node) = nodes
+            .iter()
+            .find(|n| n.metadata.name.is_some() && n.metadata.name == status.node_name)
+        {
+            let _ = writeln!(
+                out,
+                "  node taints={:?} conditions={:?} labels={:?}",
+                node.spec.as_ref().and_then(|s| s.taints.clone()),
+                node.status.as_ref().and_then(|s| s.conditions.clone()),
+                node.metadata.labels
+            );
+        }
+    }
+    out
 }
 
 async fn list<K>(client: kube::Client) -> Vec<K>

@@ -23,6 +23,10 @@ use crate::metrics::Metrics;
 
 /// How long a cached Create result is kept (upstream: 1 h).
 const LAUNCH_CACHE_TTL: Duration = Duration::from_secs(3600);
+/// A second look while a NodeClaim waits for its Node to appear or become initialized. Node
+/// events trigger reconciles with the store already updated; this covers the one gap left: a
+/// relist (after a watch fell too far behind) triggers before its list replaces the store.
+pub(crate) const NODE_WAIT_POLL: Duration = Duration::from_secs(30);
 /// Backoff bounds of failed reconciles.
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);

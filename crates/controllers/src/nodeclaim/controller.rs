@@ -1,8 +1,10 @@
 //! The lifecycle `Controller` over NodeClaims: wiring, dispatch and the writes of one reconcile.
 //!
-//! Responsibility: [`Lifecycle::run`] starts a Node reflector (providerID lookups) and a
-//! kube-runtime `Controller` over NodeClaims that also watches Nodes (a Node maps to its
-//! NodeClaim by owner reference, else by providerID through the NodeClaim store). Each
+//! Responsibility: [`Lifecycle::run`] runs a kube-runtime `Controller` over NodeClaims that
+//! also watches Nodes through one reflected stream: the Node store (providerID lookups) is
+//! updated before the event triggers, so a reconcile never sees an older Node than the one
+//! that triggered it. A Node maps to its NodeClaim by owner reference, else by providerID
+//! through the NodeClaim store. Reconciles wait for the Node store's first list. Each
 //! reconcile of a managed NodeClaim (its `nodeClassRef.group` is ours) either runs the
 //! finalizer ([`super::finalize`]) when deleting, or adds `karpenter.sh/termination` first
 //! (merge patch with resourceVersion; nothing launches before), or runs launch → registration
@@ -77,22 +79,18 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
     /// Runs the controller until the process ends.
     pub async fn run(self) {
         let (nodes, writer) = reflector::store::<Node>();
-        let mut node_errors = WatchErrors::new("Node (NodeClaim lifecycle)");
-        let node_reflector = watcher(
+        // One Node watch, reflected into the store before its events reach the controller:
+        // a reconcile triggered by a Node change always finds that change in the store. (With
+        // a second, independent Node watch for the store, a loaded process could reconcile on
+        // the newer event while the store still held the older Node, and a NodeClaim waiting
+        // for its Node to be Ready stayed unready until some other event came.)
+        let node_events = watcher(
             Api::<Node>::all(self.client.clone()),
             watcher::Config::default(),
         )
         .default_backoff()
         .reflect(writer)
-        .for_each(move |event| {
-            match event {
-                Ok(_) => node_errors.succeeded(),
-                Err(e) => {
-                    node_errors.failed(&e);
-                }
-            }
-            futures::future::ready(())
-        });
+        .touched_objects();
         let ctx = Arc::new(Ctx {
             client: self.client.clone(),
             provider: self.provider,
@@ -100,46 +98,34 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
             metrics: self.metrics,
             config: self.config,
             clock: Clock::new(),
-            nodes: nodes.clone(),
+            nodes,
             launches: self.launches,
             failures: Mutex::default(),
         });
         let client = self.client;
-        let controller = async move {
-            if nodes.wait_until_ready().await.is_err() {
-                tracing::error!("node reflector stopped before its first list");
-                return;
-            }
-            let controller = Controller::new(
-                Api::<NodeClaim>::all(client.clone()),
-                watcher::Config::default(),
-            );
-            let claims = controller.store();
-            let mut watch_errors = WatchErrors::new("NodeClaim lifecycle");
-            controller
-                .watches(
-                    Api::<Node>::all(client),
-                    watcher::Config::default(),
-                    move |node: Node| node_claims_of(&claims, &node),
-                )
-                .run(reconcile, error_policy, ctx)
-                .for_each(move |result| {
-                    match result {
-                        // Reconcile failures are retried by `error_policy` and reported there.
-                        Err(e @ kube::runtime::controller::Error::ReconcilerFailed(..)) => {
-                            tracing::debug!(error = %e, "nodeclaim lifecycle");
-                        }
-                        // The controller's own watches (NodeClaims, Nodes).
-                        Err(e) => {
-                            watch_errors.failed(&e);
-                        }
-                        Ok(_) => watch_errors.succeeded(),
+        let controller = Controller::new(Api::<NodeClaim>::all(client), watcher::Config::default());
+        let claims = controller.store();
+        let mut watch_errors = WatchErrors::new("NodeClaim lifecycle");
+        controller
+            .watches_stream(node_events, move |node: Node| {
+                node_claims_of(&claims, &node)
+            })
+            .run(reconcile, error_policy, ctx)
+            .for_each(move |result| {
+                match result {
+                    // Reconcile failures are retried by `error_policy` and reported there.
+                    Err(e @ kube::runtime::controller::Error::ReconcilerFailed(..)) => {
+                        tracing::debug!(error = %e, "nodeclaim lifecycle");
                     }
-                    futures::future::ready(())
-                })
-                .await;
-        };
-        futures::future::join(node_reflector, controller).await;
+                    // The controller's own watches (NodeClaims, Nodes).
+                    Err(e) => {
+                        watch_errors.failed(&e);
+                    }
+                    Ok(_) => watch_errors.succeeded(),
+                }
+                futures::future::ready(())
+            })
+            .await;
     }
 }
 
@@ -200,6 +186,11 @@ async fn reconcile<P: CloudProvider + 'static>(
 ) -> Result<Action, Error> {
     if !managed(&nc) {
         return Ok(Action::await_change());
+    }
+    // Registration and initialization read the Node store: not before its first list. (The
+    // Node watch is driven by this controller, so this waits without blocking it.)
+    if ctx.nodes.wait_until_ready().await.is_err() {
+        return Err(Error::NodeStoreGone);
     }
     let action = if nc.metadata.deletion_timestamp.is_some() {
         if has_finalizer(&nc) {

@@ -58,6 +58,9 @@ pub enum Error {
         #[source]
         source: CloudProviderError,
     },
+    /// The Node watch ended before its first list (the process is shutting down).
+    #[error("the Node store's watch ended before its first list")]
+    NodeStoreGone,
 }
 
 impl Error {
@@ -71,6 +74,7 @@ impl Error {
             Self::PatchNode { .. } => "patch_node",
             Self::DeleteNode { .. } => "delete_node",
             Self::CloudProvider { .. } => "cloudprovider",
+            Self::NodeStoreGone => "node_store_gone",
         }
     }
 

@@ -21,7 +21,7 @@ use scheduling::quantity::Quantity;
 use scheduling::taints::is_known_ephemeral;
 use serde_json::json;
 
-use super::context::{Ctx, provider_id_of};
+use super::context::{Ctx, NODE_WAIT_POLL, provider_id_of};
 use super::error::Error;
 use super::registration::NODE_NOT_REGISTERED;
 use super::work::{Flow, Work};
@@ -112,6 +112,7 @@ pub(crate) async fn reconcile<P>(work: &mut Work, ctx: &Ctx<P>) -> Result<Flow, 
     };
     if let Err((reason, message)) = check(&work.nc, node.as_ref()) {
         work.conditions.set_unknown(INITIALIZED, reason, &message);
+        work.requeue_after(NODE_WAIT_POLL);
         return Ok(Flow::Continue);
     }
     let Some(node) = node else {

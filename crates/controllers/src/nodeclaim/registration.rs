@@ -26,7 +26,7 @@ use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
-use super::context::{Ctx, provider_id_of};
+use super::context::{Ctx, NODE_WAIT_POLL, provider_id_of};
 use super::error::Error;
 use super::patch::map_diff;
 use super::work::{Flow, Work, label};
@@ -179,6 +179,7 @@ pub(crate) async fn reconcile<P>(work: &mut Work, ctx: &Ctx<P>) -> Result<Flow, 
         [] => {
             work.conditions
                 .set_unknown(REGISTERED, NODE_NOT_FOUND, NODE_NOT_REGISTERED);
+            work.requeue_after(NODE_WAIT_POLL);
             return Ok(Flow::Continue);
         }
         [node] => node,
