@@ -86,6 +86,8 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
         .reflect(writer)
         .for_each(move |event| {
             match event {
+                // `Init` starts a (re)list and comes before its outcome.
+                Ok(watcher::Event::Init) => {}
                 Ok(_) => node_errors.succeeded(),
                 Err(e) => {
                     node_errors.failed(&e);
