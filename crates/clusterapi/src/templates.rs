@@ -145,6 +145,8 @@ impl Templates {
                         errors.succeeded();
                         tx.send_replace(Sync::Ready);
                     }
+                    // `Init` starts a (re)list and comes before its outcome.
+                    Ok(watcher::Event::Init) => {}
                     Ok(_) => errors.succeeded(),
                     Err(e) => {
                         errors.failed(&e);

@@ -178,6 +178,8 @@ where
                         f(&obj);
                     }
                 }
+                // `Init` starts a (re)list and comes before its outcome: not a success.
+                Ok(watcher::Event::Init) => {}
                 Ok(_) => errors.succeeded(),
                 Err(e) => {
                     errors.failed(&e);

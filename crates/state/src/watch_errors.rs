@@ -3,7 +3,8 @@
 //! Responsibility: one [`WatchErrors`] per watch. A failing watch (a 403 from missing RBAC, an
 //! unreachable API server, an expired resourceVersion) is logged at **warn** — the first error
 //! at once, then at most one line per [`WARN_EVERY`] with the number of errors held back — and
-//! its recovery once at info. kube-runtime's watchers retry with backoff by themselves; this
+//! its recovery (the next event that is not `Init`: a relist announces itself before it fails)
+//! once at info. kube-runtime's watchers retry with backoff by themselves; this
 //! only makes sure an operator sees why nothing happens.
 //! Inputs: each watch event's outcome. Outputs: log lines.
 

@@ -126,6 +126,8 @@ impl MachineCache {
                 {
                     let mut health = task_health.lock().unwrap_or_else(PoisonError::into_inner);
                     match &event {
+                        // `Init` starts a (re)list and comes before its outcome.
+                        Ok(watcher::Event::Init) => {}
                         Ok(_) => health.succeeded(),
                         Err(e) => health.failed(e),
                     }

@@ -58,6 +58,8 @@ where
     )
     .default_backoff()
     .map(move |event| match event {
+        // `Init` starts a (re)list and comes before its outcome.
+        Ok(watcher::Event::Init) => {}
         Ok(_) => errors.succeeded(),
         Err(e) => {
             errors.failed(&e);
