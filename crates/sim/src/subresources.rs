@@ -69,7 +69,8 @@ impl State {
         } else {
             apply_patch(kind, &current, body, false).map_err(|e| match e {
                 crate::patch::PatchError::Malformed(m) => ApiError::BadRequest(m),
-                other => ApiError::invalid("Scale", "autoscaling", name, other.to_string()),
+                crate::patch::PatchError::Failed(_) => ApiError::Rejected,
+                crate::patch::PatchError::Unsupported(m) => ApiError::UnsupportedMediaType(m),
             })?
         };
         self.update_scale(ep, name, &patched, opts)
