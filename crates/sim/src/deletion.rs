@@ -45,7 +45,7 @@ impl Propagation {
                 "meta.k8s.io",
                 "",
                 format!(
-                    "propagationPolicy: Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+                    "propagationPolicy: Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
                 ),
             )),
         }

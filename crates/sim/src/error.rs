@@ -219,7 +219,7 @@ impl ApiError {
                         .map(|c| {
                             let (field, message) = c.split_once(": ").unwrap_or(("", c));
                             let mut cause = json!({"reason": cause_reason(message), "message": message});
-                            if field != "<nil>" && !field.is_empty() {
+                            if !field.is_empty() {
                                 object_insert(&mut cause, "field", json!(field));
                             }
                             cause
@@ -241,6 +241,7 @@ impl ApiError {
                 })).collect::<Vec<_>>(),
             })),
             Self::NoRoute | Self::Rejected => Some(json!({})),
+            Self::Internal(message) => Some(json!({"causes": [{"message": message}]})),
             _ => None,
         }
     }

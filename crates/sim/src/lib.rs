@@ -71,6 +71,7 @@ pub mod state;
 pub mod store;
 pub mod subresources;
 pub mod table;
+pub mod update_validation;
 pub mod validation;
 pub mod watch;
 pub mod world;

@@ -152,6 +152,9 @@ pub struct WriteOptions {
     pub dry_run: bool,
     /// Set by server-side apply, which records its own managed fields.
     pub applying: bool,
+    /// Set by the `binding` subresource, which may set a pod's `spec.nodeName` (no pod
+    /// update validation).
+    pub binding: bool,
 }
 
 impl WriteOptions {

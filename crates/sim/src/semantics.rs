@@ -184,6 +184,10 @@ pub fn prepare_create(def: &ResourceDef, mut obj: Value) -> ApiResult<Value> {
     }
     meta.insert("uid".into(), json!(object::new_uid()));
     meta.insert("creationTimestamp".into(), json!(now));
+    drop_empty(
+        meta,
+        &["labels", "annotations", "finalizers", "ownerReferences"],
+    );
     if def.generation {
         meta.insert("generation".into(), json!(1));
     }

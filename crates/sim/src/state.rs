@@ -188,7 +188,7 @@ impl State {
             });
         }
         let mut obj = prepare_create(def, obj)?;
-        structural(def, &mut obj, None)?;
+        structural(def, &mut obj, None, false)?;
         let new_def = if def.special == Special::Crd {
             let d = crd::prepare(&mut obj, &self.registry)?;
             let status = crd::status(&obj, None);
@@ -341,6 +341,18 @@ impl State {
                 name: name.to_owned(),
             });
         };
+        if def.custom && object::resource_version(&obj).is_empty() {
+            // Custom resources allow no unconditional update.
+            return Err(ApiError::Invalid {
+                group: def.group.clone(),
+                kind: def.plural.clone(),
+                name: name.to_owned(),
+                causes: vec![
+                    "metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+                        .into(),
+                ],
+            });
+        }
         check_resource_version(&def, &old, &obj)?;
         let new = prepare_update(&def, &old, obj, mode)?;
         Ok((self.commit(&def, &ep.version, old, new, mode, opts)?, false))
@@ -357,7 +369,7 @@ impl State {
         mode: WriteMode,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        structural(def, &mut new, Some(&old))?;
+        structural(def, &mut new, Some(&old), !opts.binding)?;
         let mut new_def = None;
         if def.special == Special::Crd && mode == WriteMode::Main {
             new_def = Some(crd::prepare(&mut new, &self.registry)?);
@@ -512,10 +524,11 @@ impl State {
         Some(last)
     }
 
-    /// Keep derived state current: disruption budgets follow their pods.
+    /// Keep derived state current: disruption budgets follow their pods and the scale of
+    /// the pods' controllers.
     pub fn after_write(&mut self, def: &ResourceDef, ns: &str) {
         let is_pdb = def.store == GroupResource::new("policy", "poddisruptionbudgets");
-        if def.special == Special::Pod || is_pdb {
+        if def.special == Special::Pod || is_pdb || (def.scale.is_some() && def.namespaced) {
             self.refresh_budgets(ns);
         }
     }
@@ -533,12 +546,21 @@ fn part(def: &ResourceDef, mode: WriteMode) -> Part {
     }
 }
 
-/// Built-in kinds: [`crate::builtin_validation`]. Custom resources: prune and default with the
-/// CRD's schema, then validate against the schema and its CEL rules ([`crate::validation`]);
-/// `old` is the stored object on updates.
-fn structural(def: &ResourceDef, obj: &mut Value, old: Option<&Value>) -> ApiResult<()> {
+/// Built-in kinds: [`crate::builtin_validation`], and [`crate::update_validation`] on updates
+/// with `update_checks`. Custom resources: prune and default with the CRD's schema, then
+/// validate against the schema and its CEL rules ([`crate::validation`]); `old` is the stored
+/// object on updates.
+fn structural(
+    def: &ResourceDef,
+    obj: &mut Value,
+    old: Option<&Value>,
+    update_checks: bool,
+) -> ApiResult<()> {
     if !def.custom {
-        let causes = crate::builtin_validation::validate(def, obj);
+        let mut causes = crate::builtin_validation::validate(def, obj);
+        if let Some(old) = old.filter(|_| update_checks) {
+            causes.extend(crate::update_validation::validate_update(def, old, obj));
+        }
         if causes.is_empty() {
             return Ok(());
         }
@@ -554,22 +576,27 @@ fn structural(def: &ResourceDef, obj: &mut Value, old: Option<&Value>) -> ApiRes
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
+    let mut causes = Vec::new();
     if let Some(schema) = def.schema_for(&api_version) {
         crate::schema::apply(schema, obj);
-        let errors = crate::validation::validate(schema, obj, old);
-        if !errors.is_empty() {
-            return Err(ApiError::Invalid {
-                group: def.group.clone(),
-                kind: def.kind.clone(),
-                name: object::name(obj).to_owned(),
-                causes: errors
-                    .iter()
-                    .map(crate::validation::FieldError::render)
-                    .collect(),
-            });
-        }
+        causes.extend(
+            crate::validation::validate(schema, obj, old)
+                .iter()
+                .map(crate::validation::FieldError::render),
+        );
     }
-    Ok(())
+    if let Some(paths) = &def.scale {
+        causes.extend(crate::scale::custom_replica_causes(paths, obj));
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::Invalid {
+        group: def.group.clone(),
+        kind: def.kind.clone(),
+        name: object::name(obj).to_owned(),
+        causes,
+    })
 }
 
 /// A patch failure as the API reports it.

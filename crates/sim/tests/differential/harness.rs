@@ -119,6 +119,7 @@ pub struct Normalizer {
     uids: BTreeMap<String, usize>,
     aliases: Vec<(String, String)>,
     keep_managed_fields: bool,
+    unordered_causes: bool,
 }
 
 fn uid_pattern() -> &'static Regex {
@@ -153,11 +154,22 @@ impl Normalizer {
         time_pattern().replace_all(&out, "<time>").into_owned()
     }
 
-    /// The normalized form of a value.
+    /// The normalized form of a value (and, with `unordered_causes`, an error's causes
+    /// sorted, its message rebuilt from them).
     pub fn value(&mut self, v: &Value) -> Value {
+        let mut out = self.value_inner(v);
+        if self.unordered_causes {
+            sort_causes(&mut out);
+        }
+        out
+    }
+
+    fn value_inner(&mut self, v: &Value) -> Value {
         match v {
             Value::String(s) => Value::String(self.string(s)),
-            Value::Array(items) => Value::Array(items.iter().map(|i| self.value(i)).collect()),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|i| self.value_inner(i)).collect())
+            }
             Value::Object(map) => {
                 let mut out = Map::new();
                 for (k, child) in map {
@@ -171,7 +183,7 @@ impl Normalizer {
                             let mut list: Vec<Value> = entries
                                 .iter()
                                 .map(|e| {
-                                    let mut e = self.value(e);
+                                    let mut e = self.value_inner(e);
                                     if let Some(f) = e.get_mut("fieldsV1") {
                                         strip_dots(f);
                                     }
@@ -184,7 +196,7 @@ impl Normalizer {
                             });
                             Value::Array(list)
                         }
-                        _ => self.value(child),
+                        _ => self.value_inner(child),
                     };
                     out.insert(k.clone(), normalized);
                 }
@@ -192,6 +204,49 @@ impl Normalizer {
             }
             other => other.clone(),
         }
+    }
+}
+
+/// Sort the causes of every `Status` in `v` and rebuild its message from them: the order of
+/// schema validation errors is Go map order on kube-apiserver (random).
+fn sort_causes(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            let is_status = m.get("kind") == Some(&json!("Status"));
+            if is_status
+                && let Some(causes) = m
+                    .get_mut("details")
+                    .and_then(|d| d.get_mut("causes"))
+                    .and_then(Value::as_array_mut)
+            {
+                causes.sort_by_key(Value::to_string);
+                let rendered: Vec<String> = causes
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{}: {}",
+                            c.get("field").and_then(Value::as_str).unwrap_or_default(),
+                            c.get("message").and_then(Value::as_str).unwrap_or_default()
+                        )
+                    })
+                    .collect();
+                let mut unique = rendered.clone();
+                unique.dedup();
+                if let Some(Value::String(message)) = m.get_mut("message")
+                    && let Some((head, _)) = message.split_once(" is invalid: ")
+                {
+                    *message = match unique.as_slice() {
+                        [one] => format!("{head} is invalid: {one}"),
+                        many => format!("{head} is invalid: [{}]", many.join(", ")),
+                    };
+                }
+            }
+            for child in m.values_mut() {
+                sort_causes(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(sort_causes),
+        _ => {}
     }
 }
 
@@ -326,6 +381,11 @@ impl Ctx {
         } else {
             self.note(label, json!({"code": r.code}));
         }
+    }
+
+    /// From now on, sort the causes of errors (see [`Normalizer::value`]).
+    pub fn unordered_causes(&self) {
+        self.log.lock().unwrap().1.unordered_causes = true;
     }
 
     /// From now on, keep `metadata.managedFields` in recordings.
