@@ -25,12 +25,15 @@
 //!   kubeconfig files.
 //! - [`world`]: the simulated controllers.
 //!
-//! Fidelity notes (what is approximated or missing; each module says more):
-//! - Objects are JSON; only CRD schemas prune and default ([`schema`]); built-in kinds get a
-//!   few defaults (pods, deployments, namespaces) and no validation beyond names.
-//! - Lists serve the latest state: a `continue` page shows objects after the last key as they
-//!   are now (no MVCC snapshot) under the first page's resourceVersion; `resourceVersionMatch`
-//!   is ignored.
+//! Fidelity notes (what is approximated or missing; each module says more). The differential
+//! suite (`tests/differential.rs`) checks the API against a real kube-apiserver;
+//! `DIFFERENCES.md` lists what differs on purpose.
+//! - Objects are JSON; CRD schemas prune and default ([`schema`]); built-in kinds get a few
+//!   defaults (pods, deployments, namespaces) and the validation clients trip over (decoding,
+//!   names, pod containers, workload selectors — [`builtin_validation`] — and immutable
+//!   fields on update, [`update_validation`]).
+//! - A `continue` page lists the objects as of the first page's resourceVersion, rebuilt from
+//!   the watch history (410 once that is compacted); `resourceVersionMatch` is ignored.
 //! - Strategic merge patch and managed fields are approximations ([`patch`], [`managed`]).
 //! - The garbage collector ([`gc`]), CRD and namespace cleanup run synchronously inside the
 //!   request that triggers them; graceful pod deletion waits for a delete with a shorter grace

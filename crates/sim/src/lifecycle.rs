@@ -10,9 +10,11 @@
 //! triggers the background collection of its dependents. A deleted namespace turns
 //! `Terminating`, everything in it is deleted (honouring finalizers), and it goes once empty —
 //! what the namespace controller does, done synchronously.
-//! Inputs: an [`Endpoint`], a name, [`DeleteOptions`]. Outputs: the object (when it stays, or for
-//! custom resources) or a success `Status`, or an [`crate::error::ApiError`]; graceful deletions
-//! queue a [`Reap`] for the server's timer.
+//! Inputs: an [`Endpoint`], a name, [`DeleteOptions`]. Outputs: the object as marked for
+//! deletion (when it was marked, whatever the synchronous garbage collection did next), the
+//! removed object (custom resources, and pods, with `deletionTimestamp` and grace period 0),
+//! or a success `Status`; or an [`crate::error::ApiError`]. Graceful deletions queue a
+//! [`Reap`] for the server's timer.
 
 use std::time::Duration;
 

@@ -3,7 +3,8 @@
 //! Responsibility: parse the query string options kube-apiserver accepts (`labelSelector`,
 //! `fieldSelector`, `limit`, `continue`, `resourceVersion`, `watch`, `allowWatchBookmarks`,
 //! `sendInitialEvents`, `timeoutSeconds`, `fieldManager`, `force`, `dryRun`,
-//! `gracePeriodSeconds`, `propagationPolicy`) and encode list continue tokens.
+//! `gracePeriodSeconds`, `propagationPolicy`) and encode list continue tokens (unpadded
+//! URL-safe base64 JSON, as kube-apiserver's). Malformed numbers get Go's `strconv` message.
 //! Inputs: query pairs. Outputs: [`ListOptions`], [`WriteOptions`], or a 400 [`ApiError`].
 
 use std::collections::HashMap;

@@ -3,7 +3,9 @@
 //! Responsibility: run one API operation against the store and registry, which the caller holds
 //! locked for the whole operation (so each operation is atomic, as an etcd transaction is):
 //! resolve the resource type, convert between served and stored forms, apply
-//! [`crate::semantics`], write, and keep CRD registrations in step with CRD objects.
+//! [`crate::semantics`], validate, record managed fields ([`crate::managed`]), write, and keep
+//! CRD registrations in step with CRD objects. Custom resources refuse updates without a
+//! resourceVersion, as kube-apiserver does.
 //! Inputs: an [`Endpoint`] and request bodies. Outputs: served objects, lists, or [`ApiError`]s.
 //! Deletes are in [`crate::lifecycle`], subresources in [`crate::subresources`], watches in
 //! [`crate::watch`].

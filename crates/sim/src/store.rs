@@ -371,10 +371,17 @@ impl Store {
     /// Drop all watch history, as an etcd compaction would: watches from any version before the
     /// current one get 410 Expired.
     pub fn compact(&mut self) {
-        let rv = self.rv;
+        self.compact_to(self.rv);
+    }
+
+    /// Drop the watch history up to `rv` (an etcd compaction to that revision): watches from
+    /// older versions get 410 Expired.
+    pub fn compact_to(&mut self, rv: u64) {
         for log in self.logs.values_mut() {
-            log.events.clear();
-            log.oldest_valid = rv;
+            while log.events.front().is_some_and(|e| e.rv <= rv) {
+                log.events.pop_front();
+            }
+            log.oldest_valid = log.oldest_valid.max(rv);
         }
     }
 }

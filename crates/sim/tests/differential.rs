@@ -30,12 +30,16 @@ mod validation;
 #[path = "differential/watch.rs"]
 mod watch;
 
+use std::time::Duration;
+
+use sim::SimConfig;
 use sim::realk8s::RealConfig;
 
 /// Storage semantics, patches, lists and watches: kube-apiserver alone suffices.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_differential_api() {
     harness::compare(
+        SimConfig::default(),
         RealConfig::default(),
         None,
         &[
@@ -61,6 +65,7 @@ async fn real_differential_api() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_differential_controllers() {
     harness::compare(
+        SimConfig::default(),
         RealConfig {
             controller_manager: true,
             ..RealConfig::default()
@@ -91,6 +96,7 @@ fn install_crds(client: kube::Client) -> futures::future::BoxFuture<'static, ()>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_differential_validation() {
     harness::compare(
+        SimConfig::default(),
         RealConfig::default(),
         Some(install_crds),
         &[
@@ -100,6 +106,25 @@ async fn real_differential_validation() {
             scenario!(validation::machinedeployment_subresources),
             scenario!(validation::immutable_fields),
         ],
+    )
+    .await;
+}
+
+/// Compaction: watches from and continue tokens of compacted versions get 410 Gone, with etcd
+/// (and sim) compacting every two seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_differential_compaction() {
+    harness::compare(
+        SimConfig {
+            compaction_interval: Some(Duration::from_secs(2)),
+            ..SimConfig::default()
+        },
+        RealConfig {
+            apiserver_args: vec!["--etcd-compaction-interval=2s".into()],
+            ..RealConfig::default()
+        },
+        None,
+        &[scenario!(watch::compacted_versions_are_gone)],
     )
     .await;
 }

@@ -487,10 +487,15 @@ async fn run_all(
 /// What runs before the scenarios on each server (e.g. installing CRDs).
 pub type Setup = fn(kube::Client) -> BoxFuture<'static, ()>;
 
-/// Run the scenarios on a fresh sim and a fresh real cluster (`config`), after `setup` on
-/// each, and fail listing every transcript entry that differs.
-pub async fn compare(config: RealConfig, setup: Option<Setup>, scenarios: &[Scenario]) {
-    let sim = Sim::new(SimConfig::default());
+/// Run the scenarios on a fresh sim (`sim_config`) and a fresh real cluster (`config`), after
+/// `setup` on each, and fail listing every transcript entry that differs.
+pub async fn compare(
+    sim_config: SimConfig,
+    config: RealConfig,
+    setup: Option<Setup>,
+    scenarios: &[Scenario],
+) {
+    let sim = Sim::new(sim_config);
     let sim_client = kube::Client::new(sim.router(), "default");
     let cluster = RealCluster::start(config).await.unwrap();
     let real_client = cluster.client().await.unwrap();

@@ -121,3 +121,47 @@ pub async fn watch_too_old(t: Ctx) {
         .await;
     t.note("malformed resourceVersion", json!(bad));
 }
+
+/// Once the history is compacted past a version, a watch from it gets 410 Gone (an ERROR event)
+/// and a continue token from a list at it gets 410 Expired.
+pub async fn compacted_versions_are_gone(t: Ctx) {
+    for name in ["a", "b", "c"] {
+        let r = t.post(CMS, json!({"metadata": {"name": name}})).await;
+        assert_eq!(r.code, 201);
+    }
+    let first = t.get(&format!("{CMS}?limit=1")).await;
+    let start = first.rv();
+    let token = first.at("/metadata/continue").as_str().unwrap_or_default().to_owned();
+    for name in ["d", "e"] {
+        let r = t.post(CMS, json!({"metadata": {"name": name}})).await;
+        assert_eq!(r.code, 201);
+    }
+    // Poll with short watches until the compactor has passed `start`.
+    let deadline = tokio::time::Instant::now() + crate::harness::POLL_TIMEOUT;
+    let events = loop {
+        let events = t
+            .watch(&format!("{CMS}?watch=true&resourceVersion={start}&timeoutSeconds=1"))
+            .await;
+        if events.first().is_some_and(|e| e["type"] == "ERROR") {
+            break events;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never compacted: {events:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    t.note("watch from a compacted version", summary(&events));
+    let message = events
+        .first()
+        .and_then(|e| e.pointer("/object/message"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let digits = regex::Regex::new(r"\d+").unwrap();
+    t.note(
+        "its message, numbers elided",
+        json!(digits.replace_all(message, "N")),
+    );
+    let page = t.get(&format!("{CMS}?limit=1&continue={token}")).await;
+    t.note(
+        "continue from a compacted version",
+        json!({"code": page.code, "reason": page.at("/reason"), "message": page.at("/message")}),
+    );
+}
