@@ -218,7 +218,8 @@ impl ApiError {
                         .iter()
                         .map(|c| {
                             let (field, message) = c.split_once(": ").unwrap_or(("", c));
-                            let mut cause = json!({"reason": cause_reason(message), "message": message});
+                            let mut cause =
+                                json!({"reason": cause_reason(message), "message": message});
                             if !field.is_empty() {
                                 object_insert(&mut cause, "field", json!(field));
                             }

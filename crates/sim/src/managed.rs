@@ -163,6 +163,141 @@ fn compare(old: &Fields, new: &Fields) -> (BTreeSet<Path>, BTreeSet<Path>) {
     (changed, removed)
 }
 
+/// The paths added or changed, and removed, from `old` to `new` (values of field `name` under
+/// `prefix`), walking only where they differ: what [`compare`] computes, without collecting
+/// the unchanged leaves of both objects.
+fn diff(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    name: &str,
+    prefix: &Path,
+    changed: &mut BTreeSet<Path>,
+    removed: &mut BTreeSet<Path>,
+) {
+    if old == new {
+        return;
+    }
+    let leaves = |v: Option<&Value>| {
+        let mut f = Fields::new();
+        if let Some(v) = v {
+            collect(v, name, prefix, &mut f);
+        }
+        f
+    };
+    let child = |seg: String| {
+        let mut p = prefix.clone();
+        p.push(seg);
+        p
+    };
+    match (old, new) {
+        (Some(Value::Object(a)), Some(Value::Object(b))) if !a.is_empty() && !b.is_empty() => {
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for k in keys {
+                diff(
+                    a.get(k),
+                    b.get(k),
+                    k,
+                    &child(format!("f:{k}")),
+                    changed,
+                    removed,
+                );
+            }
+        }
+        (Some(Value::Array(a)), Some(Value::Array(b)))
+            if !a.is_empty()
+                && !b.is_empty()
+                && merge_key(name)
+                    .is_some_and(|key| a.iter().chain(b).all(|i| i.get(key).is_some())) =>
+        {
+            let key = merge_key(name).unwrap_or_default();
+            let id = |i: &Value| i.get(key).cloned().unwrap_or(Value::Null);
+            let mut ids: Vec<Value> = a.iter().map(id).collect();
+            for i in b {
+                if !ids.contains(&id(i)) {
+                    ids.push(id(i));
+                }
+            }
+            for i in ids {
+                let find = |list: &[Value]| list.iter().find(|x| id(x) == i).cloned();
+                let (x, y) = (find(a), find(b));
+                let p = child(format!("k:{}", json!({ key: i })));
+                match (&x, &y) {
+                    (None, Some(_)) => {
+                        changed.insert(p.clone());
+                    }
+                    (Some(_), None) => {
+                        removed.insert(p.clone());
+                    }
+                    _ => {}
+                }
+                let fields_of = |v: &Option<Value>| v.as_ref().and_then(Value::as_object).cloned();
+                let (fx, fy) = (fields_of(&x), fields_of(&y));
+                let keys: BTreeSet<String> = fx
+                    .iter()
+                    .chain(fy.iter())
+                    .flat_map(|m| m.keys().cloned())
+                    .collect();
+                for k in keys {
+                    let mut q = p.clone();
+                    q.push(format!("f:{k}"));
+                    diff(
+                        fx.as_ref().and_then(|m| m.get(&k)),
+                        fy.as_ref().and_then(|m| m.get(&k)),
+                        &k,
+                        &q,
+                        changed,
+                        removed,
+                    );
+                }
+            }
+        }
+        _ => {
+            let (before, after) = (leaves(old), leaves(new));
+            let (c, r) = compare(&before, &after);
+            changed.extend(c);
+            removed.extend(r);
+        }
+    }
+}
+
+/// [`diff`] of two whole objects, limited to `part`.
+fn diff_objects(old: Option<&Value>, new: &Value, part: Part) -> (BTreeSet<Path>, BTreeSet<Path>) {
+    let (mut changed, mut removed) = (BTreeSet::new(), BTreeSet::new());
+    let empty = Map::new();
+    let a = old.and_then(Value::as_object).unwrap_or(&empty);
+    let b = new.as_object().unwrap_or(&empty);
+    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    for k in keys {
+        match k.as_str() {
+            "apiVersion" | "kind" => {}
+            "metadata" => {
+                let (ma, mb) = (
+                    a.get(k).and_then(Value::as_object).unwrap_or(&empty),
+                    b.get(k).and_then(Value::as_object).unwrap_or(&empty),
+                );
+                let mkeys: BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
+                for mk in mkeys {
+                    if !SYSTEM_META.contains(&mk.as_str()) {
+                        let p = vec!["f:metadata".to_owned(), format!("f:{mk}")];
+                        diff(ma.get(mk), mb.get(mk), mk, &p, &mut changed, &mut removed);
+                    }
+                }
+            }
+            _ => diff(
+                a.get(k),
+                b.get(k),
+                k,
+                &vec![format!("f:{k}")],
+                &mut changed,
+                &mut removed,
+            ),
+        }
+    }
+    changed.retain(|p| part.keeps(p));
+    removed.retain(|p| part.keeps(p));
+    (changed, removed)
+}
+
 /// A `FieldsV1` tree as a set of paths: a node is a member when it is `{}` or has `.`.
 fn from_fields_v1(tree: &Value, prefix: &Path, out: &mut BTreeSet<Path>) {
     let Some(m) = tree.as_object() else { return };
@@ -221,7 +356,11 @@ impl Entry {
     fn parse(v: &Value) -> Option<Entry> {
         let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
         let mut set = BTreeSet::new();
-        from_fields_v1(v.get("fieldsV1").unwrap_or(&Value::Null), &Vec::new(), &mut set);
+        from_fields_v1(
+            v.get("fieldsV1").unwrap_or(&Value::Null),
+            &Vec::new(),
+            &mut set,
+        );
         Some(Entry {
             manager: text("manager")?,
             operation: text("operation").unwrap_or_else(|| "Update".into()),
@@ -273,13 +412,20 @@ fn entries(obj: &Value) -> Vec<Entry> {
 fn store(obj: &mut Value, mut list: Vec<Entry>) {
     list.retain(|e| !e.set.is_empty());
     list.sort_by(|a, b| {
-        (&a.operation, seconds(&a.time), &a.manager, &a.api_version, &a.subresource).cmp(&(
-            &b.operation,
-            seconds(&b.time),
-            &b.manager,
-            &b.api_version,
-            &b.subresource,
-        ))
+        (
+            &a.operation,
+            seconds(&a.time),
+            &a.manager,
+            &a.api_version,
+            &a.subresource,
+        )
+            .cmp(&(
+                &b.operation,
+                seconds(&b.time),
+                &b.manager,
+                &b.api_version,
+                &b.subresource,
+            ))
     });
     let value = if list.is_empty() {
         Value::Null
@@ -306,33 +452,133 @@ fn api_version(obj: &Value) -> String {
 /// `Update` entry gains what it added or changed, every other entry loses it, and what was
 /// removed leaves every entry. The starting entries are `new`'s (a request may set them).
 pub fn record_update(old: Option<&Value>, new: &mut Value, manager: &str, part: Part) {
-    let before = old.map(|o| fields(o, part)).unwrap_or_default();
-    let after = fields(new, part);
-    let (changed, removed) = compare(&before, &after);
-    let mut list = entries(new);
+    let (changed, removed) = diff_objects(old, new, part);
     if changed.is_empty() && removed.is_empty() {
         return;
     }
-    let mine = Entry {
-        manager: manager.to_owned(),
-        operation: "Update".into(),
-        api_version: api_version(new),
-        subresource: part.subresource().map(str::to_owned),
-        time: object::now_rfc3339(),
-        set: BTreeSet::new(),
+    // Edit the entries' `FieldsV1` trees in place: parsing every entry into a set and writing
+    // it back would cost a walk of every owned field per write.
+    let api_version = api_version(new);
+    let subresource = part.subresource();
+    let time = object::now_rfc3339();
+    let mut list: Vec<Value> = object::get_path(new, ".metadata.managedFields")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
+    let is_mine = |e: &Value| {
+        text(e, "manager").as_deref() == Some(manager)
+            && text(e, "operation").as_deref() == Some("Update")
+            && text(e, "apiVersion").as_deref() == Some(api_version.as_str())
+            && text(e, "subresource").filter(|s| !s.is_empty()).as_deref() == subresource
     };
-    let mut own = list
-        .iter()
-        .position(|e| e.same_identity(&mine))
-        .map_or(mine.clone(), |i| list.remove(i));
+    let mut own = match list.iter().position(is_mine) {
+        Some(i) => list.remove(i),
+        None => {
+            let mut e = json!({"manager": manager, "operation": "Update",
+                "apiVersion": api_version, "time": time, "fieldsType": "FieldsV1",
+                "fieldsV1": {}});
+            if let (Some(sub), Some(m)) = (subresource, e.as_object_mut()) {
+                m.insert("subresource".into(), json!(sub));
+            }
+            e
+        }
+    };
     for e in &mut list {
-        e.set.retain(|p| !changed.contains(p) && !removed.contains(p));
+        if let Some(tree) = e.get_mut("fieldsV1").and_then(Value::as_object_mut) {
+            for p in changed.iter().chain(&removed) {
+                tree_remove(tree, p);
+            }
+        }
     }
-    own.set.retain(|p| !removed.contains(p));
-    own.set.extend(changed);
-    own.time = mine.time;
+    if let Some(tree) = own.get_mut("fieldsV1").and_then(Value::as_object_mut) {
+        for p in &removed {
+            tree_remove(tree, p);
+        }
+        for p in &changed {
+            tree_insert(tree, p);
+        }
+    }
+    if let Some(m) = own.as_object_mut() {
+        m.insert("time".into(), json!(time));
+    }
     list.push(own);
-    store(new, list);
+    list.retain(|e| {
+        e.get("fieldsV1")
+            .and_then(Value::as_object)
+            .is_some_and(|t| !t.is_empty())
+    });
+    list.sort_by_cached_key(|e| {
+        (
+            text(e, "operation").unwrap_or_default(),
+            text(e, "time")
+                .map(|t| seconds(&t).to_owned())
+                .unwrap_or_default(),
+            text(e, "manager").unwrap_or_default(),
+            text(e, "apiVersion").unwrap_or_default(),
+            text(e, "subresource").unwrap_or_default(),
+        )
+    });
+    object::set_meta(
+        new,
+        "managedFields",
+        if list.is_empty() {
+            Value::Null
+        } else {
+            Value::Array(list)
+        },
+    );
+}
+
+/// Remove `path` from a `FieldsV1` tree, and the nodes that only existed to hold it.
+fn tree_remove(tree: &mut Map<String, Value>, path: &[String]) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    let Some(Value::Object(node)) = tree.get_mut(first) else {
+        return;
+    };
+    if rest.is_empty() {
+        // `first` is no longer a member; its children stay.
+        let children = node.keys().any(|k| k != ".");
+        if children {
+            node.remove(".");
+        } else {
+            tree.remove(first);
+        }
+        return;
+    }
+    let member = node.contains_key(".");
+    tree_remove(node, rest);
+    if node.is_empty() && !member {
+        tree.remove(first);
+    } else if node.len() == 1 && member {
+        node.remove(".");
+    }
+}
+
+/// Add `path` to a `FieldsV1` tree.
+fn tree_insert(tree: &mut Map<String, Value>, path: &[String]) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    let existed = tree.contains_key(first);
+    let slot = tree.entry(first.clone()).or_insert_with(|| json!({}));
+    if !slot.is_object() {
+        *slot = json!({});
+    }
+    let Value::Object(node) = slot else { return };
+    if rest.is_empty() {
+        if node.keys().any(|k| k != ".") {
+            node.insert(".".into(), json!({}));
+        }
+        return;
+    }
+    // An existing empty node is a member leaf: it keeps its membership as it gains a child.
+    if existed && node.is_empty() {
+        node.insert(".".into(), json!({}));
+    }
+    tree_insert(node, rest);
 }
 
 /// Remove the value at `path` from `obj`.
@@ -346,9 +592,8 @@ fn remove_path(obj: &mut Value, path: &[String]) {
             Some(("f", f)) => node.get_mut(f),
             Some(("k", key)) => {
                 let key: Value = serde_json::from_str(key).unwrap_or(Value::Null);
-                node.as_array_mut().and_then(|items| {
-                    items.iter_mut().find(|i| matches_key(i, &key))
-                })
+                node.as_array_mut()
+                    .and_then(|items| items.iter_mut().find(|i| matches_key(i, &key)))
             }
             _ => None,
         };
@@ -491,7 +736,7 @@ pub fn apply(
             }
         }
     }
-    let (changed, removed) = compare(&fields(&base, part), &fields(&result, part));
+    let (changed, removed) = diff_objects(Some(&base), &result, part);
     let mut conflicts: Vec<(String, String)> = Vec::new();
     for e in &list {
         for p in e.set.iter().filter(|p| changed.contains(*p)) {
@@ -502,7 +747,8 @@ pub fn apply(
         return Err(ApiError::ApplyConflict(conflicts));
     }
     for e in &mut list {
-        e.set.retain(|p| !changed.contains(p) && !removed.contains(p));
+        e.set
+            .retain(|p| !changed.contains(p) && !removed.contains(p));
     }
     list.push(mine);
     store(&mut result, list);
@@ -539,10 +785,74 @@ mod tests {
     }
 
     #[test]
+    fn the_diff_walk_agrees_with_comparing_all_fields() {
+        let a = json!({"apiVersion": "v1", "metadata": {"name": "x", "labels": {"a": "1", "b": "2"},
+            "finalizers": ["f", "g"]},
+            "spec": {"containers": [{"name": "c", "image": "1", "args": ["x"]}, {"name": "d", "image": "1"}],
+                "tolerations": [{"key": "t"}], "x": {}},
+            "status": {"phase": "Pending"}});
+        let b = json!({"apiVersion": "v1", "metadata": {"name": "x", "labels": {"a": "1", "c": "3"},
+            "finalizers": ["g", "h"]},
+            "spec": {"containers": [{"name": "c", "image": "2", "args": ["x"]}, {"name": "e", "image": "1"}],
+                "tolerations": [{"key": "u"}], "x": {"y": 1}},
+            "status": {"phase": "Running"}});
+        for part in [Part::All, Part::Main, Part::Status] {
+            assert_eq!(
+                diff_objects(Some(&a), &b, part),
+                compare(&fields(&a, part), &fields(&b, part)),
+                "{part:?}"
+            );
+        }
+        assert_eq!(
+            diff_objects(None, &b, Part::All),
+            compare(&Fields::new(), &fields(&b, Part::All))
+        );
+    }
+
+    #[test]
+    fn tree_edits_match_set_edits() {
+        let tree = json!({"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {"f:x": {}}},
+            "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}}}}});
+        let mut set = BTreeSet::new();
+        from_fields_v1(&tree, &Vec::new(), &mut set);
+        let p = |segs: &[&str]| segs.iter().map(|s| (*s).to_owned()).collect::<Path>();
+        let edits = [
+            (false, p(&["f:data", "f:a"])),
+            (false, p(&["f:spec", "f:containers", "k:{\"name\":\"c\"}"])),
+            (true, p(&["f:data", "f:b"])),
+            (true, p(&["f:metadata", "f:labels", "f:x", "f:deep"])),
+            (false, p(&["f:metadata", "f:labels", "f:x"])),
+            (true, p(&["f:status", "f:phase"])),
+        ];
+        let mut t = tree.as_object().cloned().unwrap();
+        for (add, path) in &edits {
+            if *add {
+                tree_insert(&mut t, path);
+                set.insert(path.clone());
+            } else {
+                tree_remove(&mut t, path);
+                set.remove(path);
+            }
+        }
+        let mut from_tree = BTreeSet::new();
+        from_fields_v1(&Value::Object(t), &Vec::new(), &mut from_tree);
+        assert_eq!(from_tree, set);
+    }
+
+    #[test]
     fn conflicts_force_and_sharing() {
-        let cm = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "x"}, "data": data});
-        let a = apply(None, cm(json!({"a": "1", "b": "1"})), "alice", false, Part::All).unwrap();
+        let cm = |data: Value| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x"}, "data": data})
+        };
+        let a = apply(
+            None,
+            cm(json!({"a": "1", "b": "1"})),
+            "alice",
+            false,
+            Part::All,
+        )
+        .unwrap();
         let err = apply(Some(&a), cm(json!({"a": "2"})), "bob", false, Part::All).unwrap_err();
         assert_eq!(
             err.status()["message"],
@@ -554,7 +864,11 @@ mod tests {
         assert_eq!(forced["data"], json!({"a": "3", "b": "1"}));
         assert_eq!(
             managers(&forced)[0],
-            ("alice".into(), "Apply".into(), json!({"f:data": {"f:b": {}}}))
+            (
+                "alice".into(),
+                "Apply".into(),
+                json!({"f:data": {"f:b": {}}})
+            )
         );
         // alice stops applying b, which only she owns: it goes.
         let pruned = apply(Some(&forced), cm(json!({})), "alice", false, Part::All).unwrap();

@@ -123,9 +123,8 @@ impl ContinueToken {
     /// Decode; a malformed token is a 400 (kube-apiserver's message ends with Go's decoding
     /// error, which this one does not reproduce).
     pub fn decode(s: &str) -> ApiResult<Self> {
-        let bad = || {
-            ApiError::BadRequest("invalid continue token: continue key is not valid".into())
-        };
+        let bad =
+            || ApiError::BadRequest("invalid continue token: continue key is not valid".into());
         let bytes = URL_SAFE_NO_PAD
             .decode(s)
             .or_else(|_| STANDARD.decode(s))

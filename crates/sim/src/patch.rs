@@ -238,7 +238,12 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
 /// patch's elements in patch order (or `$setElementOrder` order) interleaved with the
 /// elements only the server had, in server order (`normalizeElementOrder` and
 /// `mergeSortedSlice`); every other list is replaced.
-fn merge_list(current: Option<&Value>, patch: &[Value], field: &str, order: Option<&Value>) -> Value {
+fn merge_list(
+    current: Option<&Value>,
+    patch: &[Value],
+    field: &str,
+    order: Option<&Value>,
+) -> Value {
     let replace_all = patch
         .iter()
         .any(|p| p.is_object() && directive(p) == Some("replace"));
@@ -312,11 +317,13 @@ fn merge_list(current: Option<&Value>, patch: &[Value], field: &str, order: Opti
                 .unwrap_or(usize::MAX)
         });
     }
-    let position = |v: &Value| {
-        id(v).and_then(|i| server_ids.iter().position(|s| s.as_ref() == Some(&i)))
-    };
+    let position =
+        |v: &Value| id(v).and_then(|i| server_ids.iter().position(|s| s.as_ref() == Some(&i)));
     let mut out = Vec::with_capacity(patched.len() + server_only.len());
-    let (mut left, mut right) = (server_only.into_iter().peekable(), patched.into_iter().peekable());
+    let (mut left, mut right) = (
+        server_only.into_iter().peekable(),
+        patched.into_iter().peekable(),
+    );
     loop {
         let take_left = match (left.peek(), right.peek()) {
             (None, None) => break,

@@ -108,11 +108,7 @@ pub fn controller_uid(pod: &Value) -> Option<&str> {
 /// (terminating ones too); otherwise the sum of the selected pods' controllers' desired
 /// scale (`scale_of` a controller uid, `None` when the controller is unknown — then its
 /// non-terminating pods count), pods without a controller being ignored.
-fn expected_pods(
-    pdb: &Value,
-    selected: &[&&Value],
-    scale_of: &dyn Fn(&str) -> Option<i64>,
-) -> i64 {
+fn expected_pods(pdb: &Value, selected: &[&&Value], scale_of: &dyn Fn(&str) -> Option<i64>) -> i64 {
     let int_min_available = pdb
         .pointer("/spec/minAvailable")
         .is_some_and(Value::is_number);
@@ -249,7 +245,9 @@ mod tests {
             ),
             (Some(3), Some(0))
         );
-        let st = status(&pdb(json!({"maxUnavailable": "30%"})), &refs, None, &|_| None);
+        let st = status(&pdb(json!({"maxUnavailable": "30%"})), &refs, None, &|_| {
+            None
+        });
         assert_eq!(
             st["desiredHealthy"], 2,
             "30% of 4 rounds up to 2 unavailable"

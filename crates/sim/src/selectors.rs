@@ -97,7 +97,10 @@ fn lex(s: &str) -> Vec<(Tok, String)> {
     let mut i = 0;
     let mut out = Vec::new();
     loop {
-        while b.get(i).is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n')) {
+        while b
+            .get(i)
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+        {
             i += 1;
         }
         let Some(&c) = b.get(i) else {
@@ -250,9 +253,10 @@ impl Parser {
         };
         let mut problems = Vec::new();
         match op {
-            Tok::In | Tok::NotIn if values.is_empty() => problems.push(format!(
-                "values: Invalid value: []string{{}}: for 'in', 'notin' operators, values set can't be empty"
-            )),
+            Tok::In | Tok::NotIn if values.is_empty() => problems.push(
+                "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty"
+                    .to_owned(),
+            ),
             Tok::GreaterThan | Tok::LessThan => {
                 for (i, v) in values.iter().enumerate() {
                     if v.parse::<i64>().is_err() {
@@ -279,7 +283,9 @@ impl Parser {
         Ok(match op {
             Tok::In | Tok::Equals | Tok::DoubleEquals => LabelReq::In(key, values),
             Tok::NotIn | Tok::NotEquals => LabelReq::NotIn(key, values),
-            Tok::GreaterThan => LabelReq::Gt(key, values.first().map_or(0, |v| v.parse().unwrap_or(0))),
+            Tok::GreaterThan => {
+                LabelReq::Gt(key, values.first().map_or(0, |v| v.parse().unwrap_or(0)))
+            }
             _ => LabelReq::Lt(key, values.first().map_or(0, |v| v.parse().unwrap_or(0))),
         })
     }
@@ -604,7 +610,9 @@ mod tests {
 
     #[test]
     fn malformed_label_selectors_are_errors() {
-        for bad in ["a in (b", "a in b", "a=b)", "=b", "a b", "a=-x-", "a>x", "a in ()x"] {
+        for bad in [
+            "a in (b", "a in b", "a=b)", "=b", "a b", "a=-x-", "a>x", "a in ()x",
+        ] {
             assert!(LabelSelector::parse(bad).is_err(), "{bad}");
         }
         let message = |s: &str| LabelSelector::parse(s).unwrap_err().to_string();

@@ -408,7 +408,13 @@ mod tests {
         };
         assert!(causes[0].starts_with("metadata.generateName: Invalid value: \"Gen-\""));
         assert!(causes[1].starts_with("metadata.name: Invalid value: \"Gen-abcde\""));
-        assert!(validate_name(&cm, &json!({"metadata": {"name": "g-x", "generateName": "g-"}})).is_ok());
+        assert!(
+            validate_name(
+                &cm,
+                &json!({"metadata": {"name": "g-x", "generateName": "g-"}})
+            )
+            .is_ok()
+        );
     }
 
     #[test]

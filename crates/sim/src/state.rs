@@ -12,10 +12,10 @@
 
 use serde_json::{Value, json};
 
-use crate::managed::{self, Part};
 use crate::convert::{to_served, to_stored};
 use crate::crd;
 use crate::error::{ApiError, ApiResult, GroupResource};
+use crate::managed::{self, Part};
 use crate::object;
 use crate::options::{ContinueToken, ListOptions, WriteOptions};
 use crate::patch::{PatchError, PatchType, apply_patch};
@@ -436,8 +436,7 @@ impl State {
         }
         let old = self.stored(&def, ep.ns(), name)?;
         let served = to_served(&def, &ep.version, old.clone());
-        let patched =
-            apply_patch(kind, &served, body, def.custom).map_err(patch_error)?;
+        let patched = apply_patch(kind, &served, body, def.custom).map_err(patch_error)?;
         let obj = self.incoming(&def, ep, patched, Some(name))?;
         check_resource_version(&def, &old, &obj)?;
         let new = prepare_update(&def, &old, obj, mode)?;

@@ -479,7 +479,11 @@ mod tests {
         let names = |v: Vec<(ObjKey, Value)>| v.into_iter().map(|(k, _)| k.1).collect::<Vec<_>>();
         assert_eq!(names(s.list_at(&key(), None, None, at).unwrap()), ["a"]);
         let after = ("d".to_owned(), "a".to_owned());
-        assert!(s.list_at(&key(), None, Some(&after), at).unwrap().is_empty());
+        assert!(
+            s.list_at(&key(), None, Some(&after), at)
+                .unwrap()
+                .is_empty()
+        );
         // One more write pushes the first write's successor out of the 3-event history.
         s.put(&key(), cm("d", "c"), None);
         assert!(s.list_at(&key(), None, None, at).is_err());

@@ -92,7 +92,10 @@ fn job(old: &Value, new: &Value) -> Vec<String> {
     if old.pointer("/spec/suspend") == Some(&json!(true)) {
         let mut munged = b.clone();
         for (part, fields) in [
-            ("spec", &["nodeSelector", "affinity", "tolerations", "schedulingGates"][..]),
+            (
+                "spec",
+                &["nodeSelector", "affinity", "tolerations", "schedulingGates"][..],
+            ),
             ("metadata", &["labels", "annotations"][..]),
         ] {
             if let Some(m) = munged.get_mut(part).and_then(Value::as_object_mut) {
@@ -242,16 +245,24 @@ mod tests {
     #[test]
     fn pods_change_only_images_and_a_few_fields() {
         let p = |spec: Value| json!({"metadata": {"name": "p"}, "spec": spec});
-        let old = p(json!({"containers": [{"name": "c", "image": "a"}], "restartPolicy": "Always",
-            "tolerations": [{"key": "k"}]}));
-        let image = p(json!({"containers": [{"name": "c", "image": "b"}], "restartPolicy": "Always",
-            "tolerations": [{"key": "k"}, {"key": "j"}], "activeDeadlineSeconds": 5}));
+        let old = p(
+            json!({"containers": [{"name": "c", "image": "a"}], "restartPolicy": "Always",
+            "tolerations": [{"key": "k"}]}),
+        );
+        let image = p(
+            json!({"containers": [{"name": "c", "image": "b"}], "restartPolicy": "Always",
+            "tolerations": [{"key": "k"}, {"key": "j"}], "activeDeadlineSeconds": 5}),
+        );
         assert!(validate_update(&def("Pod"), &old, &image).is_empty());
-        let policy = p(json!({"containers": [{"name": "c", "image": "a"}], "restartPolicy": "Never",
-            "tolerations": [{"key": "k"}]}));
+        let policy = p(
+            json!({"containers": [{"name": "c", "image": "a"}], "restartPolicy": "Never",
+            "tolerations": [{"key": "k"}]}),
+        );
         assert!(validate_update(&def("Pod"), &old, &policy)[0].starts_with("spec: Forbidden"));
-        let more = p(json!({"containers": [{"name": "c", "image": "a"}, {"name": "d", "image": "a"}],
-            "restartPolicy": "Always", "tolerations": [{"key": "k"}]}));
+        let more = p(
+            json!({"containers": [{"name": "c", "image": "a"}, {"name": "d", "image": "a"}],
+            "restartPolicy": "Always", "tolerations": [{"key": "k"}]}),
+        );
         assert!(
             validate_update(&def("Pod"), &old, &more)[0].starts_with("spec.containers: Forbidden")
         );

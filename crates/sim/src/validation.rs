@@ -153,18 +153,16 @@ fn program(rule: &str) -> Rc<Result<cel::Program, String>> {
 pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errors = Vec::new();
     structural(schema, obj, old, "", true, &mut errors);
-    let blocked = errors
-        .iter()
-        .any(|e| {
-            matches!(
-                e.kind,
-                ErrorType::NotSupported
-                    | ErrorType::Required
-                    | ErrorType::TooLong
-                    | ErrorType::TooMany
-                    | ErrorType::TypeInvalid
-            )
-        });
+    let blocked = errors.iter().any(|e| {
+        matches!(
+            e.kind,
+            ErrorType::NotSupported
+                | ErrorType::Required
+                | ErrorType::TooLong
+                | ErrorType::TooMany
+                | ErrorType::TypeInvalid
+        )
+    });
     if blocked {
         errors.push(FieldError::new(
             ErrorType::Invalid,
@@ -883,10 +881,7 @@ mod tests {
         let old = json!({"spec": {"op": "In", "ref": {"g": "old"}}});
         let obj = json!({"spec": {"op": "In", "ref": {"g": "new"}}});
         let errs = rendered(&validate(&schema(), &obj, Some(&old)));
-        assert_eq!(
-            errs,
-            vec!["spec.ref: Invalid value: g is immutable"]
-        );
+        assert_eq!(errs, vec!["spec.ref: Invalid value: g is immutable"]);
     }
 
     #[test]

@@ -152,7 +152,10 @@ async fn server_side_apply_creates_then_merges_and_prunes() {
         cms.patch("cfg", &PatchParams::default(), &Patch::Apply(&second))
             .await,
     );
-    assert_eq!((no_manager.code, no_manager.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        (no_manager.code, no_manager.reason.as_str()),
+        (422, "Invalid")
+    );
 
     let deploys: Api<Deployment> = Api::default_namespaced(client);
     let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},

@@ -177,10 +177,14 @@ impl Kubelet {
             .and_then(|s| s.addresses.as_ref())
             .is_some_and(|a| !a.is_empty());
         if !addressed {
-            patch["status"]["addresses"] = json!([
-                {"type": "InternalIP", "address": super::node_template::ip_for(name)},
-                {"type": "Hostname", "address": name},
-            ]);
+            crate::object::set_path(
+                &mut patch,
+                ".status.addresses",
+                json!([
+                    {"type": "InternalIP", "address": super::node_template::ip_for(name)},
+                    {"type": "Hostname", "address": name},
+                ]),
+            );
         }
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -251,10 +255,14 @@ impl Kubelet {
             .and_then(|s| s.addresses.as_ref())
             .is_some_and(|a| !a.is_empty());
         if !addressed {
-            patch["status"]["addresses"] = json!([
-                {"type": "InternalIP", "address": super::node_template::ip_for(name)},
-                {"type": "Hostname", "address": name},
-            ]);
+            crate::object::set_path(
+                &mut patch,
+                ".status.addresses",
+                json!([
+                    {"type": "InternalIP", "address": super::node_template::ip_for(name)},
+                    {"type": "Hostname", "address": name},
+                ]),
+            );
         }
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -303,8 +311,8 @@ impl Kubelet {
             "startTime": now, "podIP": ip, "podIPs": [{"ip": ip}],
             "containerStatuses": containers}});
         if !host_ip.is_empty() {
-            patch["status"]["hostIP"] = json!(host_ip);
-            patch["status"]["hostIPs"] = json!([{"ip": host_ip}]);
+            crate::object::set_path(&mut patch, ".status.hostIP", json!(host_ip));
+            crate::object::set_path(&mut patch, ".status.hostIPs", json!([{"ip": host_ip}]));
         }
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         ignore_not_found(

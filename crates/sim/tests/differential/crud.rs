@@ -40,7 +40,10 @@ pub async fn crud_and_conflicts(t: Ctx) {
     );
     let noop = t.get(&format!("{CMS}/a")).await;
     let same = t.put(&format!("{CMS}/a"), noop.body.clone()).await;
-    t.note("a no-op update keeps the version", json!(same.rv() == noop.rv()));
+    t.note(
+        "a no-op update keeps the version",
+        json!(same.rv() == noop.rv()),
+    );
     t.record(
         "update of a missing object",
         &t.put(&format!("{CMS}/nope"), cm("nope", json!({}))).await,
@@ -67,8 +70,11 @@ pub async fn crud_and_conflicts(t: Ctx) {
     );
     t.record(
         "create in another namespace than the URL's",
-        &t.post(CMS, json!({"metadata": {"name": "x", "namespace": "other"}}))
-            .await,
+        &t.post(
+            CMS,
+            json!({"metadata": {"name": "x", "namespace": "other"}}),
+        )
+        .await,
     );
     t.record(
         "create with a wrong kind",
@@ -92,8 +98,11 @@ pub async fn crud_and_conflicts(t: Ctx) {
     );
     t.record(
         "create a namespace with an invalid name",
-        &t.post("/api/v1/namespaces", json!({"metadata": {"name": "Bad.NS"}}))
-            .await,
+        &t.post(
+            "/api/v1/namespaces",
+            json!({"metadata": {"name": "Bad.NS"}}),
+        )
+        .await,
     );
     let current = t.get(&format!("{CMS}/a")).await;
     let mut r = t
@@ -130,7 +139,10 @@ pub async fn crud_and_conflicts(t: Ctx) {
 /// `generateName`: a random five-character suffix; a given name wins.
 pub async fn generate_name(t: Ctx) {
     let r = t
-        .post(CMS, json!({"metadata": {"generateName": "gen-"}, "data": {"a": "b"}}))
+        .post(
+            CMS,
+            json!({"metadata": {"generateName": "gen-"}, "data": {"a": "b"}}),
+        )
         .await;
     let name = r
         .at("/metadata/name")
@@ -140,7 +152,12 @@ pub async fn generate_name(t: Ctx) {
     let suffix = name.strip_prefix("gen-").unwrap_or_default();
     t.note(
         "suffix of five lowercase consonants and digits",
-        json!(suffix.len() == 5 && suffix.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c))),
+        json!(
+            suffix.len() == 5
+                && suffix
+                    .chars()
+                    .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c))
+        ),
     );
     t.alias(&name, "gen-<suffix>");
     t.record("create with generateName", &r);
@@ -151,7 +168,9 @@ pub async fn generate_name(t: Ctx) {
         )
         .await;
     t.record("create with name and generateName", &named);
-    let bad = t.post(CMS, json!({"metadata": {"generateName": "Gen-"}})).await;
+    let bad = t
+        .post(CMS, json!({"metadata": {"generateName": "Gen-"}}))
+        .await;
     if let Some(generated) = bad.at("/details/name").as_str() {
         t.alias(generated, "Gen-<suffix>");
     }
@@ -230,7 +249,10 @@ pub async fn graceful_pod_deletion(t: Ctx) {
             "deleting": d.at("/metadata/deletionTimestamp").is_string()}),
     );
     let again = t
-        .delete(&format!("{pods}/bound"), Some(json!({"gracePeriodSeconds": 5})))
+        .delete(
+            &format!("{pods}/bound"),
+            Some(json!({"gracePeriodSeconds": 5})),
+        )
         .await;
     t.note(
         "delete with a shorter grace period",
@@ -243,14 +265,20 @@ pub async fn graceful_pod_deletion(t: Ctx) {
         json!({"code": still.code, "deleting": still.at("/metadata/deletionTimestamp").is_string()}),
     );
     let now = t
-        .delete(&format!("{pods}/bound"), Some(json!({"gracePeriodSeconds": 0})))
+        .delete(
+            &format!("{pods}/bound"),
+            Some(json!({"gracePeriodSeconds": 0})),
+        )
         .await;
     t.note(
         "delete with grace period 0",
         json!({"code": now.code, "kind": now.at("/kind"), "name": now.at("/metadata/name")}),
     );
     t.outcome("gone", &t.get(&format!("{pods}/bound")).await);
-    t.outcome("create an unbound pod", &t.post(pods, pod("free", None)).await);
+    t.outcome(
+        "create an unbound pod",
+        &t.post(pods, pod("free", None)).await,
+    );
     let d = t.delete(&format!("{pods}/free"), None).await;
     t.note(
         "delete an unbound pod",

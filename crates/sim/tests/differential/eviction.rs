@@ -164,7 +164,10 @@ pub async fn evict_unhealthy_policy(t: Ctx) {
     }
     budget(&t, "ok", "ok", json!({"minAvailable": 1})).await;
     settled(&t, "ok", 3, 2, 1).await;
-    t.record("healthy budget: evict the unready pod", &evict(&t, "ok-2").await);
+    t.record(
+        "healthy budget: evict the unready pod",
+        &evict(&t, "ok-2").await,
+    );
 }
 
 /// `maxUnavailable` counts only pods with a controller, scaled by the controller's replicas;

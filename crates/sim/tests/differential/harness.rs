@@ -260,13 +260,16 @@ fn strip_dots(v: &mut Value) {
     }
 }
 
+/// A transcript (labelled, normalized recordings) and its normalizer.
+type Log = (Vec<(String, Value)>, Normalizer);
+
 /// A scenario's view of one server.
 #[derive(Clone)]
 pub struct Ctx {
     client: kube::Client,
     /// The scenario's namespace.
     pub ns: String,
-    log: Arc<Mutex<(Vec<(String, Value)>, Normalizer)>>,
+    log: Arc<Mutex<Log>>,
 }
 
 impl Ctx {
@@ -457,7 +460,10 @@ async fn ensure_namespace(client: &kube::Client, ns: &str) {
             json!({"metadata": {"name": "default"}}),
         )
         .await;
-    assert!(r.code == 201 || r.code == 409, "serviceaccount in {ns}: {r:?}");
+    assert!(
+        r.code == 201 || r.code == 409,
+        "serviceaccount in {ns}: {r:?}"
+    );
 }
 
 /// Run every scenario against one client, concurrently; their transcripts by name.
@@ -537,7 +543,10 @@ pub async fn compare(
     }
     if let Ok(dir) = std::env::var("DIFFERENTIAL_DUMP") {
         let dump = json!({"sim": to_json(&on_sim), "real": to_json(&on_real)});
-        let file = format!("{dir}/{}.json", scenarios.first().map_or("none", |s| s.name));
+        let file = format!(
+            "{dir}/{}.json",
+            scenarios.first().map_or("none", |s| s.name)
+        );
         std::fs::write(file, serde_json::to_string_pretty(&dump).unwrap()).unwrap();
     }
     assert!(report.is_empty(), "sim and the real server differ:{report}");
@@ -566,7 +575,11 @@ fn diff(a: &Value, b: &Value, path: String, out: &mut Vec<String>) {
                 }
             }
         }
-        _ => out.push(format!("{path}: sim {} | real {}", show(Some(a)), show(Some(b)))),
+        _ => out.push(format!(
+            "{path}: sim {} | real {}",
+            show(Some(a)),
+            show(Some(b))
+        )),
     }
 }
 

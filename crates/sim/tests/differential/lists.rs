@@ -145,7 +145,10 @@ pub async fn pagination(t: Ctx) {
     t.note("second page", page(&second));
     // A write between pages does not show in later pages of the same list (same snapshot).
     let r = t
-        .post(CMS, json!({"metadata": {"name": "f", "labels": {"app": "web"}}}))
+        .post(
+            CMS,
+            json!({"metadata": {"name": "f", "labels": {"app": "web"}}}),
+        )
         .await;
     assert_eq!(r.code, 201);
     let token2 = second.at("/metadata/continue").as_str().unwrap().to_owned();
@@ -161,7 +164,10 @@ pub async fn pagination(t: Ctx) {
     );
     t.note(
         "limit with a label selector",
-        page(&t.get(&format!("{CMS}?limit=1&labelSelector=app%3Dweb")).await),
+        page(
+            &t.get(&format!("{CMS}?limit=1&labelSelector=app%3Dweb"))
+                .await,
+        ),
     );
     t.note("limit 0", page(&t.get(&format!("{CMS}?limit=0")).await));
     t.note(
@@ -190,8 +196,5 @@ pub async fn pagination(t: Ctx) {
                 .await,
         ),
     );
-    t.note(
-        "bad limit",
-        page(&t.get(&format!("{CMS}?limit=x")).await),
-    );
+    t.note("bad limit", page(&t.get(&format!("{CMS}?limit=x")).await));
 }

@@ -137,7 +137,10 @@ pub async fn strategic_merge(t: Ctx) {
                 {"name": "side", "image": "side:1"}]}}}}),
         )
         .await;
-    t.note("create", json!({"code": d.code, "containers": containers(&d.body)}));
+    t.note(
+        "create",
+        json!({"code": d.code, "containers": containers(&d.body)}),
+    );
     let r = t
         .patch(
             &path,
@@ -205,7 +208,10 @@ pub async fn strategic_merge(t: Ctx) {
                 {"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]}}),
         )
         .await;
-    t.note("create a pod", json!({"code": p.code, "containers": containers(&p.body)}));
+    t.note(
+        "create a pod",
+        json!({"code": p.code, "containers": containers(&p.body)}),
+    );
     let r = t
         .patch(
             &format!("{pods}/p"),
@@ -343,8 +349,11 @@ pub async fn server_side_apply(t: Ctx) {
     let plain = format!("{CMS}/plain");
     t.record(
         "create without a field manager",
-        &t.post(CMS, json!({"metadata": {"name": "plain", "labels": {"a": "b"}}, "data": {"x": "1"}}))
-            .await,
+        &t.post(
+            CMS,
+            json!({"metadata": {"name": "plain", "labels": {"a": "b"}}, "data": {"x": "1"}}),
+        )
+        .await,
     );
     t.record(
         "merge patch without a field manager",

@@ -60,7 +60,10 @@ pub async fn nodepool_validation(t: Ctx) {
             json!({"spec": {"template": {"metadata": {"labels": {"a": "-x-"}}}}}),
         ),
         ("weight 0", json!({"spec": {"weight": 0}})),
-        ("weight of the wrong type", json!({"spec": {"weight": "heavy"}})),
+        (
+            "weight of the wrong type",
+            json!({"spec": {"weight": "heavy"}}),
+        ),
         (
             "budget nodes pattern",
             json!({"spec": {"disruption": {"consolidateAfter": "1m", "budgets": [{"nodes": "ten"}]}}}),
@@ -191,7 +194,10 @@ pub async fn nodepool_subresources(t: Ctx) {
     let scale = t.get(&format!("{path}/scale")).await;
     let mut put = scale.body.clone();
     put["spec"]["replicas"] = json!(4);
-    t.record("put scale", &t.put(&format!("{path}/scale"), put.clone()).await);
+    t.record(
+        "put scale",
+        &t.put(&format!("{path}/scale"), put.clone()).await,
+    );
     t.record(
         "put scale at a stale version",
         &t.put(&format!("{path}/scale"), put).await,

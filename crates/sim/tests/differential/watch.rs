@@ -45,16 +45,27 @@ fn summary(events: &[Value]) -> Value {
 pub async fn watch_replay_and_bookmarks(t: Ctx) {
     let start = t.get(CMS).await.rv();
     let r = t
-        .post(CMS, json!({"metadata": {"name": "w", "labels": {"on": "yes"}}, "data": {"v": "1"}}))
+        .post(
+            CMS,
+            json!({"metadata": {"name": "w", "labels": {"on": "yes"}}, "data": {"v": "1"}}),
+        )
         .await;
     assert_eq!(r.code, 201);
     let path = format!("{CMS}/w");
     t.patch(&path, PatchKind::Merge, json!({"data": {"v": "2"}}))
         .await;
-    t.patch(&path, PatchKind::Merge, json!({"metadata": {"labels": {"on": "no"}}}))
-        .await;
-    t.patch(&path, PatchKind::Merge, json!({"metadata": {"labels": {"on": "yes"}}}))
-        .await;
+    t.patch(
+        &path,
+        PatchKind::Merge,
+        json!({"metadata": {"labels": {"on": "no"}}}),
+    )
+    .await;
+    t.patch(
+        &path,
+        PatchKind::Merge,
+        json!({"metadata": {"labels": {"on": "yes"}}}),
+    )
+    .await;
     t.delete(&path, None).await;
     let all = t
         .watch(&format!(
@@ -91,8 +102,10 @@ pub async fn watch_initial_events(t: Ctx) {
     t.note(
         "resourceVersion 0",
         summary(
-            &t.watch(&format!("{CMS}?watch=true&resourceVersion=0&timeoutSeconds=3"))
-                .await,
+            &t.watch(&format!(
+                "{CMS}?watch=true&resourceVersion=0&timeoutSeconds=3"
+            ))
+            .await,
         ),
     );
 }
@@ -103,7 +116,9 @@ pub async fn watch_too_old(t: Ctx) {
     let r = t.post(CMS, json!({"metadata": {"name": "old"}})).await;
     assert_eq!(r.code, 201);
     let events = t
-        .watch(&format!("{CMS}?watch=true&resourceVersion=1&timeoutSeconds=3"))
+        .watch(&format!(
+            "{CMS}?watch=true&resourceVersion=1&timeoutSeconds=3"
+        ))
         .await;
     t.note("resourceVersion 1", summary(&events));
     let message = events
@@ -117,7 +132,9 @@ pub async fn watch_too_old(t: Ctx) {
         json!(digits.replace_all(message, "N")),
     );
     let bad = t
-        .watch(&format!("{CMS}?watch=true&resourceVersion=abc&timeoutSeconds=3"))
+        .watch(&format!(
+            "{CMS}?watch=true&resourceVersion=abc&timeoutSeconds=3"
+        ))
         .await;
     t.note("malformed resourceVersion", json!(bad));
 }
@@ -131,7 +148,11 @@ pub async fn compacted_versions_are_gone(t: Ctx) {
     }
     let first = t.get(&format!("{CMS}?limit=1")).await;
     let start = first.rv();
-    let token = first.at("/metadata/continue").as_str().unwrap_or_default().to_owned();
+    let token = first
+        .at("/metadata/continue")
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     for name in ["d", "e"] {
         let r = t.post(CMS, json!({"metadata": {"name": name}})).await;
         assert_eq!(r.code, 201);
@@ -140,12 +161,17 @@ pub async fn compacted_versions_are_gone(t: Ctx) {
     let deadline = tokio::time::Instant::now() + crate::harness::POLL_TIMEOUT;
     let events = loop {
         let events = t
-            .watch(&format!("{CMS}?watch=true&resourceVersion={start}&timeoutSeconds=1"))
+            .watch(&format!(
+                "{CMS}?watch=true&resourceVersion={start}&timeoutSeconds=1"
+            ))
             .await;
         if events.first().is_some_and(|e| e["type"] == "ERROR") {
             break events;
         }
-        assert!(tokio::time::Instant::now() < deadline, "never compacted: {events:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never compacted: {events:?}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     };
     t.note("watch from a compacted version", summary(&events));
