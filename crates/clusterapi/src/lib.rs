@@ -13,12 +13,16 @@
 //!
 //! The client side:
 //! - [`provider`]: the client side, [`ClusterApiProvider`], the `cloudprovider::CloudProvider`
-//!   over a management and a workload cluster (scale through `/scale`, compare-and-set Machine
-//!   claims, a reflector-backed Machine cache with a providerID index);
+//!   over a management and a workload cluster (replicas and the ownership record of the
+//!   replicas we raised written together by compare-and-set, compare-and-set Machine claims
+//!   naming the workload cluster, a reflector-backed Machine cache with a providerID index);
+//! - [`templates`]: the infrastructure machine templates, one watch per kind;
 //! - [`nodeclass_status`]: the controller writing ClusterAPINodeClass `status` (Ready,
 //!   instanceTypes) and Warning Events for excluded MachineDeployments;
-//! - [`gc`]: periodic removal of orphaned (NodeClaim gone) and surplus (unclaimed past a grace
-//!   period) Machines through the provider's delete path.
+//! - [`gc`]: periodic removal, through the provider's delete path, of what is provably ours and
+//!   unused: orphaned Machines (a NodeClaim of this workload cluster gone), surplus Machines
+//!   (created for replicas we raised, unclaimed past a grace period), replicas we raised whose
+//!   Machines never came, and our interrupted removals.
 //!
 //! Inputs: `api` objects and JSON values. Outputs: `scheduling` instance types and typed
 //! problems. Nothing here panics on user input: bad input is a value the caller reports.
@@ -30,6 +34,7 @@ pub mod instance_types;
 pub mod nodeclass_status;
 pub mod provider;
 pub mod selection;
+pub mod templates;
 mod watch_errors;
 
 #[cfg(test)]

@@ -4,8 +4,10 @@
 //! the MachineDeployments it selects (management cluster), and tell users which
 //! MachineDeployments are excluded and why.
 //!
-//! Inputs: a workload client (NodeClasses, Events), a management client (MachineDeployments)
-//! and a [`StatusConfig`] (the provider [`Scope`], the resync period). A `kube::runtime`
+//! Inputs: a workload client (NodeClasses, Events), a management client (MachineDeployments
+//! and their infrastructure templates, [`crate::templates`], whose `status.capacity` and
+//! `status.nodeInfo` describe MachineDeployments without capacity annotations) and a
+//! [`StatusConfig`] (the provider [`Scope`], the resync period). A `kube::runtime`
 //! [`Controller`] reconciles a NodeClass when it changes, and every NodeClass when any
 //! MachineDeployment changes.
 //!
@@ -41,13 +43,15 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
-
-use crate::watch_errors::WatchErrors;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use crate::instance_types::{InvalidMachineDeployment, MachineDeploymentInput, build_catalogue};
-use crate::selection::{Scope, select};
+use crate::instance_types::{
+    InvalidMachineDeployment, MachineDeploymentInput, MachineDeploymentRef, build_catalogue,
+};
+use crate::selection::{Scope, is_member, select};
+use crate::templates::Templates;
+use crate::watch_errors::WatchErrors;
 
 /// Reason of a True `Ready`.
 pub const REASON_READY: &str = "Ready";
@@ -62,6 +66,8 @@ pub const REASON_INVALID_NODE_CLASS: &str = "InvalidNodeClass";
 /// Event reason for an excluded MachineDeployment.
 pub const REASON_INVALID_MACHINE_DEPLOYMENT: &str = "InvalidMachineDeployment";
 
+/// How long the first read of a template kind waits for its watch to list.
+const TEMPLATE_SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many problems the `NoValidMachineDeployments` message names.
 const PROBLEMS_IN_MESSAGE: usize = 3;
 /// An Event note is at most 1 kB.
@@ -76,6 +82,10 @@ pub struct StatusConfig {
     pub resync: Duration,
     /// The Event reporter (controller name).
     pub reporter: String,
+    /// The infrastructure templates to read `status.capacity` / `status.nodeInfo` from (share
+    /// the provider's, [`crate::ClusterApiProvider::templates`], for one watch per kind);
+    /// `None`: the controller watches its own.
+    pub templates: Option<Arc<Templates>>,
 }
 
 impl Default for StatusConfig {
@@ -84,6 +94,7 @@ impl Default for StatusConfig {
             scope: Scope::everywhere(),
             resync: Duration::from_secs(300),
             reporter: "karpenter-capi".into(),
+            templates: None,
         }
     }
 }
@@ -153,6 +164,17 @@ pub fn observe(
     mds: &[MachineDeployment],
     scope: &Scope,
 ) -> Observed {
+    observe_with_templates(nodeclass, mds, &HashMap::new(), scope)
+}
+
+/// [`observe`] with the MachineDeployments' infrastructure templates (by MachineDeployment).
+#[must_use]
+pub fn observe_with_templates(
+    nodeclass: &ClusterAPINodeClass,
+    mds: &[MachineDeployment],
+    templates: &HashMap<MachineDeploymentRef, serde_json::Value>,
+    scope: &Scope,
+) -> Observed {
     let selected = match select(
         mds,
         nodeclass.spec.scalable_resource_selector.as_ref(),
@@ -177,7 +199,13 @@ pub fn observe(
     }
     let inputs: Vec<_> = selected
         .iter()
-        .map(|md| MachineDeploymentInput::new(md))
+        .map(|md| {
+            let input = MachineDeploymentInput::new(md);
+            match templates.get(&MachineDeploymentRef::of(md)) {
+                Some(template) => input.with_infrastructure_template(template),
+                None => input,
+            }
+        })
         .collect();
     let catalogue = match build_catalogue(&nodeclass.spec, &inputs) {
         Ok(catalogue) => catalogue,
@@ -255,6 +283,7 @@ pub struct Context {
     workload: kube::Client,
     management: kube::Client,
     config: StatusConfig,
+    templates: Arc<Templates>,
     recorder: Recorder,
     /// (NodeClass, MD, annotation) → last message published.
     published: Mutex<HashMap<(String, String, String), String>>,
@@ -281,10 +310,15 @@ impl Context {
                 instance: None,
             },
         );
+        let templates = config
+            .templates
+            .clone()
+            .unwrap_or_else(|| Arc::new(Templates::new(management.clone(), TEMPLATE_SYNC_TIMEOUT)));
         Self {
             workload,
             management,
             config,
+            templates,
             recorder,
             published: Mutex::default(),
             failures: Mutex::default(),
@@ -309,7 +343,14 @@ impl Context {
             .list(&ListParams::default())
             .await
             .map_err(kube_error("list MachineDeployments"))?;
-        let observed = observe(nodeclass, &mds.items, &self.config.scope);
+        let mut templates = HashMap::new();
+        for md in mds.items.iter().filter(|md| is_member(md)) {
+            if let Some(template) = self.templates.of(md).await {
+                templates.insert(MachineDeploymentRef::of(md), template);
+            }
+        }
+        let observed =
+            observe_with_templates(nodeclass, &mds.items, &templates, &self.config.scope);
         let status = nodeclass.status.clone().unwrap_or_default();
         let old = status.conditions.unwrap_or_default();
         let new = conditions(

@@ -8,7 +8,7 @@
 //!   delete, or by the collector after a restart.
 //! - Machines that never appear raise replicas once, not once per retry.
 //! - A Machine watch that keeps failing fails creates and deletes with a clear error.
-//! - Malformed min sizes are errors; `/scale` conflicts back off and give up.
+//! - Malformed min sizes are errors; replica-write conflicts back off and give up.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -620,4 +620,45 @@ async fn scale_conflicts_back_off_then_give_up() {
         .unwrap()
         .set_faults(FaultConfig::default());
     assert_eq!(replicas(&world, "md").await, 0);
+}
+
+// ---- 9. a Machine that outlives its scale-down ---------------------------------------------
+
+/// Issue 11 item 9: when the MachineDeployment shrinks another MachineSet than the annotated
+/// Machine's (a rollout; here: its MachineSet is paused), the Machine never goes. The delete
+/// keeps answering "requested" until the escalation time, then deletes exactly that Machine
+/// directly — and never lowers replicas a second time, nor touches the other Machine.
+#[tokio::test(start_paused = true)]
+async fn a_machine_that_outlives_its_scale_down_is_deleted_directly() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").create(&world).await;
+    let p = provider(&world);
+    let a = node_claim(&world, "a", json!([])).await;
+    let b = node_claim(&world, "b", json!([])).await;
+    let la = p.create(&a).await.unwrap();
+    let lb = p.create(&b).await.unwrap();
+    let a = fresh(&world.workload_client(), "a").await;
+    wait_sets(&world, "md").await;
+    pause_sets(&world, "md", true).await;
+
+    p.delete(&a).await.unwrap();
+    assert_eq!(replicas(&world, "md").await, 1);
+    tokio::time::sleep(Duration::from_secs(5 * 60)).await;
+    p.delete(&a).await.unwrap();
+    let still = support::machine(&world, &la.machine.name).await.unwrap();
+    assert!(
+        still.metadata.deletion_timestamp.is_none(),
+        "not escalated before the time"
+    );
+    tokio::time::sleep(Duration::from_secs(6 * 60)).await;
+    p.delete(&a).await.unwrap();
+    let gone = support::machine(&world, &la.machine.name).await;
+    assert!(
+        gone.is_none_or(|m| m.metadata.deletion_timestamp.is_some()),
+        "deleted directly after the escalation time"
+    );
+    assert_eq!(replicas(&world, "md").await, 1, "replicas lowered once");
+    let kept = support::machine(&world, &lb.machine.name).await.unwrap();
+    assert!(!marked(&kept), "the other Machine stays");
+    assert!(kept.metadata.deletion_timestamp.is_none());
 }

@@ -84,12 +84,17 @@ impl Message {
 /// (object, reason, dedupe key) → end of its dedupe window.
 type Seen = HashMap<(String, &'static str, String), Instant>;
 
+/// What a recording publisher kept: (object, message), oldest first.
+type Published = Vec<(ObjectReference, Message)>;
+
 /// The event publisher shared by the controllers.
 #[derive(Clone)]
 pub struct Events {
     recorder: Option<Recorder>,
     seen: Arc<Mutex<Seen>>,
-    published: Arc<Mutex<Vec<(ObjectReference, Message)>>>,
+    /// What was published, kept only by [`Events::recording`] publishers (tests): a
+    /// production publisher keeps nothing, so its memory stays bounded.
+    published: Option<Arc<Mutex<Published>>>,
 }
 
 impl std::fmt::Debug for Events {
@@ -111,27 +116,27 @@ impl Events {
         Self {
             recorder: Some(Recorder::new(client, reporter)),
             seen: Arc::default(),
-            published: Arc::default(),
+            published: None,
         }
     }
 
-    /// A publisher that only records (tests of pure parts).
+    /// A publisher that only records what it would publish (tests).
     #[must_use]
     pub fn recording() -> Self {
         Self {
             recorder: None,
             seen: Arc::default(),
-            published: Arc::default(),
+            published: Some(Arc::default()),
         }
     }
 
-    /// What was published (after deduplication), oldest first.
+    /// What was published (after deduplication), oldest first; always empty unless this is a
+    /// [`Events::recording`] publisher.
     #[must_use]
     pub fn published(&self) -> Vec<(ObjectReference, Message)> {
-        self.published
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.published.as_ref().map_or_else(Vec::new, |p| {
+            p.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        })
     }
 
     /// Publishes `message` about `object` unless an identical one went out within its dedupe
@@ -173,10 +178,12 @@ impl Events {
             }
             seen.insert(key, now + message.dedupe);
         }
-        self.published
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((reference.clone(), message.clone()));
+        if let Some(published) = &self.published {
+            published
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((reference.clone(), message.clone()));
+        }
         if let Some(recorder) = self.recorder.clone() {
             let event = Event {
                 type_: match message.kind {
@@ -242,6 +249,18 @@ mod tests {
         tokio::time::advance(Duration::from_secs(301)).await;
         assert!(events.publish(&pod("u1"), m()));
         assert_eq!(events.published().len(), 4);
+    }
+
+    /// Issue 11 item 6: a production publisher keeps no history of what it published.
+    #[tokio::test]
+    async fn a_publisher_to_a_cluster_keeps_no_history() {
+        let sim = sim::Sim::new(sim::SimConfig::default());
+        let events = Events::new(kube::Client::new(sim.router(), "default"), None);
+        for i in 0..1_000 {
+            assert!(events.publish(&pod(&format!("u{i}")), Message::normal("Nominated", "n")));
+        }
+        assert!(events.published.is_none());
+        assert!(events.published().is_empty());
     }
 
     #[test]

@@ -3,16 +3,20 @@
 //!
 //! Responsibility: [`LeaderElector`] competes for one `coordination.k8s.io/v1` Lease:
 //! - a candidate takes the Lease when it is absent (create), has no holder, is already ours, or
-//!   has expired — its `renewTime + leaseDurationSeconds` lies in the past, or (client-go's
-//!   clock-skew-proof rule) its record has not changed for a whole lease duration by our own
-//!   tokio clock. Taking it from someone else (or from nobody) increments `leaseTransitions`
-//!   and sets `acquireTime`;
+//!   has expired — client-go's rule only: its record (holder and `renewTime`) has not changed
+//!   for a whole lease duration *as observed by our own monotonic clock*. The Lease's
+//!   timestamps are never compared with our wall clock: with clock skew between replicas that
+//!   comparison declares a live leader's Lease expired, and two replicas lead. Taking it from
+//!   someone else (or from nobody) increments `leaseTransitions` and sets `acquireTime`;
 //! - every write is a JSON merge patch carrying the Lease's `metadata.resourceVersion`, so two
 //!   candidates never both win: a 409 means "re-read and try again";
 //! - [`LeaderElector::acquire`] retries every `retry_period` until it leads, then spawns the
 //!   renewal task, which renews every `retry_period`. Leadership is lost (the
 //!   [`LeaderElector::leading`] channel turns `false` and the task ends) as soon as another
-//!   holder is seen in the Lease, or when no renewal succeeded for `renew_deadline`;
+//!   holder is seen in the Lease, or when no renewal succeeded for `renew_deadline`. Every
+//!   attempt (GET and PATCH) runs under a deadline: the time left until `renew_deadline`
+//!   after the last successful renewal, so a hanging request cannot keep a leader acting past
+//!   the point where another replica may take over (`lease_duration` > `renew_deadline`);
 //! - [`LeaderElector::release`] (on shutdown) stops renewing and, if we still hold the Lease,
 //!   clears `holderIdentity` (lease duration 1 s) so another replica takes over at once.
 //!
@@ -24,7 +28,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::sync::watch;
@@ -136,7 +140,16 @@ impl LeaderElector {
         if *self.inner.leading.borrow() {
             return;
         }
-        while self.inner.try_acquire_or_renew().await != Attempt::Held {
+        loop {
+            let attempt = tokio::time::timeout(
+                self.inner.config.renew_deadline,
+                self.inner.try_acquire_or_renew(),
+            )
+            .await
+            .unwrap_or(Attempt::Retry);
+            if attempt == Attempt::Held {
+                break;
+            }
             tokio::time::sleep(self.inner.config.retry_period).await;
         }
         tracing::info!(identity = %self.inner.identity, lease = %self.inner.name,
@@ -203,7 +216,14 @@ impl Inner {
         let mut last_renewal = Instant::now();
         loop {
             tokio::time::sleep(self.config.retry_period).await;
-            match self.try_acquire_or_renew().await {
+            let left = self
+                .config
+                .renew_deadline
+                .saturating_sub(last_renewal.elapsed());
+            let attempt = tokio::time::timeout(left, self.try_acquire_or_renew())
+                .await
+                .unwrap_or(Attempt::Retry);
+            match attempt {
                 Attempt::Held => last_renewal = Instant::now(),
                 Attempt::HeldBy(other) => {
                     tracing::warn!(holder = %other, lease = %self.name, "leadership lost");
@@ -220,7 +240,7 @@ impl Inner {
     }
 
     /// Whether a Lease held by someone else may be taken.
-    fn expired(&self, spec: &LeaseSpec, now: Timestamp) -> bool {
+    fn expired(&self, spec: &LeaseSpec) -> bool {
         let record = (spec.holder_identity.clone(), spec.renew_time.clone());
         let unchanged_since = {
             let mut observed = self.observed.lock().unwrap_or_else(PoisonError::into_inner);
@@ -235,11 +255,7 @@ impl Inner {
             .map_or(self.config.lease_duration, |s| {
                 Duration::from_secs(u64::try_from(s).unwrap_or(0))
             });
-        let by_wall_clock = spec.renew_time.as_ref().is_none_or(|t| {
-            let d = SignedDuration::try_from(duration).unwrap_or(SignedDuration::MAX);
-            t.0.checked_add(d).is_ok_and(|end| end < now)
-        });
-        by_wall_clock || unchanged_since.elapsed() >= duration
+        unchanged_since.elapsed() >= duration
     }
 
     async fn try_acquire_or_renew(&self) -> Attempt {
@@ -247,7 +263,7 @@ impl Inner {
         let lease = match self.api.get_opt(&self.name).await {
             Ok(lease) => lease,
             Err(e) => {
-                tracing::debug!(error = %e, lease = %self.name, "lease not read");
+                tracing::warn!(error = %e, lease = %self.name, "lease not read");
                 return Attempt::Retry;
             }
         };
@@ -258,7 +274,7 @@ impl Inner {
         let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
         let ours = holder.as_deref() == Some(self.identity.as_str());
         if let Some(other) = holder.as_ref().filter(|_| !ours)
-            && !self.expired(&spec, now)
+            && !self.expired(&spec)
         {
             return Attempt::HeldBy(other.clone());
         }
@@ -291,7 +307,7 @@ impl Inner {
             Ok(_) => Attempt::Held,
             Err(e) => {
                 if !is_conflict(&e) {
-                    tracing::debug!(error = %e, lease = %self.name, "lease not written");
+                    tracing::warn!(error = %e, lease = %self.name, "lease not written");
                 }
                 Attempt::Retry
             }

@@ -187,6 +187,80 @@ async fn leadership_is_lost_when_someone_else_holds_the_lease(backend: Backend) 
     assert_eq!(holder(&lease(&client).await).as_deref(), Some("intruder"));
 }
 
+/// Issue 11 item 7: a Lease whose `renewTime` lies far in the past by our wall clock (the
+/// holder's clock is behind) but that keeps being renewed is not expired: only a record that
+/// stops changing for a lease duration, by our own clock, is.
+async fn a_lease_renewed_by_a_skewed_clock_is_not_taken(backend: Backend) {
+    let (_sim, client) = client(backend).await;
+    let skewed = |offset: i64| {
+        (Timestamp::now() - SignedDuration::from_hours(1) + SignedDuration::from_secs(offset))
+            .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+            .to_string()
+    };
+    let behind: Lease = serde_json::from_value(json!({
+        "metadata": {"name": NAME, "namespace": NS},
+        "spec": {"holderIdentity": "behind", "leaseDurationSeconds": 3,
+            "acquireTime": skewed(0), "renewTime": skewed(0)},
+    }))
+    .unwrap();
+    leases(&client)
+        .create(&PostParams::default(), &behind)
+        .await
+        .unwrap();
+    let renewer = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            for i in 1.. {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let patch = json!({"spec": {"renewTime": skewed(i)}});
+                let _ = leases(&client)
+                    .patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await;
+            }
+        })
+    };
+    let me = elector(&client, "me");
+    let attempt = tokio::time::timeout(Duration::from_secs(8), me.acquire()).await;
+    assert!(attempt.is_err(), "took a Lease its holder keeps renewing");
+    assert_eq!(holder(&lease(&client).await).as_deref(), Some("behind"));
+    renewer.abort();
+    tokio::time::timeout(WAIT, me.acquire())
+        .await
+        .expect("a Lease that stopped changing is taken after its duration");
+    assert_eq!(holder(&lease(&client).await).as_deref(), Some("me"));
+    me.release().await;
+}
+
+/// Issue 11 item 7: renewals that hang are cut off at the renew deadline, so the leader stops
+/// leading before anyone else may take the Lease.
+#[tokio::test(start_paused = true)]
+async fn a_hanging_renewal_loses_leadership_by_the_renew_deadline() {
+    let sim = Sim::new(SimConfig::default());
+    let client = kube::Client::new(sim.router(), "default");
+    let me = elector(&client, "me");
+    me.acquire().await;
+    let mut leading = me.leading();
+    assert!(*leading.borrow_and_update());
+    sim.set_faults(sim::fault::FaultConfig {
+        seed: 1,
+        rules: vec![sim::fault::FaultRule {
+            resources: vec!["leases".into()],
+            latency: Duration::from_secs(3600),
+            ..sim::fault::FaultRule::default()
+        }],
+    });
+    let started = tokio::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(60), leading.wait_for(|v| !*v))
+        .await
+        .expect("leadership not lost while renewals hang")
+        .unwrap();
+    let took = started.elapsed();
+    assert!(
+        took <= fast().renew_deadline + fast().retry_period * 2,
+        "lost only after {took:?}"
+    );
+}
+
 #[test]
 fn identities_name_the_host_and_differ_per_process_start() {
     let id = default_identity();
@@ -198,4 +272,5 @@ sim::backend_tests!(
     only_one_candidate_leads_and_the_other_takes_over_on_release,
     a_stale_lease_is_taken_over,
     leadership_is_lost_when_someone_else_holds_the_lease,
+    a_lease_renewed_by_a_skewed_clock_is_not_taken,
 );

@@ -68,9 +68,11 @@ fn start(world: &World) -> Arc<ClusterState> {
         Events::new(client, None),
         Arc::new(Metrics::new()),
         ProvisionerConfig {
+            // Wide enough that three pods created one after another on a loaded machine land
+            // in one batch.
             batch: BatchConfig {
-                idle: Duration::from_millis(200),
-                max: Duration::from_secs(2),
+                idle: Duration::from_secs(1),
+                max: Duration::from_secs(5),
             },
             ..ProvisionerConfig::default()
         },
@@ -119,7 +121,7 @@ async fn pending_pods_become_one_node_claim_shaped_like_upstreams(backend: Backe
     })
     .await;
     // Nothing launches them, so the gate holds further loops: exactly one.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
     let ncs_after = node_claims(&world).await;
     assert_eq!(ncs_after.len(), 1, "{ncs_after:#?}");
     let nc = serde_json::to_value(&ncs[0]).unwrap();

@@ -30,6 +30,35 @@ async fn the_gate_waits_for_listing_unseen_and_launching_node_claims(backend: Ba
     assert_eq!(state.snapshot().node_claims.len(), 1);
 }
 
+/// Issue 11 item 5: a NodeClaim of another provider's NodeClass never launches here and must
+/// not hold the gate.
+async fn a_node_claim_of_another_provider_does_not_hold_the_gate(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
+    let state = ClusterState::start(&world.workload_client(), StateConfig::default());
+    state.wait_listed(Duration::from_secs(10)).await.unwrap();
+    let foreign: api::NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "foreign"},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+            "name": "default"}, "requirements": []},
+    }))
+    .unwrap();
+    kube::Api::<api::NodeClaim>::all(world.workload_client())
+        .create(&kube::api::PostParams::default(), &foreign)
+        .await
+        .unwrap();
+    wait_for(
+        "the foreign NodeClaim in the cache",
+        Duration::from_secs(10),
+        || {
+            let n = state.snapshot().node_claims.len();
+            async move { (n == 1).then_some(()) }
+        },
+    )
+    .await;
+    assert_eq!(state.synced(), Ok(()));
+}
+
 async fn provisionable_pods_trigger(backend: Backend) {
     let world = world_on(backend, WorldConfig::default()).await;
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -57,4 +86,5 @@ async fn provisionable_pods_trigger(backend: Backend) {
 sim::backend_tests!(
     the_gate_waits_for_listing_unseen_and_launching_node_claims,
     provisionable_pods_trigger,
+    a_node_claim_of_another_provider_does_not_hold_the_gate,
 );

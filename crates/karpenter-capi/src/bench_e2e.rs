@@ -1,8 +1,12 @@
-//! `karpenter-capi bench e2e`: Karpenter's performance suite "basic/scaleOut" in `sim`.
+//! `karpenter-capi bench e2e`: Karpenter's performance suite "basic/scaleOut" in `sim` or on a
+//! real kube-apiserver.
 //!
-//! Responsibility: start the simulated clusters with instant infrastructure in a **child
-//! process** (`karpenter-capi sim serve --instant`), so this process holds only the controller
-//! and its CPU time and peak RSS are the controller's; create nine MachineDeployments (c/m/r
+//! Responsibility: start the clusters outside this process, so this process holds only the
+//! controller and its CPU time and peak RSS are the controller's — `--backend sim`: a child
+//! `karpenter-capi sim serve --instant`; `--backend real`: etcd, kube-apiserver,
+//! kube-controller-manager and kube-scheduler ([`sim::realk8s`]) plus a child
+//! `karpenter-capi sim world --instant --real-controllers` for Cluster API and kubelets;
+//! create nine MachineDeployments (c/m/r
 //! families, 4–16 CPUs), a NodeClass and a NodePool; start the [`Operator`]; scale two
 //! Deployments to the suite's shape (by default 500 pods of 900m/3100Mi and 500 of
 //! 3500m/28Gi) and report the time until every pod is Running, nodes, NodeClaims,
@@ -15,6 +19,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use karpenter_capi::api_counter::{ApiCounter, ApiCounts, counted_client};
 use karpenter_capi::connect::client_from_kubeconfig;
 use karpenter_capi::operator::{Operator, OperatorConfig};
 use karpenter_capi::process::{cpu_seconds, peak_rss_mib};
@@ -47,12 +52,28 @@ pub struct E2eArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// Which API server: the in-memory `sim`, or a real kube-apiserver (needs etcd and
+    /// ../shared/tools/realk8s; see the README).
+    #[arg(long, value_enum, default_value_t = BenchBackend::Sim)]
+    pub backend: BenchBackend,
+}
+
+/// The API server of `bench e2e`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchBackend {
+    /// `sim serve --instant` in a child process.
+    Sim,
+    /// A real kube-apiserver with kube-controller-manager and kube-scheduler.
+    Real,
 }
 
 /// What the benchmark measured.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
+    /// The API server.
+    pub backend: BenchBackend,
     /// Pods created.
     pub pods: usize,
     /// Seconds from the scale-up until every pod was Running.
@@ -73,6 +94,29 @@ pub struct Report {
     pub controller_cpu_seconds: f64,
     /// Controller peak resident set (MiB).
     pub controller_peak_rss_mib: Option<f64>,
+    /// The controller's API requests from the scale-up until every pod ran.
+    pub api_requests: ApiCounts,
+    /// The same, by `VERB resource[/subresource]`.
+    pub api_requests_by_resource: std::collections::BTreeMap<String, u64>,
+    /// Of those, writes per NodeClaim.
+    pub writes_per_node_claim: f64,
+    /// Of those, reads (GET and LIST) per NodeClaim.
+    pub reads_per_node_claim: f64,
+    /// The controller's requests per second (no watches) in the quiet window after every pod
+    /// ran: periodic polling shows here.
+    pub idle_requests_per_second: f64,
+}
+
+/// How long the quiet window after the run lasts.
+const IDLE_WINDOW: Duration = Duration::from_secs(10);
+
+fn per(n: u64, claims: usize) -> f64 {
+    if claims == 0 {
+        return 0.0;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let v = n as f64 / claims as f64;
+    (v * 100.0).round() / 100.0
 }
 
 /// (name, cpu, memory Gi, price per hour)
@@ -163,20 +207,60 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     std::fs::create_dir_all(&dir)?;
     let (wl, mgmt) = (dir.join("workload"), dir.join("management"));
     let exe = std::env::current_exe().context("cannot find my own executable")?;
-    let child = Command::new(exe)
-        .args(["sim", "serve", "--instant", "--kubeconfig"])
-        .arg(&wl)
-        .arg("--management-kubeconfig")
-        .arg(&mgmt)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("cannot start `sim serve`")?;
+    let mut real = None;
+    let child = match args.backend {
+        BenchBackend::Sim => Command::new(exe)
+            .args(["sim", "serve", "--instant", "--kubeconfig"])
+            .arg(&wl)
+            .arg("--management-kubeconfig")
+            .arg(&mgmt)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("cannot start `sim serve`")?,
+        BenchBackend::Real => {
+            let cluster = sim::realk8s::RealCluster::start(sim::realk8s::RealConfig {
+                controller_manager: true,
+                scheduler: true,
+                apiserver_args: Vec::new(),
+            })
+            .await
+            .context("cannot start the real API server")?;
+            let admin = cluster.client().await?;
+            sim::world::crds::install_karpenter_crds(&admin).await?;
+            sim::world::crds::install_capi_crds(&admin).await?;
+            for path in [&wl, &mgmt] {
+                std::fs::copy(cluster.kubeconfig_path(), path)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            real = Some(cluster);
+            Command::new(exe)
+                .args([
+                    "sim",
+                    "world",
+                    "--instant",
+                    "--real-controllers",
+                    "--kubeconfig",
+                ])
+                .arg(&wl)
+                .arg("--management-kubeconfig")
+                .arg(&mgmt)
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .context("cannot start `sim world`")?
+        }
+    };
     let _child = SimChild(child);
     wait_for_file(&wl, Duration::from_secs(30)).await?;
     wait_for_file(&mgmt, Duration::from_secs(30)).await?;
     let workload = client_from_kubeconfig(&wl).await?;
     let management = client_from_kubeconfig(&mgmt).await?;
+    // The controller's own clients count their requests; setup and the summary use the
+    // plain ones above.
+    let counter = ApiCounter::default();
+    let controller_workload = counted_client(&wl, &counter).await?;
+    let controller_management = counted_client(&mgmt, &counter).await?;
 
     let mds: Vec<Value> = SHAPES
         .iter()
@@ -198,8 +282,8 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     .await?;
     let cpu_before = cpu_seconds();
     let operator = Operator::start(
-        workload.clone(),
-        management.clone(),
+        controller_workload,
+        controller_management,
         OperatorConfig::default(),
     );
     operator
@@ -222,6 +306,8 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
             timeout: format!("{}s", args.timeout),
         },
     ];
+    let before_scale = counter.counts();
+    let before_by_resource = counter.by_resource();
     let summary = karpenter_capi::simulate::run_timeline(
         &workload,
         &management,
@@ -230,13 +316,29 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
         &steps,
     )
     .await?;
+    let during = counter.counts().since(&before_scale);
+    let during_by_resource: std::collections::BTreeMap<String, u64> = counter
+        .by_resource()
+        .into_iter()
+        .map(|(k, v)| {
+            let before = before_by_resource.get(&k).copied().unwrap_or(0);
+            (k, v.saturating_sub(before))
+        })
+        .filter(|(_, v)| *v > 0)
+        .collect();
+    let settled = counter.counts();
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let idle = counter.counts().since(&settled);
     let cpu = cpu_seconds() - cpu_before;
     let seconds = summary
         .steps
         .last()
         .map_or(0.0, |s| s.started_seconds + s.took_seconds);
     drop(operator);
+    drop(_child);
+    drop(real);
     Ok(Report {
+        backend: args.backend,
         pods: summary.pods,
         seconds_to_all_running: (seconds * 100.0).round() / 100.0,
         nodes: summary.nodes,
@@ -251,6 +353,16 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
             .count(),
         controller_cpu_seconds: (cpu * 100.0).round() / 100.0,
         controller_peak_rss_mib: peak_rss_mib().map(|m| (m * 10.0).round() / 10.0),
+        api_requests: during,
+        api_requests_by_resource: during_by_resource,
+        writes_per_node_claim: per(during.writes(), summary.node_claims),
+        reads_per_node_claim: per(during.reads, summary.node_claims),
+        idle_requests_per_second: {
+            let n = idle.reads + idle.writes();
+            #[allow(clippy::cast_precision_loss)]
+            let rate = n as f64 / IDLE_WINDOW.as_secs_f64();
+            (rate * 100.0).round() / 100.0
+        },
     })
 }
 
@@ -259,7 +371,8 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
     Ok(match output {
         Output::Json => serde_json::to_string_pretty(report)?,
         Output::Text => format!(
-            "basic/scaleOut: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}",
+            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}\ncontroller API requests: {} reads, {} watches, {} creates, {} updates, {} deletes ({:.2} writes and {:.2} reads per NodeClaim); idle {:.2} requests/s",
+            report.backend,
             report.pods,
             report.seconds_to_all_running,
             report.nodes,
@@ -272,6 +385,14 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
             report
                 .controller_peak_rss_mib
                 .map_or_else(|| "unknown".to_owned(), |m| format!("{m:.1} MiB")),
+            report.api_requests.reads,
+            report.api_requests.watches,
+            report.api_requests.creates,
+            report.api_requests.updates,
+            report.api_requests.deletes,
+            report.writes_per_node_claim,
+            report.reads_per_node_claim,
+            report.idle_requests_per_second,
         ),
     })
 }

@@ -1,7 +1,9 @@
 //! `karpenter-capi bench sim`: the `sim` API server at scale (issue: 10,000 pods, 1,000 nodes,
-//! 100 concurrent watchers).
+//! 100 concurrent watchers), or the same load on a real kube-apiserver (`--backend real`), so
+//! the two can be read side by side.
 //!
-//! Responsibility: serve a `sim` on 127.0.0.1, start `--watchers` pod watchers (kube-runtime
+//! Responsibility: serve a `sim` on 127.0.0.1 (or start etcd + kube-apiserver through
+//! [`sim::realk8s`]), start `--watchers` pod watchers (kube-runtime
 //! watchers over HTTP, as controllers use them), create `--nodes` Nodes and `--pods` Pods with
 //! `--concurrency` requests in flight, and measure create throughput, how long until every
 //! watcher has seen every pod, a full LIST of the pods, and the process's peak RSS.
@@ -39,11 +41,16 @@ pub struct SimBenchArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// The API server: `sim` in this process, or a real kube-apiserver (with etcd).
+    #[arg(long, value_enum, default_value_t = crate::bench_e2e::BenchBackend::Sim)]
+    pub backend: crate::bench_e2e::BenchBackend,
 }
 
 /// What `bench sim` measured.
 #[derive(Debug, serde::Serialize)]
 pub struct Report {
+    /// The API server.
+    pub backend: crate::bench_e2e::BenchBackend,
     /// Nodes created.
     pub nodes: usize,
     /// Pods created.
@@ -62,8 +69,11 @@ pub struct Report {
     pub watch_events_per_sec: f64,
     /// Seconds for one LIST of all pods.
     pub list_seconds: f64,
-    /// Peak resident memory of this process (server, clients and watchers), MiB.
+    /// Peak resident memory of this process (with `sim`: server, clients and watchers; with a
+    /// real server: clients and watchers), MiB.
     pub peak_rss_mib: Option<f64>,
+    /// With a real server: peak resident memory of kube-apiserver plus etcd, MiB.
+    pub server_peak_rss_mib: Option<f64>,
 }
 
 fn node(i: usize) -> anyhow::Result<Node> {
@@ -91,9 +101,21 @@ pub fn run(args: &SimBenchArgs) -> anyhow::Result<Report> {
 }
 
 async fn measure(args: &SimBenchArgs) -> anyhow::Result<Report> {
-    let server = sim::serve(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).await?;
-    let url: http::Uri = server.url().parse().context("server URL")?;
-    let client = kube::Client::try_from(kube::Config::new(url)).context("client")?;
+    let (server, real, client) = match args.backend {
+        crate::bench_e2e::BenchBackend::Sim => {
+            let server = sim::serve(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+            let url: http::Uri = server.url().parse().context("server URL")?;
+            let client = kube::Client::try_from(kube::Config::new(url)).context("client")?;
+            (Some(server), None, client)
+        }
+        crate::bench_e2e::BenchBackend::Real => {
+            let cluster = sim::realk8s::RealCluster::start(sim::realk8s::RealConfig::default())
+                .await
+                .context("cannot start the real API server")?;
+            let client = cluster.client().await?;
+            (None, Some(cluster), client)
+        }
+    };
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let nodes: Api<Node> = Api::all(client.clone());
 
@@ -165,8 +187,19 @@ async fn measure(args: &SimBenchArgs) -> anyhow::Result<Report> {
     for w in &watchers {
         w.abort();
     }
-    let _ = server.shutdown().await;
+    if let Some(server) = server {
+        let _ = server.shutdown().await;
+    }
+    let server_peak_rss_mib = real.as_ref().and_then(|c| {
+        c.pids()
+            .iter()
+            .map(|pid| karpenter_capi::process::peak_rss_mib_of(&pid.to_string()))
+            .sum::<Option<f64>>()
+    });
+    drop(real);
     Ok(Report {
+        backend: args.backend,
+        server_peak_rss_mib,
         nodes: args.nodes,
         pods: args.pods,
         watchers: args.watchers,
@@ -188,7 +221,7 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
         Output::Text => format!(
             "created {} nodes in {:.2}s and {} pods in {:.2}s ({:.0} creates/s)\n\
              {} watchers saw every pod {:.2}s after the first create ({:.0} events/s)\n\
-             LIST of {} pods: {:.3}s; peak RSS {}",
+             LIST of {} pods: {:.3}s; peak RSS {}{}",
             report.nodes,
             report.nodes_seconds,
             report.pods,
@@ -202,6 +235,11 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
             report
                 .peak_rss_mib
                 .map_or("n/a".into(), |m| format!("{m:.0} MiB")),
+            report
+                .server_peak_rss_mib
+                .map_or(String::new(), |m| format!(
+                    "; kube-apiserver + etcd peak RSS {m:.0} MiB"
+                )),
         ),
     })
 }

@@ -95,6 +95,13 @@ pub struct SimWorldArgs {
     /// Kubeconfig of the management cluster (the CAPI objects live there).
     #[arg(long, value_name = "PATH", env = "CLUSTER_API_KUBECONFIG")]
     pub management_kubeconfig: std::path::PathBuf,
+    /// Infrastructure, kubelets and scheduler act without delay (for benchmarks).
+    #[arg(long)]
+    pub instant: bool,
+    /// The cluster runs the real kube-scheduler and kube-controller-manager (Deployments,
+    /// ReplicaSets): simulate only Cluster API, kubelets and DaemonSets.
+    #[arg(long)]
+    pub real_controllers: bool,
 }
 
 /// `bench` subcommands.

@@ -2,6 +2,7 @@
 //! benchmarks.
 //!
 //! Responsibility:
+//! - [`api_counter`]: counting a client's API requests (benchmarks);
 //! - [`connect`]: clients for the workload and management clusters (TLS, every kubeconfig
 //!   authentication, the management URL flags), checked once with errors naming the source;
 //! - [`operator`]: every controller wired to a workload and a management cluster;
@@ -10,6 +11,7 @@
 //!
 //! Inputs: clients, configuration, scenarios. Outputs: running controllers and summaries.
 
+pub mod api_counter;
 pub mod connect;
 pub mod operator;
 pub mod process;

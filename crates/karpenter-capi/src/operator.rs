@@ -178,6 +178,7 @@ impl Operator {
         let node_pools = NodePoolControllers::new(workload.clone(), events, Arc::clone(&metrics));
         let status = StatusConfig {
             scope: config.provider.scope.clone(),
+            templates: Some(provider.templates()),
             ..StatusConfig::default()
         };
         let gc = MachineGc::new(Arc::clone(&provider), config.gc.clone());

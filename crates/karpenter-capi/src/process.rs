@@ -24,7 +24,13 @@ pub fn cpu_seconds() -> f64 {
 /// The peak resident set of this process, in MiB.
 #[must_use]
 pub fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    peak_rss_mib_of("self")
+}
+
+/// Peak resident set (`VmHWM`) of process `pid` (`"self"` or a number), MiB.
+#[must_use]
+pub fn peak_rss_mib_of(pid: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)

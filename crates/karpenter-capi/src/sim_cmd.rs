@@ -96,9 +96,18 @@ async fn world(args: SimWorldArgs) -> anyhow::Result<()> {
         timeout,
     )
     .await?;
+    let mut config = if args.instant {
+        instant_world()
+    } else {
+        WorldConfig::default()
+    };
+    if args.real_controllers {
+        config.scheduler.enabled = false;
+        config.workloads.deployments = false;
+    }
     println!("running the simulated world controllers; Ctrl-C stops");
     tokio::select! {
-        result = sim::run_world_against(workload, management, WorldConfig::default()) => result,
+        result = sim::run_world_against(workload, management, config) => result,
         signal = tokio::signal::ctrl_c() => signal.context("cannot wait for Ctrl-C"),
     }
 }

@@ -18,6 +18,7 @@ use scheduling::instance_type::InstanceType;
 use scheduling::labels::{ARCH, NODE_POOL, TOPOLOGY_ZONE};
 use scheduling::pod::Pod;
 use scheduling::quantity::Quantity;
+use scheduling::resources::Resources;
 use scheduling::scheduler::Cluster;
 use scheduling::taints::TaintEffect;
 
@@ -602,6 +603,30 @@ fn existing_nodes_of_the_nodepool_count_against_its_limits() {
         std::slice::from_ref(&p),
     );
     expect_claim(&free, &p);
+}
+
+/// Issue 11 item 11: a node being deleted or disrupted is not offered to pods but its capacity
+/// still counts against its pool's limits, so replacements cannot exceed them during a drain.
+#[test]
+fn nodes_leaving_the_pool_still_count_against_its_limits() {
+    let pools = [pool("limited")
+        .with_instance_types(only(4, 110))
+        .with_limits(&[("cpu", "6")])];
+    let p = pod("p").cpu("1").build().unwrap();
+    let mut draining = Cluster::default();
+    draining.limit_usage.insert(
+        std::sync::Arc::from("limited"),
+        Resources::parse([("cpu", "4"), ("nodes", "1")]).unwrap(),
+    );
+    let blocked = solve(&pools, &draining, std::slice::from_ref(&p));
+    let message = expect_error(&blocked, &p);
+    assert!(message.contains("limits"), "{message}");
+    let mut elsewhere = Cluster::default();
+    elsewhere.limit_usage.insert(
+        std::sync::Arc::from("other"),
+        Resources::parse([("cpu", "4"), ("nodes", "1")]).unwrap(),
+    );
+    expect_claim(&solve(&pools, &elsewhere, std::slice::from_ref(&p)), &p);
 }
 
 #[test]

@@ -11,7 +11,10 @@
 //! The PKI (CA, serving certificate for 127.0.0.1/localhost, an admin client certificate in
 //! `system:masters`, the service-account key pair, the front-proxy CA) is made once per cache
 //! with `openssl`, as `start.sh` does, and shared by every cluster: only ports and etcd data are
-//! per cluster. A missing tool is a [`RealK8sError::Missing`] that says how to get it.
+//! per cluster. A missing tool is a [`RealK8sError::Missing`] that says how to get it. A test
+//! process killed outright (a timeout's SIGKILL) runs no `Drop`: every start therefore first
+//! stops the processes of clusters whose owner is gone (pid and start time recorded in each
+//! cluster's directory) and removes their directories.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -311,6 +314,58 @@ fn tail(path: &Path, lines: usize) -> String {
         })
 }
 
+/// A process's start time (`/proc/<pid>/stat` field 22), which tells a live process from a
+/// later one that reused its pid.
+fn start_time(pid: u32) -> Option<String> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().nth(19).map(str::to_owned)
+}
+
+/// Stops the processes of clusters whose test process died without dropping them (killed by
+/// a timeout or a signal, so no `Drop` ran), and removes their directories. Each cluster
+/// directory records its owner and its processes with their start times; only a process whose
+/// pid *and* start time match is killed.
+fn reap_stale(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let is_ours = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("realk8s-"));
+        let Ok(owner) = fs::read_to_string(dir.join("owner")) else {
+            continue;
+        };
+        let alive = |line: &str| {
+            let mut parts = line.split_whitespace();
+            match (
+                parts.next().and_then(|p| p.parse::<u32>().ok()),
+                parts.next(),
+            ) {
+                (Some(pid), Some(started)) => start_time(pid).as_deref() == Some(started),
+                _ => false,
+            }
+        };
+        if !is_ours || alive(owner.trim()) {
+            continue;
+        }
+        for line in fs::read_to_string(dir.join("pids"))
+            .unwrap_or_default()
+            .lines()
+        {
+            if alive(line)
+                && let Some(pid) = line.split_whitespace().next()
+            {
+                let _ = Command::new("kill").args(["-9", pid]).status();
+            }
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
+
 /// A running control plane. Dropping it kills every process and removes its directory.
 #[derive(Debug)]
 pub struct RealCluster {
@@ -362,6 +417,8 @@ impl RealCluster {
             .await
             .map_err(|e| RealK8sError::Client(e.to_string()))??;
         let shm = Path::new("/dev/shm");
+        reap_stale(shm);
+        reap_stale(&std::env::temp_dir());
         let base = if shm.is_dir() {
             tempfile::Builder::new().prefix("realk8s-").tempdir_in(shm)
         } else {
@@ -373,6 +430,12 @@ impl RealCluster {
         let bin = cache.join("bin");
         let (api_port, etcd_port, peer_port) = (free_port()?, free_port()?, free_port()?);
         let url = format!("https://127.0.0.1:{api_port}");
+        let me = std::process::id();
+        fs::write(
+            d.join("owner"),
+            format!("{me} {}\n", start_time(me).unwrap_or_default()),
+        )
+        .map_err(io("writing the owner file"))?;
         let mut cluster = RealCluster {
             dir: base,
             children: Vec::new(),
@@ -501,6 +564,14 @@ impl RealCluster {
             .stderr(err)
             .spawn()
             .map_err(io(format!("starting {name}")))?;
+        let pid = child.id();
+        let record = format!("{pid} {}\n", start_time(pid).unwrap_or_default());
+        let mut pids = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("pids"))
+            .map_err(io("recording a pid"))?;
+        std::io::Write::write_all(&mut pids, record.as_bytes()).map_err(io("recording a pid"))?;
         self.children.push((name, child));
         Ok(())
     }

@@ -70,3 +70,51 @@ async fn real_cluster_stops_when_the_test_panics() {
         assert!(!alive(pid), "process {pid} still runs after the panic");
     }
 }
+
+fn start_time(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, after) = stat.rsplit_once(')').unwrap();
+    after.split_whitespace().nth(19).unwrap().to_owned()
+}
+
+/// A test killed outright (no `Drop`) leaves its processes running: the next start stops
+/// them — only those whose pid and start time were recorded — and removes their directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_a_start_stops_the_processes_of_a_dead_test() {
+    let mut gone_owner = std::process::Command::new("true").spawn().unwrap();
+    let owner_pid = gone_owner.id();
+    let owner_started = start_time(owner_pid);
+    gone_owner.wait().unwrap();
+    let mut leaked = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let mut bystander = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("realk8s-")
+        .tempdir_in("/dev/shm")
+        .unwrap()
+        .keep();
+    std::fs::write(dir.join("owner"), format!("{owner_pid} {owner_started}\n")).unwrap();
+    std::fs::write(
+        dir.join("pids"),
+        format!("{} {}\n", leaked.id(), start_time(leaked.id())),
+    )
+    .unwrap();
+    let cluster = RealCluster::start(RealConfig::default()).await.unwrap();
+    assert!(
+        leaked.try_wait().unwrap().is_some(),
+        "the leaked process was stopped"
+    );
+    assert!(!dir.exists(), "its directory was removed");
+    assert!(
+        bystander.try_wait().unwrap().is_none(),
+        "nothing else was touched"
+    );
+    assert!(cluster.dir().exists(), "the new cluster keeps its own");
+    let _ = bystander.kill();
+    let _ = bystander.wait();
+}

@@ -189,8 +189,12 @@ where
     (store, task)
 }
 
+/// Whether `nc` is one of ours (its NodeClass is a ClusterAPINodeClass) still launching. A
+/// NodeClaim of another provider's NodeClass never launches here, so it must not hold the
+/// gate (issue 11 item 5: it would stall every provisioning loop).
 fn launching(nc: &NodeClaim) -> bool {
-    nc.metadata.deletion_timestamp.is_none()
+    nc.spec.node_class_ref.group == ClusterAPINodeClass::group(&())
+        && nc.metadata.deletion_timestamp.is_none()
         && nc
             .status
             .as_ref()

@@ -73,7 +73,9 @@
 //! drift), `identity` (this workload cluster's identity), [`ownership`] (the record),
 //! [`cache`] (the Machine reflector).
 //!
-//! Not done: infrastructure templates (instance shapes come from the MD annotations only).
+//! **Instance types** come from the MachineDeployments' annotations and their infrastructure
+//! templates' `status.capacity` / `status.nodeInfo` ([`crate::templates`]: one watch per
+//! template kind, not a GET per request), as `plan` reads them from a dump.
 
 pub mod cache;
 mod claim;
@@ -98,6 +100,7 @@ use scheduling::labels::WellKnownLabels;
 
 use crate::instance_types::MachineDeploymentRef;
 use crate::selection::Scope;
+use crate::templates::Templates;
 
 pub use cache::MachineCache;
 use create::Batches;
@@ -125,6 +128,13 @@ pub struct ProviderConfig {
     /// How long a call waits for the Machine cache's first list before failing with
     /// [`CloudProviderError::CacheNotSynced`] (naming the watch's last error).
     pub cache_sync_timeout: Duration,
+    /// How long the first read of an infrastructure template kind waits for its watch to
+    /// list (later reads never wait; a kind that cannot be listed reads as no template).
+    pub template_sync_timeout: Duration,
+    /// How long after our `delete-machine` annotation and scale-down a Machine may still be
+    /// there, not deleting, before the next delete deletes it directly (a rollout can shrink
+    /// another MachineSet than the annotated Machine's, which then never goes).
+    pub removal_escalation: Duration,
 }
 
 impl Default for ProviderConfig {
@@ -134,6 +144,8 @@ impl Default for ProviderConfig {
             claim_timeout: Duration::from_secs(120),
             cluster_id: None,
             cache_sync_timeout: Duration::from_secs(60),
+            removal_escalation: Duration::from_secs(600),
+            template_sync_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -144,6 +156,8 @@ pub struct ClusterApiProvider {
     workload: kube::Client,
     cache: MachineCache,
     config: ProviderConfig,
+    /// The infrastructure templates (one watch per kind).
+    templates: Arc<Templates>,
     /// [`ClusterApiProvider::cluster_id`], once resolved.
     cluster_id: tokio::sync::OnceCell<String>,
     well_known: WellKnownLabels,
@@ -222,6 +236,10 @@ impl ClusterApiProvider {
     pub fn new(management: kube::Client, workload: kube::Client, config: ProviderConfig) -> Self {
         Self {
             cache: MachineCache::start(management.clone(), config.cache_sync_timeout),
+            templates: Arc::new(Templates::new(
+                management.clone(),
+                config.template_sync_timeout,
+            )),
             management,
             workload,
             config,
@@ -239,6 +257,12 @@ impl ClusterApiProvider {
     #[must_use]
     pub fn cache(&self) -> &MachineCache {
         &self.cache
+    }
+
+    /// The infrastructure templates (share them with the NodeClass status controller).
+    #[must_use]
+    pub fn templates(&self) -> Arc<Templates> {
+        Arc::clone(&self.templates)
     }
 
     /// Wait (bounded) for the Machine cache's first list.

@@ -45,9 +45,25 @@ pub(super) fn launch_of(
     launch
 }
 
-/// The catalogue entry and offering of `md` alone.
-fn describe(md: &MachineDeployment, spec: &ClusterAPINodeClassSpec) -> Option<Catalogue> {
-    build_catalogue(spec, &[MachineDeploymentInput::new(md)]).ok()
+/// The catalogue entry and offering of `md` alone (with its infrastructure template).
+fn describe(
+    md: &MachineDeployment,
+    template: Option<&serde_json::Value>,
+    spec: &ClusterAPINodeClassSpec,
+) -> Option<Catalogue> {
+    build_catalogue(spec, &[input(md, template)]).ok()
+}
+
+/// `md` as the catalogue builder's input, with its template if known.
+fn input<'a>(
+    md: &'a MachineDeployment,
+    template: Option<&'a serde_json::Value>,
+) -> MachineDeploymentInput<'a> {
+    let input = MachineDeploymentInput::new(md);
+    match template {
+        Some(template) => input.with_infrastructure_template(template),
+        None => input,
+    }
 }
 
 fn entry_for<'a>(
@@ -91,9 +107,12 @@ impl ClusterApiProvider {
             &self.config.scope,
         )
         .map_err(|e| CloudProviderError::NodeClassNotReady(e.to_string()))?;
+        let templates =
+            futures::future::join_all(selected.iter().map(|md| self.templates.of(md))).await;
         let inputs: Vec<_> = selected
-            .into_iter()
-            .map(MachineDeploymentInput::new)
+            .iter()
+            .zip(&templates)
+            .map(|(md, template)| input(md, template.as_ref()))
             .collect();
         build_catalogue(spec, &inputs)
             .map_err(|e| CloudProviderError::NodeClassNotReady(e.to_string()))
@@ -115,9 +134,13 @@ impl ClusterApiProvider {
             .ok()
             .flatten();
         let default = ClusterAPINodeClassSpec::default();
+        let template = match &md {
+            Some(md) => self.templates.of(md).await,
+            None => None,
+        };
         let catalogue = md
             .as_ref()
-            .and_then(|md| describe(md, spec.unwrap_or(&default)));
+            .and_then(|md| describe(md, template.as_ref(), spec.unwrap_or(&default)));
         launch_of(m, catalogue.as_ref().and_then(|c| entry_for(c, &md_ref)))
     }
 
@@ -267,7 +290,11 @@ impl ClusterApiProvider {
         let mut by_ref: HashMap<MachineDeploymentRef, Option<Catalogue>> = HashMap::new();
         for md in &mds.items {
             let spec = self.spec_selecting(&classes, md).unwrap_or(&default);
-            by_ref.insert(MachineDeploymentRef::of(md), describe(md, spec));
+            let template = self.templates.of(md).await;
+            by_ref.insert(
+                MachineDeploymentRef::of(md),
+                describe(md, template.as_ref(), spec),
+            );
         }
         let mut launches: Vec<Launch> = self
             .cache

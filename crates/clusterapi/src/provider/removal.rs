@@ -2,7 +2,11 @@
 //! too — `delete-machine` by compare-and-set, then one replica write for every removal queued on
 //! the MachineDeployment (batching); at the min size the Machine is deleted instead.
 //!
-//! Responsibility: `ClusterApiProvider::terminate`, `remove_machine` and its batch.
+//! Responsibility: `ClusterApiProvider::terminate`, `remove_machine` and its batch. The
+//! `delete-machine` annotation's value is the time we asked; a Machine we scaled down for
+//! that is still there, not deleting, [`crate::ProviderConfig::removal_escalation`] later
+//! (a rollout shrank another MachineSet) is deleted directly by the next delete, so its
+//! NodeClaim never stays Terminating forever.
 //! Inputs: a NodeClaim or a Machine reference with a check. Outputs: a [`Removal`] or a typed
 //! error.
 
@@ -22,6 +26,40 @@ use super::scale::{Attempts, MdWrite, min_size, too_many_conflicts};
 use super::{
     ClusterApiProvider, cache, claimable, deployment_of, status_code, terminating, transient,
 };
+
+/// Now, as the `delete-machine` annotation's value.
+fn now_rfc3339() -> String {
+    k8s_openapi::jiff::Timestamp::from_second(wall_seconds())
+        .map_or_else(|_| "karpenter".to_owned(), |t| t.to_string())
+}
+
+/// Seconds since the epoch by tokio's clock (wall time at start plus tokio's elapsed time, so
+/// tests with paused time see time pass).
+fn wall_seconds() -> i64 {
+    static START: std::sync::OnceLock<(std::time::SystemTime, tokio::time::Instant)> =
+        std::sync::OnceLock::new();
+    let (wall, mono) =
+        START.get_or_init(|| (std::time::SystemTime::now(), tokio::time::Instant::now()));
+    let now = *wall + mono.elapsed();
+    now.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Whether our `delete-machine` annotation on `m` carries a time at least `age` ago (a value
+/// that is not a time — older versions wrote `karpenter` — never escalates).
+fn requested_before(m: &Machine, age: std::time::Duration) -> bool {
+    let Some(at) = m
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(DELETE_MACHINE))
+        .and_then(|v| v.parse::<k8s_openapi::jiff::Timestamp>().ok())
+    else {
+        return false;
+    };
+    let age = i64::try_from(age.as_secs()).unwrap_or(i64::MAX);
+    wall_seconds().saturating_sub(at.as_second()) >= age
+}
 
 /// The check a removal re-runs under the MD lock on the fresh Machine and this cluster's fresh
 /// ownership record of its MachineDeployment.
@@ -236,6 +274,18 @@ impl ClusterApiProvider {
                     self.delete_machine(r).await?;
                     Ok(Step::Done(Removal::Finished))
                 }
+                // Scaled down long ago, yet the Machine is not even deleting: the
+                // MachineDeployment shrank another MachineSet (a rollout). Delete exactly
+                // this Machine; its replica is already accounted for.
+                Some(Removed::ScaledDown)
+                    if m.metadata.deletion_timestamp.is_none()
+                        && requested_before(&m, self.config.removal_escalation) =>
+                {
+                    tracing::warn!(machine = %r, after = ?self.config.removal_escalation,
+                        "the Machine outlived its scale-down; deleting it directly");
+                    self.delete_machine(r).await?;
+                    Ok(Step::Done(Removal::Finished))
+                }
                 Some(_) => Ok(Step::Done(Removal::AlreadyRequested)),
             };
         }
@@ -244,7 +294,9 @@ impl ClusterApiProvider {
         }
         let patch = json!({"metadata": {
             "resourceVersion": m.metadata.resource_version,
-            "annotations": {DELETE_MACHINE: "karpenter", REMOVED_BY: cluster},
+            // The value is when we asked (CAPI only looks for the key; the cluster-autoscaler
+            // writes a time too): the escalation above measures from it.
+            "annotations": {DELETE_MACHINE: now_rfc3339(), REMOVED_BY: cluster},
         }});
         match self
             .machines_api(&r.namespace)

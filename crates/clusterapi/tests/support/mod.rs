@@ -78,6 +78,7 @@ pub struct Md {
     max_size: Option<String>,
     min_size: Option<String>,
     cluster: String,
+    capacity_annotations: bool,
 }
 
 /// A member MachineDeployment of 4 CPUs / 16Gi with no replicas.
@@ -91,6 +92,7 @@ pub fn md(name: &str) -> Md {
         max_size: None,
         min_size: None,
         cluster: "c1".into(),
+        capacity_annotations: true,
     }
 }
 
@@ -137,6 +139,13 @@ impl Md {
         self
     }
 
+    /// Without the cpu and memory capacity annotations (its infrastructure template, the
+    /// `DockerMachineTemplate` `t`, has to say).
+    pub fn without_capacity_annotations(mut self) -> Self {
+        self.capacity_annotations = false;
+        self
+    }
+
     /// Creates it in the management cluster.
     pub async fn create(self, world: &World) {
         let name = &self.name;
@@ -146,6 +155,11 @@ impl Md {
             "capacity.cluster-autoscaler.kubernetes.io/labels":
                 format!("node.kubernetes.io/instance-type={name},topology.kubernetes.io/zone=z1"),
         });
+        if !self.capacity_annotations {
+            let a = annotations.as_object_mut().unwrap();
+            a.remove("capacity.cluster-autoscaler.kubernetes.io/cpu");
+            a.remove("capacity.cluster-autoscaler.kubernetes.io/memory");
+        }
         if let Some(price) = &self.price {
             annotations[PRICE] = json!(price);
         }

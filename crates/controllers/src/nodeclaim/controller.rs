@@ -277,6 +277,9 @@ async fn lifecycle<P: CloudProvider>(nc: &NodeClaim, ctx: &Ctx<P>) -> Result<Act
         }
     }
     write(nc, &work, ctx).await?;
+    if let Some(labels) = &work.registered {
+        ctx.metrics.nodes_created.get_or_create(labels).inc();
+    }
     if let Some(e) = first_error {
         return Err(e);
     }

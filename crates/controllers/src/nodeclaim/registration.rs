@@ -228,13 +228,10 @@ pub(crate) async fn reconcile<P>(work: &mut Work, ctx: &Ctx<P>) -> Result<Flow, 
         .status
         .get_or_insert_with(Default::default)
         .node_name = Some(name.clone());
-    ctx.metrics
-        .nodes_created
-        .get_or_create(&PoolZoneLabels {
-            nodepool: label(&work.nc, NODEPOOL).to_owned(),
-            zone: node_label(&written, ZONE).unwrap_or_default().to_owned(),
-        })
-        .inc();
+    work.registered = Some(PoolZoneLabels {
+        nodepool: label(&work.nc, NODEPOOL).to_owned(),
+        zone: node_label(&written, ZONE).unwrap_or_default().to_owned(),
+    });
     tracing::info!(
         nodeclaim = work.name(),
         node = name,

@@ -42,6 +42,10 @@ pub struct Work {
     pub requeue: Option<Duration>,
     /// The Node registration synced (as written), for initialization.
     pub node: Option<Node>,
+    /// `nodes_created` labels of a registration in this pass, counted only once the status
+    /// write that records it succeeded (a conflicting write retries the pass, which must not
+    /// count the Node twice).
+    pub registered: Option<crate::metrics::PoolZoneLabels>,
 }
 
 impl Work {
@@ -59,6 +63,7 @@ impl Work {
             conditions,
             requeue: None,
             node: None,
+            registered: None,
         }
     }
 

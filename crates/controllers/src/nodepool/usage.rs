@@ -3,7 +3,9 @@
 //!
 //! Responsibility: keep reflector stores of Nodes, NodeClaims and NodePools; every
 //! [`COUNTER_PERIOD`] and after every change (events arriving together are handled in one
-//! pass), once all three stores have listed, recount every pool: write `status.resources` and
+//! pass, and passes come at most every [`MIN_PASS_INTERVAL`], so a scale-up's stream of
+//! Node and NodeClaim events costs one status write a second, not one per event), once all
+//! three stores have listed, recount every pool: write `status.resources` and
 //! `status.nodes` with a `/status` merge patch when they changed, set the usage and limit
 //! gauges, and remove the gauges of pools that are gone. A singleton loop, not a
 //! `Controller`: one pass reads the whole state.
@@ -33,6 +35,9 @@ use crate::metrics::{Metrics, ResourceLabels};
 
 /// How often every pool is recounted without a change.
 pub const COUNTER_PERIOD: Duration = Duration::from_secs(5);
+
+/// The least time between two passes (changes arriving meanwhile fold into the next one).
+pub const MIN_PASS_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A reflector store and the stream that fills it (yielding `()` per event).
 fn reflect<K>(client: &kube::Client) -> (Store<K>, impl Stream<Item = ()> + Send + use<K>)
@@ -82,11 +87,15 @@ pub async fn run(client: kube::Client, metrics: Arc<Metrics>) {
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut published = Published::new();
     let api: Api<NodePool> = Api::all(client);
+    let mut last_pass: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             event = changes.next() => if event.is_none() { return },
             event = pool_events.next() => if event.is_none() { return },
+        }
+        if let Some(last) = last_pass {
+            tokio::time::sleep_until(last + MIN_PASS_INTERVAL).await;
         }
         // Take in everything that already arrived before counting.
         while changes.next().now_or_never().flatten().is_some()
@@ -95,6 +104,7 @@ pub async fn run(client: kube::Client, metrics: Arc<Metrics>) {
         if !(ready(&nodes) && ready(&claims) && ready(&pools)) {
             continue;
         }
+        last_pass = Some(tokio::time::Instant::now());
         let node_list = nodes.state();
         let claim_list = claims.state();
         let usage = usage_by_pool(

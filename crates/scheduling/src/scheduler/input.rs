@@ -67,6 +67,11 @@ pub struct Cluster {
     pub daemonset_pods: Vec<Pod>,
     /// Namespace name → labels (for namespace selectors of affinity terms).
     pub namespaces: BTreeMap<Arc<str>, Labels>,
+    /// Per NodePool: the capacity (with `nodes: 1` each) of its nodes that are not offered for
+    /// scheduling — being deleted, or tainted `karpenter.sh/disrupted` — but still count
+    /// against its `spec.limits`, as upstream counts every node of a pool until it is gone.
+    /// Without it, replacements could exceed the limits while old nodes drain.
+    pub limit_usage: BTreeMap<Arc<str>, Resources>,
 }
 
 /// How the scheduler treats preferences and minValues.

@@ -86,6 +86,7 @@ impl Scheduler {
             pools,
             &daemons,
             &cluster.nodes,
+            &cluster.limit_usage,
             &options.well_known,
             options.min_values_policy,
         );

@@ -60,6 +60,7 @@ pub(crate) fn build(
     pools: &[NodePool],
     daemons: &[DaemonPod],
     nodes: &[ExistingNode],
+    limit_usage: &BTreeMap<Arc<str>, Resources>,
     well_known: &WellKnownLabels,
     min_values_policy: MinValuesPolicy,
 ) -> (Vec<Template>, Vec<DroppedPool>) {
@@ -151,6 +152,9 @@ pub(crate) fn build(
                     crate::quantity::Quantity::from_value(1),
                 );
                 remaining = remaining.difference(&used);
+            }
+            if let Some(held) = limit_usage.get(&pool.name) {
+                remaining = remaining.difference(held);
             }
             remaining
         });

@@ -168,24 +168,7 @@ impl Kubelet {
             crate::object::get_path(&obj, ".status.conditions"),
             vec![ready],
         );
-        let mut patch = json!({"status": {"conditions": conditions}});
-        // A kubelet reports its addresses; a Node created without them gets ours (pods' hostIP
-        // comes from them, and kube-apiserver rejects an empty one).
-        let addressed = node
-            .status
-            .as_ref()
-            .and_then(|s| s.addresses.as_ref())
-            .is_some_and(|a| !a.is_empty());
-        if !addressed {
-            crate::object::set_path(
-                &mut patch,
-                ".status.addresses",
-                json!([
-                    {"type": "InternalIP", "address": super::node_template::ip_for(name)},
-                    {"type": "Hostname", "address": name},
-                ]),
-            );
-        }
+        let patch = json!({"status": {"conditions": conditions}});
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await,
@@ -246,24 +229,8 @@ impl Kubelet {
         }
         let conditions =
             with_conditions(crate::object::get_path(&obj, ".status.conditions"), fresh);
-        let mut patch = json!({"status": {"conditions": conditions}});
-        // A kubelet reports its addresses; a Node created without them gets ours (pods' hostIP
-        // comes from them, and kube-apiserver rejects an empty one).
-        let addressed = node
-            .status
-            .as_ref()
-            .and_then(|s| s.addresses.as_ref())
-            .is_some_and(|a| !a.is_empty());
-        if !addressed {
-            crate::object::set_path(
-                &mut patch,
-                ".status.addresses",
-                json!([
-                    {"type": "InternalIP", "address": super::node_template::ip_for(name)},
-                    {"type": "Hostname", "address": name},
-                ]),
-            );
-        }
+        let patch =
+            json!({"status": with_addresses(node, name, json!({"conditions": conditions}))});
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await,
@@ -307,13 +274,16 @@ impl Kubelet {
             .map(|a| a.address.clone())
             .unwrap_or_default();
         let ip = pod_ip(uid);
-        let mut patch = json!({"status": {"phase": "Running", "conditions": conditions,
+        let mut status = json!({"phase": "Running", "conditions": conditions,
             "startTime": now, "podIP": ip, "podIPs": [{"ip": ip}],
-            "containerStatuses": containers}});
-        if !host_ip.is_empty() {
-            crate::object::set_path(&mut patch, ".status.hostIP", json!(host_ip));
-            crate::object::set_path(&mut patch, ".status.hostIPs", json!([{"ip": host_ip}]));
+            "containerStatuses": containers});
+        if !host_ip.is_empty()
+            && let Value::Object(map) = &mut status
+        {
+            map.insert("hostIP".into(), json!(host_ip));
+            map.insert("hostIPs".into(), json!([{"ip": host_ip}]));
         }
+        let patch = json!({ "status": status });
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -561,4 +531,24 @@ impl Reconciler for Kubelet {
         }
         first_error.map_or(Ok(next), Err)
     }
+}
+
+/// `status` with the node's addresses added when it reports none: a kubelet reports its
+/// addresses, and pods' `hostIP` comes from them (kube-apiserver rejects an empty one).
+fn with_addresses(node: &Node, name: &str, mut status: Value) -> Value {
+    let addressed = node
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.as_ref())
+        .is_some_and(|a| !a.is_empty());
+    if !addressed && let Value::Object(map) = &mut status {
+        map.insert(
+            "addresses".into(),
+            json!([
+                {"type": "InternalIP", "address": super::node_template::ip_for(name)},
+                {"type": "Hostname", "address": name},
+            ]),
+        );
+    }
+    status
 }

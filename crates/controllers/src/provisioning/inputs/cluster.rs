@@ -15,7 +15,10 @@
 //! - **DaemonSet pods**: one per DaemonSet — the newest pod it controls, else one made from its
 //!   template with container limits copied into missing requests; the required node affinity
 //!   is the template's in both cases;
-//! - **namespaces**: name → labels (affinity namespace selectors).
+//! - **namespaces**: name → labels (affinity namespace selectors);
+//! - **limit usage**: the capacity (and one node each) of a NodePool's nodes left out above
+//!   (being deleted, or disrupted) and of its deleting NodeClaims without a Node: they still
+//!   count against the pool's `spec.limits`, as upstream counts them.
 //!
 //! Inputs: k8s-openapi and `api` objects. Outputs: the [`Cluster`] and warnings for objects
 //! that had to be skipped (an unparsable quantity, an unknown taint effect), never a panic.
@@ -63,14 +66,31 @@ pub fn cluster(objects: &ClusterObjects<'_>) -> (Cluster, Vec<String>) {
     for node in objects.nodes {
         match existing_node(node, objects.node_claims) {
             Ok(Some(n)) => out.nodes.push(n),
-            Ok(None) => {}
+            Ok(None) => hold_limits(
+                &mut out.limit_usage,
+                node.metadata.labels.as_ref(),
+                node.status.as_ref().and_then(|s| s.capacity.as_ref()),
+            ),
             Err(e) => warnings.push(e),
         }
     }
     for claim in objects.node_claims {
         match launched_claim(claim, &node_names) {
             Ok(Some(n)) => out.nodes.push(n),
-            Ok(None) => {}
+            Ok(None) => {
+                let has_node = claim
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_some_and(|n| node_names.contains(n));
+                if claim.metadata.deletion_timestamp.is_some() && !has_node {
+                    hold_limits(
+                        &mut out.limit_usage,
+                        claim.metadata.labels.as_ref(),
+                        claim.status.as_ref().and_then(|s| s.capacity.as_ref()),
+                    );
+                }
+            }
             Err(e) => warnings.push(e),
         }
     }
@@ -107,6 +127,29 @@ pub fn cluster(objects: &ClusterObjects<'_>) -> (Cluster, Vec<String>) {
         })
         .collect();
     (out, warnings)
+}
+
+/// Counts a node (or a deleting NodeClaim without one) that is not offered for scheduling
+/// against its NodePool's limits: its capacity and one node.
+fn hold_limits(
+    usage: &mut BTreeMap<Arc<str>, Resources>,
+    labels: Option<&BTreeMap<String, String>>,
+    capacity: Option<&BTreeMap<String, K8sQuantity>>,
+) {
+    let Some(pool) = labels.and_then(|l| l.get(NODE_POOL)) else {
+        return;
+    };
+    let mut held = capacity
+        .and_then(|c| Resources::parse(c.iter().map(|(k, v)| (k.as_str(), v.0.as_str()))).ok())
+        .unwrap_or_default();
+    held.insert(
+        scheduling::resources::ResourceName::NODES,
+        scheduling::quantity::Quantity::from_value(1),
+    );
+    usage
+        .entry(Arc::from(pool.as_str()))
+        .and_modify(|u| u.merge(&held))
+        .or_insert(held);
 }
 
 fn labels(map: Option<&BTreeMap<String, String>>) -> Labels {

@@ -77,6 +77,50 @@ fn nodes_deleting_or_disrupted_are_left_out() {
     assert_eq!(unmanaged.allocatable.to_string(), "{cpu: 2, memory: 4Gi}");
 }
 
+/// Issue 11 item 11: nodes left out for scheduling still count against their pool's limits.
+#[test]
+fn nodes_leaving_a_pool_hold_its_limits() {
+    let mut deleting = node("deleting", json!({"karpenter.sh/nodepool": "p"}), json!([]));
+    deleting.metadata.deletion_timestamp = Some(from(json!("2026-01-01T00:00:00Z")));
+    let nodes = [
+        deleting,
+        node(
+            "disrupted",
+            json!({"karpenter.sh/nodepool": "p"}),
+            json!([{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]),
+        ),
+        node(
+            "unmanaged-deleting",
+            json!({}),
+            json!([{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]),
+        ),
+    ];
+    let mut gone_claim = claim("gone", None);
+    gone_claim.metadata.deletion_timestamp = Some(from(json!("2026-01-01T00:00:00Z")));
+    gone_claim.metadata.labels =
+        Some([("karpenter.sh/nodepool".to_owned(), "q".to_owned())].into());
+    let claims = [gone_claim];
+    let cluster = run(&ClusterObjects {
+        nodes: &nodes,
+        node_claims: &claims,
+        ..ClusterObjects::default()
+    });
+    assert!(cluster.nodes.is_empty());
+    let held = |pool: &str, r: &str| {
+        cluster.limit_usage[pool]
+            .get(&scheduling::resources::ResourceName::from(r))
+            .map(|q| q.to_string())
+    };
+    assert_eq!(held("p", "cpu").as_deref(), Some("4"));
+    assert_eq!(held("p", "nodes").as_deref(), Some("2"));
+    assert_eq!(held("q", "nodes").as_deref(), Some("1"));
+    assert_eq!(
+        cluster.limit_usage.len(),
+        2,
+        "the unmanaged node holds nothing"
+    );
+}
+
 fn claim(name: &str, node_name: Option<&str>) -> NodeClaim {
     from(json!({
         "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
