@@ -548,6 +548,11 @@ fn tree_remove(tree: &mut Map<String, Value>, path: &[String]) {
         }
         return;
     }
+    // An empty node is a member leaf (`{"f:data":{}}` owns `data` itself): it has no
+    // descendants to remove, and it stays.
+    if node.is_empty() {
+        return;
+    }
     let member = node.contains_key(".");
     tree_remove(node, rest);
     if node.is_empty() && !member {
