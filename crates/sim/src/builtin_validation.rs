@@ -108,27 +108,6 @@ fn micro_times(obj: &Value, fields: &[&str], causes: &mut Vec<String>) {
     }
 }
 
-fn subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && !name.is_empty()
-        && name
-            .split('.')
-            .all(|part| label_chars(part) && !part.is_empty())
-}
-
-fn label_chars(part: &str) -> bool {
-    let bytes = part.as_bytes();
-    bytes
-        .iter()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-}
-
-fn dns_label(name: &str) -> bool {
-    name.len() <= 63 && label_chars(name)
-}
-
 fn pod_spec(spec: Option<&Value>, at: &str, causes: &mut Vec<String>) {
     let containers = spec
         .and_then(|s| s.get("containers"))
@@ -210,16 +189,10 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Vec<String> {
         .and_then(Value::as_str)
         .unwrap_or_default();
     let kind = def.kind.as_str();
-    let name_ok = if kind == "Namespace" {
-        dns_label(name)
-    } else {
-        subdomain(name)
-    };
-    if !name.is_empty() && !name_ok && kind != "Event" {
-        causes.push(format!(
-            "metadata.name: Invalid value: {name:?}: a lowercase RFC 1123 {} must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-            if kind == "Namespace" { "label" } else { "subdomain" }
-        ));
+    if !name.is_empty() && kind != "Event" {
+        for m in crate::semantics::name_messages(def, name, false) {
+            causes.push(format!("metadata.name: Invalid value: {name:?}: {m}"));
+        }
     }
     let decoded = match (def.group.as_str(), kind) {
         ("", "Pod") => decodes::<Pod>(obj),

@@ -191,6 +191,11 @@ pub fn all() -> Vec<ResourceDef> {
             .status()
             .generation()
             .def,
+        B::new("batch", "v1", "jobs", "Job", true)
+            .categories(&["all"])
+            .status()
+            .generation()
+            .def,
         B::new(
             "policy",
             "v1",

@@ -45,7 +45,7 @@ impl Propagation {
                 "meta.k8s.io",
                 "",
                 format!(
-                    "propagationPolicy: Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+                    "propagationPolicy: Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
                 ),
             )),
         }
@@ -86,10 +86,11 @@ impl Preconditions {
         }
     }
 
-    /// Check them against the stored object.
+    /// Check them against the stored object. The 409 names the kind, not the resource, as
+    /// the storage layer's precondition error does.
     pub fn check(&self, def: &ResourceDef, obj: &Value) -> ApiResult<()> {
         let fail = |why: String| ApiError::Conflict {
-            resource: def.group_resource(),
+            resource: crate::error::GroupResource::new(def.group.clone(), def.kind.clone()),
             name: object::name(obj).to_owned(),
             why,
         };
@@ -97,7 +98,7 @@ impl Preconditions {
             && uid != object::uid(obj)
         {
             return Err(fail(format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
                 object::uid(obj)
             )));
         }
@@ -105,7 +106,7 @@ impl Preconditions {
             && rv != object::resource_version(obj)
         {
             return Err(fail(format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
                 object::resource_version(obj)
             )));
         }

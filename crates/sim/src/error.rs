@@ -121,6 +121,18 @@ pub enum ApiError {
     /// 500: a bug in the simulator.
     #[error("Internal error occurred: {0}")]
     Internal(String),
+    /// 500 without a reason: a plain error kube-apiserver did not classify (a create with a
+    /// resourceVersion, an unparsable watch resourceVersion).
+    #[error("{0}")]
+    Unclassified(String),
+    /// 422 with kube-apiserver's generic message and empty details: a JSON patch that does
+    /// not apply (a failing `test`, a missing path, an unknown operation).
+    #[error("the server rejected our request due to an error in our request")]
+    Rejected,
+    /// 409: server-side apply conflicts, one `(manager, field)` per conflicting field; the
+    /// manager as kube-apiserver prints it (`"name"`, `"name" using v1`).
+    #[error("{}", apply_conflict_message(.0))]
+    ApplyConflict(Vec<(String, String)>),
 }
 
 impl ApiError {
@@ -146,17 +158,20 @@ impl ApiError {
             Self::Expired(_) => 410,
             Self::UnsupportedMediaType(_) => 415,
             Self::TooManyRequests { .. } => 429,
-            Self::Internal(_) => 500,
+            Self::Internal(_) | Self::Unclassified(_) => 500,
+            Self::Rejected => 422,
+            Self::ApplyConflict(_) => 409,
         }
     }
 
-    /// The `Status.reason`.
+    /// The `Status.reason` (`""` when kube-apiserver sends none).
     pub fn reason(&self) -> &'static str {
         match self {
             Self::NotFound { .. } | Self::NoRoute => "NotFound",
             Self::AlreadyExists { .. } => "AlreadyExists",
-            Self::Conflict { .. } => "Conflict",
-            Self::Invalid { .. } => "Invalid",
+            Self::Conflict { .. } | Self::ApplyConflict(_) => "Conflict",
+            Self::Invalid { .. } | Self::Rejected => "Invalid",
+            Self::Unclassified(_) => "",
             Self::BadRequest(_) => "BadRequest",
             Self::Forbidden { .. } => "Forbidden",
             Self::MethodNotAllowed => "MethodNotAllowed",
@@ -167,37 +182,67 @@ impl ApiError {
         }
     }
 
-    /// The `Status.details`, if this error names an object.
+    /// The `Status.details`, if this error names an object. Empty `group` and `name` are left
+    /// out, as Go's `omitempty` does.
     fn details(&self) -> Option<Value> {
+        let named = |group: &str, kind: &str, name: &str| {
+            let mut d = serde_json::Map::new();
+            if !name.is_empty() {
+                d.insert("name".into(), json!(name));
+            }
+            if !group.is_empty() {
+                d.insert("group".into(), json!(group));
+            }
+            d.insert("kind".into(), json!(kind));
+            d
+        };
         match self {
             Self::NotFound { resource, name }
             | Self::AlreadyExists { resource, name }
             | Self::Conflict { resource, name, .. }
-            | Self::Forbidden { resource, name, .. } => Some(json!({
-                "name": name,
-                "group": resource.group,
-                "kind": resource.resource,
-            })),
+            | Self::Forbidden { resource, name, .. } => Some(Value::Object(named(
+                &resource.group,
+                &resource.resource,
+                name,
+            ))),
             Self::Invalid {
                 group,
                 kind,
                 name,
                 causes,
-            } => Some(json!({
-                "name": name,
-                "group": group,
-                "kind": kind,
-                "causes": causes.iter().map(|c| {
-                    let (field, message) = c.split_once(": ").unwrap_or(("", c));
-                    let field = if field == "<nil>" { "" } else { field };
-                    json!({"reason": cause_reason(message), "message": message, "field": field})
-                }).collect::<Vec<_>>(),
-            })),
+            } => {
+                let mut d = named(group, kind, name);
+                d.insert(
+                    "causes".into(),
+                    causes
+                        .iter()
+                        .map(|c| {
+                            let (field, message) = c.split_once(": ").unwrap_or(("", c));
+                            let mut cause =
+                                json!({"reason": cause_reason(message), "message": message});
+                            if !field.is_empty() {
+                                object_insert(&mut cause, "field", json!(field));
+                            }
+                            cause
+                        })
+                        .collect(),
+                );
+                Some(Value::Object(d))
+            }
             Self::TooManyRequests { causes, .. } => Some(json!({
                 "causes": causes.iter().map(|(reason, message)| {
                     json!({"reason": reason, "message": message})
                 }).collect::<Vec<_>>(),
             })),
+            Self::ApplyConflict(conflicts) => Some(json!({
+                "causes": conflicts.iter().map(|(manager, field)| json!({
+                    "reason": "FieldManagerConflict",
+                    "message": format!("conflict with {manager}"),
+                    "field": field,
+                })).collect::<Vec<_>>(),
+            })),
+            Self::NoRoute | Self::Rejected => Some(json!({})),
+            Self::Internal(message) => Some(json!({"causes": [{"message": message}]})),
             _ => None,
         }
     }
@@ -213,11 +258,48 @@ impl ApiError {
             "reason": self.reason(),
             "code": self.code(),
         });
-        if let (Some(details), Some(obj)) = (self.details(), status.as_object_mut()) {
-            obj.insert("details".into(), details);
+        if let Some(obj) = status.as_object_mut() {
+            if let Some(details) = self.details() {
+                obj.insert("details".into(), details);
+            }
+            if self.reason().is_empty() {
+                obj.remove("reason");
+            }
         }
         status
     }
+}
+
+fn object_insert(v: &mut Value, key: &str, value: Value) {
+    if let Some(m) = v.as_object_mut() {
+        m.insert(key.to_owned(), value);
+    }
+}
+
+/// `Apply failed with N conflict(s): ...`, as kube-apiserver's `getConflictMessage`: one
+/// conflict inline; several grouped by manager (managers sorted), one `- <field>` line each.
+/// Managers are already printed (`"name"`, or `"name" using v1` for updaters).
+fn apply_conflict_message(conflicts: &[(String, String)]) -> String {
+    if let [(manager, field)] = conflicts {
+        return format!("Apply failed with 1 conflict: conflict with {manager}: {field}");
+    }
+    let mut managers: Vec<&str> = conflicts.iter().map(|(m, _)| m.as_str()).collect();
+    managers.sort_unstable();
+    managers.dedup();
+    let mut lines = Vec::new();
+    for manager in managers {
+        lines.push(format!("conflicts with {manager}:"));
+        for (m, field) in conflicts {
+            if m == manager {
+                lines.push(format!("- {field}"));
+            }
+        }
+    }
+    format!(
+        "Apply failed with {} conflicts: {}",
+        conflicts.len(),
+        lines.join("\n")
+    )
 }
 
 /// `Kind.group`, or `Kind` for the core group, as `schema.GroupKind.String()`.
@@ -229,10 +311,17 @@ fn qualified(kind: &str, group: &str) -> String {
     }
 }
 
-/// Causes joined as `ErrorList.ToAggregate().Error()`: bare when one, bracketed when several.
+/// Causes joined as `ErrorList.ToAggregate().Error()`: duplicates once, bare when one,
+/// bracketed when several.
 fn aggregate(causes: &[String]) -> String {
-    match causes {
-        [one] => one.clone(),
+    let mut unique: Vec<&str> = Vec::new();
+    for c in causes {
+        if !unique.contains(&c.as_str()) {
+            unique.push(c);
+        }
+    }
+    match unique.as_slice() {
+        [one] => (*one).to_owned(),
         many => format!("[{}]", many.join(", ")),
     }
 }
@@ -260,12 +349,16 @@ fn cause_reason(message: &str) -> &'static str {
 
 /// A `Status` of success, as returned by deletes of objects that are gone at once.
 pub fn success_status(resource: &GroupResource, name: &str, uid: &str) -> Value {
+    let mut details = json!({"name": name, "kind": resource.resource, "uid": uid});
+    if !resource.group.is_empty() {
+        object_insert(&mut details, "group", json!(resource.group));
+    }
     json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success",
-        "details": {"name": name, "group": resource.group, "kind": resource.resource, "uid": uid},
+        "details": details,
     })
 }
 

@@ -45,9 +45,9 @@ impl State {
         }
         let body_name = object::name(eviction);
         if !body_name.is_empty() && body_name != name {
-            return Err(ApiError::BadRequest(format!(
-                "name in URL does not match name in Eviction object: {name} vs {body_name}"
-            )));
+            return Err(ApiError::BadRequest(
+                "name in URL does not match name in Eviction object".into(),
+            ));
         }
         let ns = ep.namespace.clone().unwrap_or_default();
         let pod = self.stored(&def, &ns, name)?;
@@ -70,7 +70,7 @@ impl State {
             [] => return self.evict_now(&def, ep, name, &delete_options, opts),
             [one] => one.clone(),
             _ => {
-                return Err(ApiError::Internal(
+                return Err(ApiError::Unclassified(
                     "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.".into(),
                 ));
             }
@@ -155,8 +155,27 @@ impl State {
             .map(|(_, p)| p.clone())
             .collect();
         let refs: Vec<&Value> = pods.iter().collect();
-        for budget in budgets {
-            let status = pdb::status(&budget, &refs, budget.get("status"));
+        // A controller's desired scale: its `spec.replicas`, or its own controller's for a
+        // ReplicaSet owned by a Deployment (as the disruption controller's finders).
+        let scale_of = |uid: &str| -> Option<i64> {
+            let controller = self.store.get_by_uid(uid)?;
+            let replicas = object::get_path(controller, ".spec.replicas").and_then(Value::as_i64);
+            let is_rs = controller.get("kind").and_then(Value::as_str) == Some("ReplicaSet");
+            match pdb::controller_uid(controller).and_then(|u| self.store.get_by_uid(u)) {
+                Some(owner) if is_rs => {
+                    object::get_path(owner, ".spec.replicas").and_then(Value::as_i64)
+                }
+                _ => replicas,
+            }
+        };
+        let computed: Vec<(Value, Value)> = budgets
+            .into_iter()
+            .map(|b| {
+                let status = pdb::status(&b, &refs, b.get("status"), &scale_of);
+                (b, status)
+            })
+            .collect();
+        for (budget, status) in computed {
             let unchanged = budget.get("status").is_some_and(|old| {
                 let strip = |v: &Value| {
                     let mut v = v.clone();

@@ -253,7 +253,9 @@ fn resource(
         faults,
     } = *req;
     let def = sim.resource_def(ep)?;
-    let opts = WriteOptions::parse(q)?;
+    let mut opts = WriteOptions::parse(q)?;
+    let agent = header_str(parts, header::USER_AGENT);
+    opts.user_agent = (!agent.is_empty()).then(|| agent.to_owned());
     let patch_type = || {
         let ct = header_str(parts, header::CONTENT_TYPE);
         PatchType::from_content_type(ct).ok_or_else(|| {

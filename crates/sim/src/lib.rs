@@ -11,7 +11,7 @@
 //!
 //! Modules, from pure logic to I/O:
 //! - [`error`]: `Status` errors; [`object`]: JSON field access; [`selectors`]: label and field
-//!   selectors; [`patch`], [`apply`]: patches and server-side apply; [`scale`]: the Scale view;
+//!   selectors; [`patch`]: patches; [`managed`]: managed fields and server-side apply; [`scale`]: the Scale view;
 //!   [`options`]: query parameters; [`route`]: URL paths; [`schema`]: CRD schema pruning and
 //!   defaulting; [`deletion`]: `DeleteOptions`, grace periods, delete plans; [`rng`]: the
 //!   seeded random numbers.
@@ -25,13 +25,16 @@
 //!   kubeconfig files.
 //! - [`world`]: the simulated controllers.
 //!
-//! Fidelity notes (what is approximated or missing; each module says more):
-//! - Objects are JSON; only CRD schemas prune and default ([`schema`]); built-in kinds get a
-//!   few defaults (pods, deployments, namespaces) and no validation beyond names.
-//! - Lists serve the latest state: a `continue` page shows objects after the last key as they
-//!   are now (no MVCC snapshot) under the first page's resourceVersion; `resourceVersionMatch`
-//!   is ignored.
-//! - Strategic merge patch and server-side apply are approximations ([`patch`], [`apply`]).
+//! Fidelity notes (what is approximated or missing; each module says more). The differential
+//! suite (`tests/differential.rs`) checks the API against a real kube-apiserver;
+//! `DIFFERENCES.md` lists what differs on purpose.
+//! - Objects are JSON; CRD schemas prune and default ([`schema`]); built-in kinds get a few
+//!   defaults (pods, deployments, namespaces) and the validation clients trip over (decoding,
+//!   names, pod containers, workload selectors — [`builtin_validation`] — and immutable
+//!   fields on update, [`update_validation`]).
+//! - A `continue` page lists the objects as of the first page's resourceVersion, rebuilt from
+//!   the watch history (410 once that is compacted); `resourceVersionMatch` is ignored.
+//! - Strategic merge patch and managed fields are approximations ([`patch`], [`managed`]).
 //! - The garbage collector ([`gc`]), CRD and namespace cleanup run synchronously inside the
 //!   request that triggers them; graceful pod deletion waits for a delete with a shorter grace
 //!   period (kubelet-lite's) or the server's timer ([`lifecycle`]).
@@ -39,7 +42,6 @@
 //!   configmap|deployment …` (typed, protobuf) does not work, while `kubectl apply -f` does.
 //! - No authentication, authorization, admission webhooks, or aggregated discovery.
 
-pub mod apply;
 pub mod builtin_validation;
 pub mod builtins;
 pub mod convert;
@@ -52,6 +54,7 @@ pub mod fault;
 pub mod gc;
 pub mod http;
 pub mod lifecycle;
+pub mod managed;
 pub mod object;
 pub mod openapi;
 pub mod options;
@@ -71,6 +74,7 @@ pub mod state;
 pub mod store;
 pub mod subresources;
 pub mod table;
+pub mod update_validation;
 pub mod validation;
 pub mod watch;
 pub mod world;

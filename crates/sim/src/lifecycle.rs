@@ -10,9 +10,11 @@
 //! triggers the background collection of its dependents. A deleted namespace turns
 //! `Terminating`, everything in it is deleted (honouring finalizers), and it goes once empty —
 //! what the namespace controller does, done synchronously.
-//! Inputs: an [`Endpoint`], a name, [`DeleteOptions`]. Outputs: the object (when it stays, or for
-//! custom resources) or a success `Status`, or an [`crate::error::ApiError`]; graceful deletions
-//! queue a [`Reap`] for the server's timer.
+//! Inputs: an [`Endpoint`], a name, [`DeleteOptions`]. Outputs: the object as marked for
+//! deletion (when it was marked, whatever the synchronous garbage collection did next), the
+//! removed object (custom resources, and pods, with `deletionTimestamp` and grace period 0),
+//! or a success `Status`; or an [`crate::error::ApiError`]. Graceful deletions queue a
+//! [`Reap`] for the server's timer.
 
 use std::time::Duration;
 
@@ -147,14 +149,9 @@ impl State {
                     (true, Propagation::Orphan) => self.orphan_dependents(&uid),
                     _ => {}
                 }
-                let (ns, name) = (object::namespace(&stored), object::name(&stored));
-                match self.store.get(&def.store, ns, name) {
-                    Some(current) if object::uid(current) == uid => {
-                        to_served(def, version, current.clone())
-                    }
-                    _ if def.custom || terminating_namespace => to_served(def, version, stored),
-                    _ => success_status(&def.group_resource(), name, &uid),
-                }
+                // The answer is the object as marked, whatever the garbage collector did next
+                // (kube-controller-manager's runs later).
+                to_served(def, version, stored)
             }
             DeleteAction::Remove => {
                 if opts.dry_run {
@@ -164,8 +161,15 @@ impl State {
                     object::namespace(&old).to_owned(),
                     object::name(&old).to_owned(),
                 );
-                let last = self.remove(def, &ns, &name).unwrap_or(old);
-                if def.custom {
+                let mut last = self.remove(def, &ns, &name).unwrap_or(old);
+                if def.special == Special::Pod {
+                    // Pods are deleted "gracefully" with period 0: the answer is the pod as
+                    // marked for that deletion.
+                    let meta = object::metadata_mut(&mut last);
+                    meta.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
+                    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                    to_served(def, version, last)
+                } else if def.custom {
                     to_served(def, version, last)
                 } else {
                     success_status(&def.group_resource(), &name, &uid)

@@ -3,14 +3,15 @@
 //! Responsibility: parse the query string options kube-apiserver accepts (`labelSelector`,
 //! `fieldSelector`, `limit`, `continue`, `resourceVersion`, `watch`, `allowWatchBookmarks`,
 //! `sendInitialEvents`, `timeoutSeconds`, `fieldManager`, `force`, `dryRun`,
-//! `gracePeriodSeconds`, `propagationPolicy`) and encode list continue tokens.
+//! `gracePeriodSeconds`, `propagationPolicy`) and encode list continue tokens (unpadded
+//! URL-safe base64 JSON, as kube-apiserver's). Malformed numbers get Go's `strconv` message.
 //! Inputs: query pairs. Outputs: [`ListOptions`], [`WriteOptions`], or a 400 [`ApiError`].
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
@@ -64,13 +65,18 @@ impl ListOptions {
     /// From the query.
     pub fn parse(q: &Query) -> ApiResult<Self> {
         let bad = |e: crate::selectors::SelectorError| ApiError::BadRequest(e.to_string());
+        // Go's `strconv.ParseInt` error, as kube-apiserver's query decoding reports it.
         let number = |key: &str| -> ApiResult<Option<u64>> {
             q.get(key)
                 .filter(|s| !s.is_empty())
                 .map(|s| {
-                    s.parse::<u64>().map_err(|_| {
-                        ApiError::BadRequest(format!("invalid value for {key}: {s:?}"))
-                    })
+                    s.parse::<i64>()
+                        .map(|n| u64::try_from(n).unwrap_or(0))
+                        .map_err(|_| {
+                            ApiError::BadRequest(format!(
+                                "strconv.ParseInt: parsing {s:?}: invalid syntax"
+                            ))
+                        })
                 })
                 .transpose()
         };
@@ -106,18 +112,23 @@ pub struct ContinueToken {
 }
 
 impl ContinueToken {
-    /// Encode as kube-apiserver does: base64 of a small JSON document.
+    /// Encode as kube-apiserver does: unpadded URL-safe base64 of a small JSON document.
     pub fn encode(&self) -> String {
-        STANDARD.encode(
+        URL_SAFE_NO_PAD.encode(
             json!({"v": "meta.k8s.io/v1", "rv": self.rv, "ns": self.after.0, "name": self.after.1})
                 .to_string(),
         )
     }
 
-    /// Decode; a malformed token is a 400.
+    /// Decode; a malformed token is a 400 (kube-apiserver's message ends with Go's decoding
+    /// error, which this one does not reproduce).
     pub fn decode(s: &str) -> ApiResult<Self> {
-        let bad = || ApiError::BadRequest("continue key is not valid".into());
-        let bytes = STANDARD.decode(s).map_err(|_| bad())?;
+        let bad =
+            || ApiError::BadRequest("invalid continue token: continue key is not valid".into());
+        let bytes = URL_SAFE_NO_PAD
+            .decode(s)
+            .or_else(|_| STANDARD.decode(s))
+            .map_err(|_| bad())?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
         let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
         Ok(Self {
@@ -132,10 +143,35 @@ impl ContinueToken {
 pub struct WriteOptions {
     /// `fieldManager`.
     pub field_manager: Option<String>,
+    /// The manager of a write without `fieldManager`: the User-Agent's product (before the
+    /// first `/`), as kube-apiserver derives it ([`WriteOptions::manager`]).
+    pub user_agent: Option<String>,
     /// `force` (server-side apply).
     pub force: bool,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// Set by server-side apply, which records its own managed fields.
+    pub applying: bool,
+    /// Set by the `binding` subresource, which may set a pod's `spec.nodeName` (no pod
+    /// update validation).
+    pub binding: bool,
+}
+
+impl WriteOptions {
+    /// Who the write's `managedFields` entry names: `fieldManager`, else the User-Agent's
+    /// product, else `unknown`.
+    pub fn manager(&self) -> String {
+        self.field_manager
+            .clone()
+            .or_else(|| {
+                self.user_agent
+                    .as_deref()
+                    .and_then(|ua| ua.split('/').next())
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| "unknown".to_owned())
+    }
 }
 
 impl WriteOptions {
@@ -154,6 +190,7 @@ impl WriteOptions {
             field_manager: q.get("fieldManager").filter(|s| !s.is_empty()).cloned(),
             force: flag(q, "force")?,
             dry_run,
+            ..Self::default()
         })
     }
 }

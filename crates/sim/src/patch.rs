@@ -11,9 +11,11 @@
 //! [`MERGE_KEYS`] (containers and volumes by `name`, conditions by `type`, ports by
 //! `containerPort`, …) are merged element by element on their merge key — by field name
 //! wherever it occurs, not per Go type — `finalizers` is merged as a set, and the directives
-//! `$patch: replace|delete` (maps and list elements) and `$deleteFromPrimitiveList/<field>` are
-//! honoured; `$setElementOrder/<field>` is ignored and `$retainKeys` keeps only the listed keys.
-//! Every other list is replaced, as with a merge patch.
+//! `$patch: replace|delete` (maps and list elements), `$deleteFromPrimitiveList/<field>` and
+//! `$setElementOrder/<field>` are honoured and `$retainKeys` keeps only the listed keys.
+//! Merged lists are ordered as kube-apiserver orders them: the patch's elements first, in
+//! patch (or `$setElementOrder`) order, interleaved with the server-only elements where the
+//! server's order puts those before them. Every other list is replaced, as with a merge patch.
 
 use serde_json::{Map, Value};
 
@@ -97,8 +99,17 @@ pub fn apply_patch(
     let mut out = doc.clone();
     match kind {
         PatchType::Json => {
-            let patch: json_patch::Patch = serde_json::from_slice(body)
-                .map_err(|e| PatchError::Malformed(format!("invalid JSON patch: {e}")))?;
+            let v: Value = serde_json::from_slice(body).map_err(|e| malformed(&e))?;
+            if !v.is_array() {
+                return Err(PatchError::Malformed(format!(
+                    "error decoding patch: json: cannot unmarshal {} into Go value of type []handlers.jsonPatchOp",
+                    go_type(&v)
+                )));
+            }
+            // Operations that do not parse (an unknown `op`) fail when applied, as in
+            // kube-apiserver: 422, not 400.
+            let patch: json_patch::Patch =
+                serde_json::from_value(v).map_err(|e| PatchError::Failed(e.to_string()))?;
             json_patch::patch(&mut out, &patch).map_err(|e| PatchError::Failed(e.to_string()))?;
         }
         PatchType::Merge => {
@@ -124,14 +135,36 @@ pub fn apply_patch(
 }
 
 fn parse_object(body: &[u8]) -> Result<Value, PatchError> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| PatchError::Malformed(format!("invalid JSON in patch body: {e}")))?;
+    let v: Value = serde_json::from_slice(body).map_err(|e| malformed(&e))?;
     if v.is_object() {
         Ok(v)
     } else {
-        Err(PatchError::Malformed(
-            "a merge patch must be a JSON object".into(),
-        ))
+        Err(PatchError::Malformed(format!(
+            "error decoding patch: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            go_type(&v)
+        )))
+    }
+}
+
+/// A body that is not JSON. Go's decoder says `unexpected end of JSON input` for a truncated
+/// one; other syntax errors keep serde's wording.
+fn malformed(e: &serde_json::Error) -> PatchError {
+    if e.is_eof() {
+        PatchError::Malformed("unexpected end of JSON input".into())
+    } else {
+        PatchError::Malformed(format!("invalid JSON in patch body: {e}"))
+    }
+}
+
+/// The JSON type name Go's `encoding/json` uses in unmarshal errors.
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::Null => "null",
     }
 }
 
@@ -186,7 +219,8 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
                 strategic_merge(slot, v);
             }
             Value::Array(items) => {
-                let merged = merge_list(tmap.get(k), items, k);
+                let order = pmap.get(&format!("$setElementOrder/{k}"));
+                let merged = merge_list(tmap.get(k), items, k, order);
                 tmap.insert(k.clone(), merged);
             }
             _ => {
@@ -199,46 +233,106 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
     }
 }
 
-fn merge_list(current: Option<&Value>, patch: &[Value], field: &str) -> Value {
+/// Merge a patch list into the current one as kube-apiserver's strategic merge patch does:
+/// keyed lists (and set-like primitive lists) merge element by element; the result lists the
+/// patch's elements in patch order (or `$setElementOrder` order) interleaved with the
+/// elements only the server had, in server order (`normalizeElementOrder` and
+/// `mergeSortedSlice`); every other list is replaced.
+fn merge_list(
+    current: Option<&Value>,
+    patch: &[Value],
+    field: &str,
+    order: Option<&Value>,
+) -> Value {
     let replace_all = patch
         .iter()
         .any(|p| p.is_object() && directive(p) == Some("replace"));
-    let cur: Vec<Value> = match current {
+    let server: Vec<Value> = match current {
         Some(Value::Array(a)) if !replace_all => a.clone(),
         _ => Vec::new(),
     };
-    let patch_items = patch
+    let patch_items: Vec<&Value> = patch
         .iter()
-        .filter(|p| !(p.is_object() && directive(p) == Some("replace")));
-    if SET_LISTS.contains(&field) {
-        let mut out = cur;
-        for p in patch_items {
-            if !out.contains(p) {
-                out.push(p.clone());
-            }
-        }
-        return Value::Array(out);
+        .filter(|p| !(p.is_object() && directive(p) == Some("replace")))
+        .collect();
+    let key = merge_key(field);
+    if key.is_none() && !SET_LISTS.contains(&field) {
+        return Value::Array(patch_items.into_iter().cloned().collect());
     }
-    let Some(key) = merge_key(field) else {
-        return Value::Array(patch_items.cloned().collect());
+    // The identity of an element: its merge key's value, or the value itself in a set.
+    let id = |v: &Value| -> Option<Value> {
+        match key {
+            Some(k) => v.get(k).cloned(),
+            None => Some(v.clone()),
+        }
     };
-    let mut out = cur;
+    let mut patched: Vec<Value> = Vec::new();
+    let mut touched: Vec<Value> = Vec::new();
     for p in patch_items {
-        let Some(id) = p.get(key).cloned() else {
-            out.push(p.clone());
+        let Some(pid) = id(p) else {
+            patched.push(p.clone());
             continue;
         };
-        let pos = out.iter().position(|c| c.get(key) == Some(&id));
-        if directive(p) == Some("delete") {
-            if let Some(i) = pos {
-                out.remove(i);
-            }
+        if touched.contains(&pid) {
             continue;
         }
-        match pos.and_then(|i| out.get_mut(i)) {
-            Some(existing) => strategic_merge(existing, p),
-            None => out.push(p.clone()),
+        touched.push(pid.clone());
+        if key.is_some() && directive(p) == Some("delete") {
+            continue;
         }
+        let merged = match (key, server.iter().find(|c| id(c).as_ref() == Some(&pid))) {
+            (None, _) => p.clone(),
+            (Some(_), Some(existing)) => {
+                let mut m = existing.clone();
+                strategic_merge(&mut m, p);
+                m
+            }
+            (Some(_), None) => {
+                let mut m = Value::Object(Map::new());
+                strategic_merge(&mut m, p);
+                m
+            }
+        };
+        patched.push(merged);
+    }
+    let server_ids: Vec<Option<Value>> = server.iter().map(id).collect();
+    let server_only: Vec<Value> = server
+        .iter()
+        .filter(|c| id(c).is_none_or(|i| !touched.contains(&i)))
+        .cloned()
+        .collect();
+    // `$setElementOrder/<field>` (a list of identities, or of `{key: value}` maps) sorts the
+    // patch's elements.
+    if let Some(Value::Array(wanted)) = order {
+        let wanted: Vec<Value> = wanted
+            .iter()
+            .map(|w| match key {
+                Some(k) => w.get(k).cloned().unwrap_or(Value::Null),
+                None => w.clone(),
+            })
+            .collect();
+        patched.sort_by_key(|item| {
+            id(item)
+                .and_then(|i| wanted.iter().position(|w| *w == i))
+                .unwrap_or(usize::MAX)
+        });
+    }
+    let position =
+        |v: &Value| id(v).and_then(|i| server_ids.iter().position(|s| s.as_ref() == Some(&i)));
+    let mut out = Vec::with_capacity(patched.len() + server_only.len());
+    let (mut left, mut right) = (
+        server_only.into_iter().peekable(),
+        patched.into_iter().peekable(),
+    );
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => matches!((position(l), position(r)), (Some(a), Some(b)) if a < b),
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        out.extend(next);
     }
     Value::Array(out)
 }
@@ -307,7 +401,8 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
+        // The patch's elements come first (kube-apiserver's order without $setElementOrder).
+        assert_eq!(out["metadata"]["finalizers"], json!(["b", "a"]));
         let containers = out["spec"]["containers"].as_array().unwrap();
         assert_eq!(containers.len(), 2);
         assert_eq!(containers[0]["image"], "v2");
@@ -335,6 +430,29 @@ mod tests {
         assert_eq!(out["spec"]["z"], 2);
         let err = apply_patch(PatchType::Strategic, &doc, b"{}", true);
         assert!(matches!(err, Err(PatchError::Unsupported(_))));
+    }
+
+    #[test]
+    fn set_element_order_sorts_the_patch() {
+        let doc = json!({"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "1"}]}});
+        let patch = json!({"spec": {
+            "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+            "containers": [{"name": "c", "image": "2"}, {"name": "b", "image": "2"}]}});
+        let out = apply_patch(
+            PatchType::Strategic,
+            &doc,
+            patch.to_string().as_bytes(),
+            false,
+        )
+        .unwrap();
+        let names: Vec<&str> = out["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(out["spec"]["containers"][1]["image"], "2");
     }
 
     #[test]

@@ -5,11 +5,12 @@
 //! `disruptedPods`, the `DisruptionAllowed` condition) from `minAvailable`/`maxUnavailable`
 //! given as integers or percentages (percentages round up).
 //! Inputs: a PDB and the pods of its namespace. Outputs: the PDB's status.
-//! Approximation: `expectedPods` is the number of selected pods that are not being deleted;
-//! kube-controller-manager asks the pods' controllers for their desired scale. As there, with
-//! `maxUnavailable` or a percentage `minAvailable` only pods with a controller count (pods
-//! without one are "unmanaged" and ignored), and nothing may be disrupted while `expectedPods`
-//! is 0 — so a bare pod under a `maxUnavailable` budget can never be evicted.
+//! `expectedPods` is, as kube-controller-manager computes it, every selected pod with an
+//! integer `minAvailable`, else the desired scale of the selected pods' controllers
+//! (ReplicaSets count their Deployment's); pods without a controller are "unmanaged" and
+//! ignored, and nothing may be disrupted while `expectedPods` is 0 — so a bare pod under a
+//! `maxUnavailable` budget can never be evicted. Approximation: a controller that does not
+//! exist (tests use made-up owners) counts its pods; kube-controller-manager fails the sync.
 
 use serde_json::{Value, json};
 
@@ -93,8 +94,51 @@ pub fn desired_healthy(pdb: &Value, expected: i64) -> i64 {
     expected
 }
 
-/// The budget's status given the pods of its namespace.
-pub fn status(pdb: &Value, pods: &[&Value], old: Option<&Value>) -> Value {
+/// The uid of a pod's controller, if it has one.
+pub fn controller_uid(pod: &Value) -> Option<&str> {
+    object::get_path(pod, ".metadata.ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|o| o.get("uid"))
+        .and_then(Value::as_str)
+}
+
+/// The number of pods the budget expects: with an integer `minAvailable` every selected pod
+/// (terminating ones too); otherwise the sum of the selected pods' controllers' desired
+/// scale (`scale_of` a controller uid, `None` when the controller is unknown — then its
+/// non-terminating pods count), pods without a controller being ignored.
+fn expected_pods(pdb: &Value, selected: &[&&Value], scale_of: &dyn Fn(&str) -> Option<i64>) -> i64 {
+    let int_min_available = pdb
+        .pointer("/spec/minAvailable")
+        .is_some_and(Value::is_number);
+    if int_min_available {
+        return i64::try_from(selected.len()).unwrap_or(i64::MAX);
+    }
+    let mut scales: std::collections::BTreeMap<&str, i64> = std::collections::BTreeMap::new();
+    for pod in selected {
+        let Some(uid) = controller_uid(pod) else {
+            continue;
+        };
+        match scale_of(uid) {
+            Some(n) => {
+                scales.insert(uid, n);
+            }
+            None if !object::is_deleting(pod) => *scales.entry(uid).or_insert(0) += 1,
+            None => {}
+        }
+    }
+    scales.values().sum()
+}
+
+/// The budget's status given the pods of its namespace; `scale_of` gives a controller's
+/// desired replicas by uid.
+pub fn status(
+    pdb: &Value,
+    pods: &[&Value],
+    old: Option<&Value>,
+    scale_of: &dyn Fn(&str) -> Option<i64>,
+) -> Value {
     let selector = pdb.get("spec").and_then(|s| s.get("selector"));
     let selected: Vec<&&Value> = pods
         .iter()
@@ -105,23 +149,7 @@ pub fn status(pdb: &Value, pods: &[&Value], old: Option<&Value>) -> Value {
         .copied()
         .filter(|p| !object::is_deleting(p))
         .collect();
-    let int_min_available = pdb
-        .pointer("/spec/minAvailable")
-        .is_some_and(Value::is_number);
-    let controlled = |p: &Value| {
-        object::get_path(p, ".metadata.ownerReferences")
-            .and_then(Value::as_array)
-            .is_some_and(|os| {
-                os.iter()
-                    .any(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
-            })
-    };
-    let counted = if int_min_available {
-        live.len()
-    } else {
-        live.iter().filter(|p| controlled(p)).count()
-    };
-    let expected = i64::try_from(counted).unwrap_or(i64::MAX);
+    let expected = expected_pods(pdb, &selected, scale_of);
     // Pods evicted but not gone yet are not counted healthy.
     let disrupted: serde_json::Map<String, Value> = old
         .and_then(|o| o.get("disruptedPods"))
@@ -201,15 +229,15 @@ mod tests {
             pod("d", false),
         ];
         let refs: Vec<&Value> = pods.iter().collect();
-        let st = status(&pdb(json!({"minAvailable": 2})), &refs, None);
+        let st = status(&pdb(json!({"minAvailable": 2})), &refs, None, &|_| None);
         assert_eq!(
             (st["expectedPods"].as_i64(), st["currentHealthy"].as_i64()),
             (Some(4), Some(3))
         );
         assert_eq!(st["disruptionsAllowed"], 1);
-        let st = status(&pdb(json!({"minAvailable": "50%"})), &refs, None);
+        let st = status(&pdb(json!({"minAvailable": "50%"})), &refs, None, &|_| None);
         assert_eq!(st["desiredHealthy"], 2);
-        let st = status(&pdb(json!({"maxUnavailable": 1})), &refs, None);
+        let st = status(&pdb(json!({"maxUnavailable": 1})), &refs, None, &|_| None);
         assert_eq!(
             (
                 st["desiredHealthy"].as_i64(),
@@ -217,7 +245,9 @@ mod tests {
             ),
             (Some(3), Some(0))
         );
-        let st = status(&pdb(json!({"maxUnavailable": "30%"})), &refs, None);
+        let st = status(&pdb(json!({"maxUnavailable": "30%"})), &refs, None, &|_| {
+            None
+        });
         assert_eq!(
             st["desiredHealthy"], 2,
             "30% of 4 rounds up to 2 unavailable"
@@ -230,7 +260,7 @@ mod tests {
         let bare = json!({"metadata": {"name": "a", "labels": {"app": "web"}},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
         let refs = [&bare];
-        let st = status(&pdb(json!({"maxUnavailable": 1})), &refs, None);
+        let st = status(&pdb(json!({"maxUnavailable": 1})), &refs, None, &|_| None);
         assert_eq!(
             (
                 st["expectedPods"].as_i64(),
@@ -239,7 +269,7 @@ mod tests {
             (Some(0), Some(0)),
             "an unmanaged pod under maxUnavailable is never evictable"
         );
-        let st = status(&pdb(json!({"minAvailable": 0})), &refs, None);
+        let st = status(&pdb(json!({"minAvailable": 0})), &refs, None, &|_| None);
         assert_eq!(st["disruptionsAllowed"], 1);
     }
 

@@ -13,8 +13,15 @@ use crate::object::{self, get_path, set_path};
 use crate::registry::ScalePaths;
 use crate::selectors::label_selector_string;
 
-/// The Scale view of an object.
-pub fn to_scale(paths: &ScalePaths, obj: &Value) -> Value {
+/// The Scale view of an object. A custom resource without its spec replicas field cannot be
+/// viewed so (kube-apiserver's 500).
+pub fn to_scale(paths: &ScalePaths, obj: &Value) -> ApiResult<Value> {
+    if !paths.selector_from_spec && get_path(obj, &paths.spec_replicas).is_none() {
+        return Err(ApiError::Internal(format!(
+            "the spec replicas field {:?} does not exist",
+            paths.spec_replicas
+        )));
+    }
     let replicas = |p: &str| get_path(obj, p).and_then(Value::as_i64).unwrap_or(0);
     let mut status = json!({"replicas": replicas(&paths.status_replicas)});
     let selector = if paths.selector_from_spec {
@@ -43,13 +50,34 @@ pub fn to_scale(paths: &ScalePaths, obj: &Value) -> Value {
             scale_meta.insert(f.to_owned(), v.clone());
         }
     }
-    json!({
+    Ok(json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": scale_meta,
         "spec": {"replicas": replicas(&paths.spec_replicas)},
         "status": status,
-    })
+    }))
+}
+
+/// What a custom resource with a scale subresource must satisfy on every write: its spec
+/// (and status) replicas are non-negative int32s. Causes name the CRD's paths as written.
+pub fn custom_replica_causes(paths: &ScalePaths, obj: &Value) -> Vec<String> {
+    let mut causes = Vec::new();
+    for path in [&paths.spec_replicas, &paths.status_replicas] {
+        if let Some(n) = get_path(obj, path).and_then(Value::as_i64) {
+            if n < 0 {
+                causes.push(format!(
+                    "{path}: Invalid value: {n}: should be a non-negative integer"
+                ));
+            } else if n > i64::from(i32::MAX) {
+                causes.push(format!(
+                    "{path}: Invalid value: {n}: should be less than or equal to {}",
+                    i32::MAX
+                ));
+            }
+        }
+    }
+    causes
 }
 
 /// The object with the Scale's `spec.replicas` written into it. A Scale's
@@ -68,7 +96,9 @@ pub fn from_scale(paths: &ScalePaths, obj: &Value, scale: &Value) -> ApiResult<V
         .and_then(|s| s.get("replicas"))
         .map_or(Some(0), Value::as_i64)
         .ok_or_else(|| ApiError::BadRequest("spec.replicas must be an integer".into()))?;
-    if replicas < 0 {
+    // A custom resource's replicas are checked with the resource (see
+    // `custom_replica_causes`).
+    if replicas < 0 && paths.selector_from_spec {
         return Err(ApiError::invalid(
             "Scale",
             "autoscaling",
@@ -105,7 +135,7 @@ mod tests {
         let obj = json!({"metadata": {"name": "d", "resourceVersion": "4"},
             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}}},
             "status": {"replicas": 1}});
-        let scale = to_scale(&paths, &obj);
+        let scale = to_scale(&paths, &obj).unwrap();
         assert_eq!(scale["spec"]["replicas"], 2);
         assert_eq!(scale["status"]["replicas"], 1);
         assert_eq!(scale["status"]["selector"], "app=d");
@@ -125,7 +155,13 @@ mod tests {
             selector_from_spec: false,
         };
         let obj = json!({"metadata": {"name": "p"}, "spec": {"replicas": 3}, "status": {"nodes": 2, "selector": "a=b"}});
-        let scale = to_scale(&paths, &obj);
+        let scale = to_scale(&paths, &obj).unwrap();
         assert_eq!(scale["status"], json!({"replicas": 2, "selector": "a=b"}));
+        let missing = json!({"metadata": {"name": "p"}, "spec": {}});
+        assert_eq!(to_scale(&paths, &missing).unwrap_err().code(), 500);
+        assert_eq!(
+            custom_replica_causes(&paths, &json!({"spec": {"replicas": -1}})),
+            vec![".spec.replicas: Invalid value: -1: should be a non-negative integer"]
+        );
     }
 }

@@ -12,18 +12,22 @@
 
 use serde_json::{Map, Value};
 
-/// A malformed selector.
+/// A malformed selector, with apimachinery's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectorError {
     /// The label selector cannot be parsed.
-    #[error("unable to parse requirement: {0}")]
+    #[error("{0}")]
     Label(String),
     /// The field selector cannot be parsed.
-    #[error("invalid field selector: {0}")]
+    #[error("{0}")]
     Field(String),
-    /// The field is not supported for this resource.
+    /// The field is not a field label of this resource (which has its own field labels).
     #[error("field label not supported: {0}")]
     UnsupportedField(String),
+    /// The field is not `metadata.name` or `metadata.namespace` (the resource has no other
+    /// field labels).
+    #[error("{0:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")]
+    UnknownField(String),
 }
 
 /// One label requirement.
@@ -47,45 +51,345 @@ pub enum LabelReq {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelSelector(pub Vec<LabelReq>);
 
-/// Split at commas that are not inside parentheses.
-fn split_top_level(s: &str) -> Result<Vec<String>, SelectorError> {
-    let mut parts = Vec::new();
-    let mut depth = 0_i32;
-    let mut cur = String::new();
-    for c in s.chars() {
-        match c {
-            '(' => {
-                depth += 1;
-                cur.push(c);
-            }
-            ')' => {
-                depth -= 1;
-                if depth < 0 {
-                    return Err(SelectorError::Label(format!("unbalanced ')' in {s:?}")));
-                }
-                cur.push(c);
-            }
-            ',' if depth == 0 => parts.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    if depth != 0 {
-        return Err(SelectorError::Label(format!("unbalanced '(' in {s:?}")));
-    }
-    parts.push(cur);
-    Ok(parts)
+/// A token of apimachinery's label selector lexer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok {
+    Error,
+    End,
+    ClosedPar,
+    Comma,
+    DoesNotExist,
+    DoubleEquals,
+    Equals,
+    GreaterThan,
+    Identifier,
+    In,
+    LessThan,
+    NotEquals,
+    NotIn,
+    OpenPar,
 }
 
-/// Whether `s` is a valid label key (optional DNS prefix, `/`, name of `[A-Za-z0-9-_.]`).
-fn valid_key(s: &str) -> bool {
-    let name = s.rsplit_once('/').map_or(s, |(prefix, name)| {
-        if prefix.is_empty() || prefix.len() > 253 {
-            ""
-        } else {
-            name
+fn keyword(s: &str) -> Option<Tok> {
+    Some(match s {
+        ")" => Tok::ClosedPar,
+        "," => Tok::Comma,
+        "!" => Tok::DoesNotExist,
+        "==" => Tok::DoubleEquals,
+        "=" => Tok::Equals,
+        ">" => Tok::GreaterThan,
+        "in" => Tok::In,
+        "<" => Tok::LessThan,
+        "!=" => Tok::NotEquals,
+        "notin" => Tok::NotIn,
+        "(" => Tok::OpenPar,
+        _ => return None,
+    })
+}
+
+fn special(c: u8) -> bool {
+    matches!(c, b'=' | b'!' | b'(' | b')' | b',' | b'>' | b'<')
+}
+
+/// The tokens of a selector, as apimachinery's `Lexer` scans them.
+fn lex(s: &str) -> Vec<(Tok, String)> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut out = Vec::new();
+    loop {
+        while b
+            .get(i)
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+        {
+            i += 1;
         }
-    });
-    valid_value(name) && !name.is_empty()
+        let Some(&c) = b.get(i) else {
+            out.push((Tok::End, String::new()));
+            return out;
+        };
+        let start = i;
+        if special(c) {
+            let mut last: Option<(Tok, usize)> = None;
+            while let Some(&c) = b.get(i) {
+                if !special(c) {
+                    break;
+                }
+                i += 1;
+                match keyword(s.get(start..i).unwrap_or_default()) {
+                    Some(t) => last = Some((t, i)),
+                    None if last.is_some() => {
+                        i -= 1;
+                        break;
+                    }
+                    None => {}
+                }
+            }
+            match last {
+                Some((t, end)) => {
+                    i = end;
+                    out.push((t, s.get(start..end).unwrap_or_default().to_owned()));
+                }
+                None => {
+                    let found = s.get(start..i).unwrap_or_default();
+                    out.push((
+                        Tok::Error,
+                        format!("error expected: keyword found '{found}'"),
+                    ));
+                }
+            }
+        } else {
+            while b
+                .get(i)
+                .is_some_and(|&c| !special(c) && !matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+            {
+                i += 1;
+            }
+            let word = s.get(start..i).unwrap_or_default();
+            let tok = match keyword(word) {
+                Some(t @ (Tok::In | Tok::NotIn)) => t,
+                _ => Tok::Identifier,
+            };
+            out.push((tok, word.to_owned()));
+        }
+    }
+}
+
+/// apimachinery's `Parser`: `in`/`notin` are identifiers where values are expected.
+struct Parser {
+    tokens: Vec<(Tok, String)>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek(&self, values: bool) -> (Tok, String) {
+        let (t, lit) = self
+            .tokens
+            .get(self.pos)
+            .cloned()
+            .unwrap_or((Tok::End, String::new()));
+        match t {
+            Tok::In | Tok::NotIn if values => (Tok::Identifier, lit),
+            _ => (t, lit),
+        }
+    }
+
+    fn next(&mut self, values: bool) -> (Tok, String) {
+        let t = self.peek(values);
+        if self.pos < self.tokens.len() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn parse(&mut self) -> Result<Vec<LabelReq>, SelectorError> {
+        let mut reqs = Vec::new();
+        loop {
+            let (tok, lit) = self.peek(true);
+            match tok {
+                Tok::Identifier | Tok::DoesNotExist => {
+                    let r = self.requirement().map_err(|e| {
+                        SelectorError::Label(format!("unable to parse requirement: {e}"))
+                    })?;
+                    reqs.push(r);
+                    let (t, l) = self.next(true);
+                    match t {
+                        Tok::End => return Ok(reqs),
+                        Tok::Comma => {
+                            let (t2, l2) = self.peek(true);
+                            if t2 != Tok::Identifier && t2 != Tok::DoesNotExist {
+                                return Err(SelectorError::Label(format!(
+                                    "found '{l2}', expected: identifier after ','"
+                                )));
+                            }
+                        }
+                        _ => {
+                            return Err(SelectorError::Label(format!(
+                                "found '{l}', expected: ',' or 'end of string'"
+                            )));
+                        }
+                    }
+                }
+                Tok::End => return Ok(reqs),
+                _ => {
+                    return Err(SelectorError::Label(format!(
+                        "found '{lit}', expected: !, identifier, or 'end of string'"
+                    )));
+                }
+            }
+        }
+    }
+
+    fn requirement(&mut self) -> Result<LabelReq, String> {
+        let (mut tok, mut lit) = self.next(true);
+        let negated = tok == Tok::DoesNotExist;
+        if negated {
+            (tok, lit) = self.next(true);
+        }
+        if tok != Tok::Identifier {
+            return Err(format!("found '{lit}', expected: identifier"));
+        }
+        let key = lit;
+        if let Some(e) = key_problem(&key) {
+            return Err(format!("key: Invalid value: {key:?}: {e}"));
+        }
+        let (next, _) = self.peek(true);
+        if negated {
+            return Ok(LabelReq::NotExists(key));
+        }
+        if next == Tok::End || next == Tok::Comma {
+            return Ok(LabelReq::Exists(key));
+        }
+        let (op, lit) = self.next(false);
+        let values = match op {
+            Tok::In | Tok::NotIn => self.values()?,
+            Tok::Equals | Tok::DoubleEquals | Tok::NotEquals | Tok::GreaterThan | Tok::LessThan => {
+                self.exact_value()?
+            }
+            _ => {
+                return Err(format!(
+                    "found '{lit}', expected: in, notin, =, ==, !=, gt, lt"
+                ));
+            }
+        };
+        let mut problems = Vec::new();
+        match op {
+            Tok::In | Tok::NotIn if values.is_empty() => problems.push(
+                "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty"
+                    .to_owned(),
+            ),
+            Tok::GreaterThan | Tok::LessThan => {
+                for (i, v) in values.iter().enumerate() {
+                    if v.parse::<i64>().is_err() {
+                        problems.push(format!(
+                            "values[{i}]: Invalid value: {v:?}: for 'Gt', 'Lt' operators, the value must be an integer"
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+        for (i, v) in values.iter().enumerate() {
+            if !valid_value(v) {
+                problems.push(format!(
+                    "values[{i}][{key}]: Invalid value: {v:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+                ));
+            }
+        }
+        match problems.as_slice() {
+            [] => {}
+            [one] => return Err(one.clone()),
+            many => return Err(format!("[{}]", many.join(", "))),
+        }
+        Ok(match op {
+            Tok::In | Tok::Equals | Tok::DoubleEquals => LabelReq::In(key, values),
+            Tok::NotIn | Tok::NotEquals => LabelReq::NotIn(key, values),
+            Tok::GreaterThan => {
+                LabelReq::Gt(key, values.first().map_or(0, |v| v.parse().unwrap_or(0)))
+            }
+            _ => LabelReq::Lt(key, values.first().map_or(0, |v| v.parse().unwrap_or(0))),
+        })
+    }
+
+    /// `(a,b)` after `in`/`notin`, as a sorted set.
+    fn values(&mut self) -> Result<Vec<String>, String> {
+        let (tok, lit) = self.next(true);
+        if tok != Tok::OpenPar {
+            return Err(format!("found '{lit}' expected: '('"));
+        }
+        let (tok, lit) = self.peek(true);
+        let mut set = std::collections::BTreeSet::new();
+        match tok {
+            Tok::Identifier | Tok::Comma => {
+                loop {
+                    let (t, l) = self.next(true);
+                    match t {
+                        Tok::Identifier => {
+                            set.insert(l);
+                            let (t2, l2) = self.peek(true);
+                            match t2 {
+                                Tok::Comma => {}
+                                Tok::ClosedPar => break,
+                                _ => return Err(format!("found '{l2}', expected: ',' or ')'")),
+                            }
+                        }
+                        Tok::Comma => {
+                            if set.is_empty() {
+                                set.insert(String::new());
+                            }
+                            let (t2, _) = self.peek(true);
+                            if t2 == Tok::ClosedPar {
+                                set.insert(String::new());
+                                break;
+                            }
+                            if t2 == Tok::Comma {
+                                self.next(true);
+                                set.insert(String::new());
+                            }
+                        }
+                        _ => return Err(format!("found '{l}', expected: ',', or identifier")),
+                    }
+                }
+                let (t, _) = self.next(true);
+                if t != Tok::ClosedPar {
+                    return Err(format!("found '{lit}', expected: ')'"));
+                }
+            }
+            Tok::ClosedPar => {
+                self.next(true);
+                set.insert(String::new());
+            }
+            _ => return Err(format!("found '{lit}', expected: ',', ')' or identifier")),
+        }
+        Ok(set.into_iter().collect())
+    }
+
+    /// The one value after `=`, `==`, `!=`, `>`, `<` (empty at a comma or the end).
+    fn exact_value(&mut self) -> Result<Vec<String>, String> {
+        let (tok, _) = self.peek(true);
+        if tok == Tok::End || tok == Tok::Comma {
+            return Ok(vec![String::new()]);
+        }
+        let (tok, lit) = self.next(true);
+        if tok == Tok::Identifier {
+            Ok(vec![lit])
+        } else {
+            Err(format!("found '{lit}', expected: identifier"))
+        }
+    }
+}
+
+/// What is wrong with a label key (a qualified name), as `IsQualifiedName` says it.
+fn key_problem(k: &str) -> Option<String> {
+    const NAME: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    let (prefix, name) = match k.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    if name.is_empty() {
+        return Some("name part must be non-empty".into());
+    }
+    if name.len() > 63 {
+        return Some("name part must be no more than 63 characters".into());
+    }
+    if !valid_value(name) {
+        return Some(NAME.into());
+    }
+    if let Some(p) = prefix {
+        let label = |l: &str| {
+            !l.is_empty()
+                && l.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        };
+        if p.is_empty() {
+            return Some("prefix part must be non-empty".into());
+        }
+        if p.len() > 253 || !p.split('.').all(label) {
+            return Some("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into());
+        }
+    }
+    None
 }
 
 /// Whether `s` is a valid label value (may be empty).
@@ -97,92 +401,17 @@ fn valid_value(s: &str) -> bool {
         && s.chars().last().is_none_or(|c| c.is_ascii_alphanumeric())
 }
 
-fn key(s: &str) -> Result<String, SelectorError> {
-    let k = s.trim();
-    if valid_key(k) {
-        Ok(k.to_owned())
-    } else {
-        Err(SelectorError::Label(format!("invalid label key {k:?}")))
-    }
-}
-
-fn value(s: &str) -> Result<String, SelectorError> {
-    let v = s.trim();
-    if valid_value(v) {
-        Ok(v.to_owned())
-    } else {
-        Err(SelectorError::Label(format!("invalid label value {v:?}")))
-    }
-}
-
-/// Parse `(a, b)` after `in`/`notin`.
-fn value_set(s: &str) -> Result<Vec<String>, SelectorError> {
-    let inner = s
-        .trim()
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| SelectorError::Label(format!("expected '(values)', found {s:?}")))?;
-    inner.split(',').map(value).collect()
-}
-
-fn parse_term(term: &str) -> Result<LabelReq, SelectorError> {
-    let t = term.trim();
-    if let Some(rest) = t.strip_prefix('!') {
-        return Ok(LabelReq::NotExists(key(rest)?));
-    }
-    if let Some((k, v)) = t.split_once("!=") {
-        return Ok(LabelReq::NotIn(key(k)?, vec![value(v)?]));
-    }
-    if let Some((k, v)) = t.split_once("==") {
-        return Ok(LabelReq::In(key(k)?, vec![value(v)?]));
-    }
-    if let Some((k, v)) = t.split_once('=') {
-        return Ok(LabelReq::In(key(k)?, vec![value(v)?]));
-    }
-    for (op, gt) in [('>', true), ('<', false)] {
-        if let Some((k, v)) = t.split_once(op) {
-            let n: i64 = v
-                .trim()
-                .parse()
-                .map_err(|_| SelectorError::Label(format!("{v:?} is not an integer")))?;
-            let k = key(k)?;
-            return Ok(if gt {
-                LabelReq::Gt(k, n)
-            } else {
-                LabelReq::Lt(k, n)
-            });
-        }
-    }
-    // `key in (…)` / `key notin (…)` / `key`
-    let mut words = t.splitn(2, char::is_whitespace);
-    let k = words.next().unwrap_or_default();
-    match words.next().map(str::trim_start) {
-        None => Ok(LabelReq::Exists(key(k)?)),
-        Some(rest) => {
-            if let Some(set) = rest.strip_prefix("notin") {
-                Ok(LabelReq::NotIn(key(k)?, value_set(set)?))
-            } else if let Some(set) = rest.strip_prefix("in") {
-                Ok(LabelReq::In(key(k)?, value_set(set)?))
-            } else {
-                Err(SelectorError::Label(format!(
-                    "expected 'in' or 'notin' in {t:?}"
-                )))
-            }
-        }
-    }
-}
-
 impl LabelSelector {
-    /// Parse a `labelSelector` query value.
+    /// Parse a `labelSelector` query value, as apimachinery's `labels.Parse`.
     pub fn parse(s: &str) -> Result<Self, SelectorError> {
-        if s.trim().is_empty() {
-            return Ok(Self::default());
+        let tokens = lex(s);
+        if let Some((_, message)) = tokens.iter().find(|(t, _)| *t == Tok::Error) {
+            // The lexer's error token ends the scan; the parser reports what it found.
+            return Err(SelectorError::Label(format!(
+                "found '{message}', expected: !, identifier, or 'end of string'"
+            )));
         }
-        split_top_level(s)?
-            .iter()
-            .map(|t| parse_term(t))
-            .collect::<Result<_, _>>()
-            .map(Self)
+        Parser { tokens, pos: 0 }.parse().map(Self)
     }
 
     /// Whether the labels satisfy every requirement.
@@ -257,7 +486,7 @@ pub struct FieldReq {
 pub struct FieldSelector(pub Vec<FieldReq>);
 
 impl FieldSelector {
-    /// Parse a `fieldSelector` query value.
+    /// Parse a `fieldSelector` query value, as apimachinery's `fields.ParseSelector`.
     pub fn parse(s: &str) -> Result<Self, SelectorError> {
         if s.trim().is_empty() {
             return Ok(Self::default());
@@ -272,15 +501,11 @@ impl FieldSelector {
                     (f, v, false)
                 } else {
                     return Err(SelectorError::Field(format!(
-                        "{term:?}: expected an operator (=, ==, !=)"
+                        "invalid selector: '{s}'; can't understand '{term}'"
                     )));
                 };
-                let field = field.trim();
-                if field.is_empty() {
-                    return Err(SelectorError::Field(format!("{term:?}: empty field")));
-                }
                 Ok(FieldReq {
-                    field: field.to_owned(),
+                    field: field.trim().to_owned(),
                     value: value.trim().to_owned(),
                     negated,
                 })
@@ -289,14 +514,19 @@ impl FieldSelector {
             .map(Self)
     }
 
-    /// Check every field is one of `supported`.
+    /// Check every field is one of `supported`. Resources with field labels of their own
+    /// say "not supported"; the others list the two metadata fields, as kube-apiserver does.
     pub fn check_supported(&self, supported: &[&str]) -> Result<(), SelectorError> {
+        let own_labels = supported
+            .iter()
+            .any(|f| !matches!(*f, "metadata.name" | "metadata.namespace"));
         match self
             .0
             .iter()
             .find(|r| !supported.contains(&r.field.as_str()))
         {
-            Some(r) => Err(SelectorError::UnsupportedField(r.field.clone())),
+            Some(r) if own_labels => Err(SelectorError::UnsupportedField(r.field.clone())),
+            Some(r) => Err(SelectorError::UnknownField(r.field.clone())),
             None => Ok(()),
         }
     }
@@ -380,9 +610,29 @@ mod tests {
 
     #[test]
     fn malformed_label_selectors_are_errors() {
-        for bad in ["a in (b", "a in b", "a=b)", "=b", "a b", "a=-x-", "a>x"] {
+        for bad in [
+            "a in (b", "a in b", "a=b)", "=b", "a b", "a=-x-", "a>x", "a in ()x",
+        ] {
             assert!(LabelSelector::parse(bad).is_err(), "{bad}");
         }
+        let message = |s: &str| LabelSelector::parse(s).unwrap_err().to_string();
+        assert_eq!(
+            message("app in ("),
+            "unable to parse requirement: found '', expected: ',', ')' or identifier"
+        );
+        assert_eq!(
+            message("a b"),
+            "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
+        );
+        assert_eq!(
+            message("=x"),
+            "found '=', expected: !, identifier, or 'end of string'"
+        );
+        assert_eq!(
+            message("app=web,,"),
+            "found ',', expected: identifier after ','"
+        );
+        assert!(LabelSelector::parse("a in (),b notin (x,,y)").is_ok());
     }
 
     #[test]
@@ -405,6 +655,10 @@ mod tests {
         assert!(FieldSelector::parse("nonsense").is_err());
         assert_eq!(
             sel.check_supported(&["metadata.name"]),
+            Err(SelectorError::UnknownField("spec.nodeName".into()))
+        );
+        assert_eq!(
+            sel.check_supported(&["metadata.name", "status.phase"]),
             Err(SelectorError::UnsupportedField("spec.nodeName".into()))
         );
     }

@@ -23,44 +23,80 @@ pub enum WriteMode {
     Status,
 }
 
-/// Whether `s` is a DNS-1123 label (namespaces).
+/// Whether `s` is a DNS-1123 label (namespaces), length aside.
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 63
         && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
         && s.chars().last().is_some_and(|c| c.is_ascii_alphanumeric())
 }
 
-/// Whether `s` is a DNS-1123 subdomain (most names).
+/// Whether `s` is a DNS-1123 subdomain (most names), length aside.
 fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
+    !s.is_empty() && s.split('.').all(is_dns_label)
 }
 
-/// Validate an object name for a resource type.
-pub fn validate_name(def: &ResourceDef, name: &str) -> ApiResult<()> {
-    let problem = if name.is_empty() {
-        Some("metadata.name: Required value: name or generateName is required".to_owned())
-    } else if def.custom {
-        (name == "." || name == ".." || name.contains('/') || name.contains('%')).then(|| {
-            format!(
-                "metadata.name: Invalid value: {name:?}: may not be '.', '..' or contain '/' or '%'"
-            )
-        })
-    } else if def.special == Special::Namespace {
-        (!is_dns_label(name)).then(|| {
-            format!("metadata.name: Invalid value: {name:?}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character")
-        })
+const SUBDOMAIN_MESSAGE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+/// What is wrong with a name (or, with `prefix`, a `generateName`) of this resource type, as
+/// kube-apiserver's `NameIsDNSSubdomain`/`NameIsDNSLabel` say it: one message per problem.
+pub fn name_messages(def: &ResourceDef, name: &str, prefix: bool) -> Vec<String> {
+    // A generateName may end in '-': the generated suffix follows (`maskTrailingDash`).
+    let masked;
+    let checked = if prefix && name.len() > 1 && name.ends_with('-') {
+        masked = format!("{}a", name.get(..name.len() - 2).unwrap_or_default());
+        masked.as_str()
     } else {
-        (!is_dns_subdomain(name)).then(|| {
-            format!("metadata.name: Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character")
-        })
+        name
     };
-    match problem {
-        Some(cause) => Err(ApiError::invalid(&def.kind, &def.group, name, cause)),
-        None => Ok(()),
+    let mut out = Vec::new();
+    if def.special == Special::Namespace {
+        if checked.len() > 63 {
+            out.push("must be no more than 63 characters".to_owned());
+        }
+        if !is_dns_label(checked) {
+            out.push(LABEL_MESSAGE.to_owned());
+        }
+    } else {
+        if checked.len() > 253 {
+            out.push("must be no more than 253 characters".to_owned());
+        }
+        if !is_dns_subdomain(checked) {
+            out.push(SUBDOMAIN_MESSAGE.to_owned());
+        }
     }
+    out
+}
+
+/// Validate the name (and `generateName`) of an object to create, as `ValidateObjectMeta`.
+pub fn validate_name(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
+    let name = object::name(obj);
+    let mut causes = Vec::new();
+    if let Some(prefix) = object::meta_str(obj, "generateName").filter(|g| !g.is_empty()) {
+        for m in name_messages(def, prefix, true) {
+            causes.push(format!(
+                "metadata.generateName: Invalid value: {prefix:?}: {m}"
+            ));
+        }
+    }
+    if name.is_empty() {
+        causes.push("metadata.name: Required value: name or generateName is required".to_owned());
+    } else {
+        for m in name_messages(def, name, false) {
+            causes.push(format!("metadata.name: Invalid value: {name:?}: {m}"));
+        }
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::Invalid {
+        group: def.group.clone(),
+        kind: def.kind.clone(),
+        name: name.to_owned(),
+        causes,
+    })
 }
 
 /// Check the body's `apiVersion` and `kind` (if given) against the endpoint and set them.
@@ -84,8 +120,19 @@ pub fn check_type(def: &ResourceDef, version: &str, obj: &mut Value) -> ApiResul
         && !kind.is_empty()
         && kind != def.kind
     {
+        if def.custom {
+            return Err(ApiError::BadRequest(format!(
+                "the kind in the data ({kind}) does not match the expected kind ({})",
+                def.kind
+            )));
+        }
+        // Built-in kinds are decoded into the endpoint's internal type, which fails so.
+        let internal = match def.group.split('.').next().unwrap_or_default() {
+            "" => "core",
+            g => g,
+        };
         return Err(ApiError::BadRequest(format!(
-            "the kind in the data ({kind}) does not match the expected kind ({})",
+            "{kind} in version {version:?} cannot be handled as a {0}: converting ({version}.{kind}) to ({internal}.{0}): unknown conversion",
             def.kind
         )));
     }
@@ -119,10 +166,9 @@ pub fn check_namespace(def: &ResourceDef, url_ns: Option<&str>, obj: &mut Value)
 
 /// The object to store for a create. The name (or generated name) must already be set.
 pub fn prepare_create(def: &ResourceDef, mut obj: Value) -> ApiResult<Value> {
-    let name = object::name(&obj).to_owned();
-    validate_name(def, &name)?;
+    validate_name(def, &obj)?;
     if !object::resource_version(&obj).is_empty() {
-        return Err(ApiError::BadRequest(
+        return Err(ApiError::Unclassified(
             "resourceVersion should not be set on objects to be created".into(),
         ));
     }
@@ -138,6 +184,10 @@ pub fn prepare_create(def: &ResourceDef, mut obj: Value) -> ApiResult<Value> {
     }
     meta.insert("uid".into(), json!(object::new_uid()));
     meta.insert("creationTimestamp".into(), json!(now));
+    drop_empty(
+        meta,
+        &["labels", "annotations", "finalizers", "ownerReferences"],
+    );
     if def.generation {
         meta.insert("generation".into(), json!(1));
     }
@@ -286,14 +336,19 @@ pub fn prepare_update(
             .filter(|f| !before.contains(f))
             .collect();
         if !added.is_empty() {
-            return Err(ApiError::invalid(
-                &def.kind,
-                &def.group,
-                object::name(old),
-                format!(
-                    "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
-                ),
-            ));
+            // Go's `%#v` of a []string; kube-apiserver reports the cause twice (from the
+            // generic metadata validation and from the registry's update check).
+            let quoted: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+            let cause = format!(
+                "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                quoted.join(", ")
+            );
+            return Err(ApiError::Invalid {
+                group: def.group.clone(),
+                kind: def.kind.clone(),
+                name: object::name(old).to_owned(),
+                causes: vec![cause.clone(), cause],
+            });
         }
     }
     if def.generation && object::spec_part(old, def.status) != object::spec_part(&out, def.status) {
@@ -340,12 +395,26 @@ mod tests {
 
     #[test]
     fn names_are_validated() {
+        let named = |n: &str| json!({"metadata": {"name": n}});
         let cm = def("", "configmaps");
-        assert!(validate_name(&cm, "a.b-c").is_ok());
-        assert_eq!(validate_name(&cm, "A").unwrap_err().code(), 422);
-        assert!(validate_name(&cm, "").is_err());
+        assert!(validate_name(&cm, &named("a.b-c")).is_ok());
+        assert_eq!(validate_name(&cm, &named("A")).unwrap_err().code(), 422);
+        assert!(validate_name(&cm, &named("")).is_err());
         let ns = def("", "namespaces");
-        assert!(validate_name(&ns, "a.b").is_err());
+        assert!(validate_name(&ns, &named("a.b")).is_err());
+        let generated = json!({"metadata": {"name": "Gen-abcde", "generateName": "Gen-"}});
+        let ApiError::Invalid { causes, .. } = validate_name(&cm, &generated).unwrap_err() else {
+            panic!("expected Invalid")
+        };
+        assert!(causes[0].starts_with("metadata.generateName: Invalid value: \"Gen-\""));
+        assert!(causes[1].starts_with("metadata.name: Invalid value: \"Gen-abcde\""));
+        assert!(
+            validate_name(
+                &cm,
+                &json!({"metadata": {"name": "g-x", "generateName": "g-"}})
+            )
+            .is_ok()
+        );
     }
 
     #[test]
@@ -364,7 +433,7 @@ mod tests {
             &d,
             json!({"metadata": {"name": "x", "resourceVersion": "3"}}),
         );
-        assert_eq!(err.unwrap_err().code(), 400);
+        assert_eq!(err.unwrap_err().code(), 500);
     }
 
     #[test]

@@ -39,6 +39,11 @@ pub struct SimConfig {
     pub reap_graceful_deletions: bool,
     /// Injected faults (none by default).
     pub faults: FaultConfig,
+    /// Compact the watch history periodically, as kube-apiserver's
+    /// `--etcd-compaction-interval` does: each tick drops the history up to the version of the
+    /// tick before, so watches from (and continue tokens of) older versions get 410. `None`
+    /// (the default): history is bounded by `watch_history` only.
+    pub compaction_interval: Option<Duration>,
 }
 
 impl Default for SimConfig {
@@ -49,6 +54,7 @@ impl Default for SimConfig {
             version: "v1.33.0-sim".into(),
             reap_graceful_deletions: true,
             faults: FaultConfig::default(),
+            compaction_interval: None,
         }
     }
 }
@@ -75,9 +81,12 @@ impl Default for Sim {
 }
 
 impl Sim {
-    /// A server with the built-in resources and the default namespaces.
+    /// A server with the built-in resources and the default namespaces. With a
+    /// `compaction_interval`, the compactor runs on the current tokio runtime (none without
+    /// one) until the last clone is dropped.
     pub fn new(config: SimConfig) -> Self {
-        Self {
+        let interval = config.compaction_interval;
+        let sim = Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(State::new(config.watch_history)),
                 faults: Faults::new(config.faults.clone()),
@@ -85,7 +94,22 @@ impl Sim {
                 closes: tokio::sync::watch::channel(0).0,
                 config,
             }),
+        };
+        if let (Some(every), Ok(runtime)) = (interval, tokio::runtime::Handle::try_current()) {
+            let weak = Arc::downgrade(&sim.inner);
+            runtime.spawn(async move {
+                let mut previous = 0;
+                loop {
+                    tokio::time::sleep(every.max(Duration::from_millis(10))).await;
+                    let Some(inner) = weak.upgrade() else { return };
+                    let sim = Sim { inner };
+                    let mut st = sim.lock();
+                    st.store.compact_to(previous);
+                    previous = st.store.current_rv();
+                }
+            });
         }
+        sim
     }
 
     /// The settings.

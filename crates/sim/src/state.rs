@@ -3,17 +3,19 @@
 //! Responsibility: run one API operation against the store and registry, which the caller holds
 //! locked for the whole operation (so each operation is atomic, as an etcd transaction is):
 //! resolve the resource type, convert between served and stored forms, apply
-//! [`crate::semantics`], write, and keep CRD registrations in step with CRD objects.
+//! [`crate::semantics`], validate, record managed fields ([`crate::managed`]), write, and keep
+//! CRD registrations in step with CRD objects. Custom resources refuse updates without a
+//! resourceVersion, as kube-apiserver does.
 //! Inputs: an [`Endpoint`] and request bodies. Outputs: served objects, lists, or [`ApiError`]s.
 //! Deletes are in [`crate::lifecycle`], subresources in [`crate::subresources`], watches in
 //! [`crate::watch`].
 
 use serde_json::{Value, json};
 
-use crate::apply;
 use crate::convert::{to_served, to_stored};
 use crate::crd;
 use crate::error::{ApiError, ApiResult, GroupResource};
+use crate::managed::{self, Part};
 use crate::object;
 use crate::options::{ContinueToken, ListOptions, WriteOptions};
 use crate::patch::{PatchError, PatchType, apply_patch};
@@ -188,7 +190,7 @@ impl State {
             });
         }
         let mut obj = prepare_create(def, obj)?;
-        structural(def, &mut obj, None)?;
+        structural(def, &mut obj, None, false)?;
         let new_def = if def.special == Special::Crd {
             let d = crd::prepare(&mut obj, &self.registry)?;
             let status = crd::status(&obj, None);
@@ -197,16 +199,8 @@ impl State {
         } else {
             None
         };
-        if let Some(manager) = &opts.field_manager
-            && obj
-                .get("metadata")
-                .and_then(|m| m.get("managedFields"))
-                .is_none()
-        {
-            let entry = json!([{"manager": manager, "operation": "Update",
-                "apiVersion": obj.get("apiVersion"), "time": object::now_rfc3339(),
-                "fieldsType": "FieldsV1", "fieldsV1": apply::fieldset(&obj)}]);
-            object::set_meta(&mut obj, "managedFields", entry);
+        if !opts.applying {
+            managed::record_update(None, &mut obj, &opts.manager(), part(def, WriteMode::Main));
         }
         if opts.dry_run {
             return Ok(to_served(def, version, obj));
@@ -257,6 +251,20 @@ impl State {
         let after = opts.continue_from.as_ref().map(|c| &c.after);
         let selected =
             |obj: &Value| opts.labels.matches(&object::labels(obj)) && opts.fields.matches(obj);
+        if let Some(c) = &opts.continue_from
+            && c.rv < self.store.current_rv()
+        {
+            // Later pages show the list as of the first page (etcd's MVCC snapshot).
+            let snapshot = self
+                .store
+                .list_at(&def.store, ep.namespace.as_deref(), after, c.rv)
+                .map_err(|_| ApiError::Expired(CONTINUE_EXPIRED.into()))?;
+            return Ok(snapshot
+                .into_iter()
+                .map(|(_, obj)| to_served(def, &ep.version, obj))
+                .filter(|obj| selected(obj))
+                .collect());
+        }
         let objects = self.store.list(&def.store, ep.namespace.as_deref(), after);
         if def.conversion == Conversion::EventsV1 {
             // Field names differ between the stored and served forms: select after converting.
@@ -276,6 +284,11 @@ impl State {
     /// GET a collection.
     pub fn list(&self, ep: &Endpoint, opts: &ListOptions) -> ApiResult<Value> {
         let def = self.resolve(ep)?;
+        if opts.continue_from.is_some() && opts.resource_version.is_some() {
+            return Err(ApiError::BadRequest(
+                "specifying resource version is not allowed when using continue".into(),
+            ));
+        }
         let mut items = self.matching(&def, ep, opts)?;
         let rv = opts
             .continue_from
@@ -330,6 +343,18 @@ impl State {
                 name: name.to_owned(),
             });
         };
+        if def.custom && object::resource_version(&obj).is_empty() {
+            // Custom resources allow no unconditional update.
+            return Err(ApiError::Invalid {
+                group: def.group.clone(),
+                kind: def.plural.clone(),
+                name: name.to_owned(),
+                causes: vec![
+                    "metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+                        .into(),
+                ],
+            });
+        }
         check_resource_version(&def, &old, &obj)?;
         let new = prepare_update(&def, &old, obj, mode)?;
         Ok((self.commit(&def, &ep.version, old, new, mode, opts)?, false))
@@ -346,12 +371,15 @@ impl State {
         mode: WriteMode,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        structural(def, &mut new, Some(&old))?;
+        structural(def, &mut new, Some(&old), !opts.binding)?;
         let mut new_def = None;
         if def.special == Special::Crd && mode == WriteMode::Main {
             new_def = Some(crd::prepare(&mut new, &self.registry)?);
             let status = crd::status(&new, old.get("status"));
             object::as_map(&mut new).insert("status".into(), status);
+        }
+        if !opts.applying {
+            managed::record_update(Some(&old), &mut new, &opts.manager(), part(def, mode));
         }
         if new == old {
             return Ok(to_served(def, version, old));
@@ -363,8 +391,14 @@ impl State {
             && object::finalizers(&new).is_empty()
             && crate::deletion::current_grace(&new) == 0
         {
+            // The answer is the updated object (without its finalizers), at the deletion's
+            // resourceVersion.
             let last = self.remove(def, object::namespace(&new), object::name(&new));
-            return Ok(to_served(def, version, last.unwrap_or(new)));
+            if let Some(last) = last {
+                let rv = object::resource_version(&last).to_owned();
+                object::set_meta(&mut new, "resourceVersion", json!(rv));
+            }
+            return Ok(to_served(def, version, new));
         }
         let released: Vec<String> = {
             let now = object::owner_uids(&new);
@@ -402,8 +436,7 @@ impl State {
         }
         let old = self.stored(&def, ep.ns(), name)?;
         let served = to_served(&def, &ep.version, old.clone());
-        let patched =
-            apply_patch(kind, &served, body, def.custom).map_err(|e| patch_error(&def, name, e))?;
+        let patched = apply_patch(kind, &served, body, def.custom).map_err(patch_error)?;
         let obj = self.incoming(&def, ep, patched, Some(name))?;
         check_resource_version(&def, &old, &obj)?;
         let new = prepare_update(&def, &old, obj, mode)?;
@@ -420,21 +453,31 @@ impl State {
         opts: &WriteOptions,
     ) -> ApiResult<(Value, bool)> {
         let Some(manager) = opts.field_manager.clone() else {
-            return Err(ApiError::BadRequest(
-                "PATCH with application/apply-patch+yaml requires the fieldManager parameter"
-                    .into(),
-            ));
+            return Err(ApiError::Invalid {
+                group: "meta.k8s.io".into(),
+                kind: "PatchOptions".into(),
+                name: String::new(),
+                causes: vec!["fieldManager: Required value: is required for apply patch".into()],
+            });
         };
         let applied: Value = serde_norway::from_slice(body)
             .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?;
-        for field in ["apiVersion", "kind"] {
-            if applied.get(field).and_then(Value::as_str).is_none() {
-                return Err(ApiError::BadRequest(format!(
-                    "{field} must be set in an applied configuration"
-                )));
-            }
+        let text = |f: &str| applied.get(f).and_then(Value::as_str).unwrap_or_default();
+        if text("apiVersion").is_empty() || text("kind").is_empty() {
+            let (group, version) = text("apiVersion")
+                .rsplit_once('/')
+                .unwrap_or(("", text("apiVersion")));
+            return Err(ApiError::BadRequest(format!(
+                "invalid object type: {group}/{version}, Kind={}",
+                text("kind")
+            )));
         }
         let applied = self.incoming(def, ep, applied, Some(name))?;
+        let opts = &WriteOptions {
+            applying: true,
+            ..opts.clone()
+        };
+        let part = part(def, mode);
         match self.store.get(&def.store, ep.ns(), name).cloned() {
             None => {
                 if mode == WriteMode::Status {
@@ -443,12 +486,12 @@ impl State {
                         name: name.to_owned(),
                     });
                 }
-                let obj = apply::apply(None, applied, &manager);
+                let obj = managed::apply(None, applied, &manager, opts.force, part)?;
                 Ok((self.create_stored(def, &ep.version, obj, opts)?, true))
             }
             Some(old) => {
                 check_resource_version(def, &old, &applied)?;
-                let merged = apply::apply(Some(&old), applied, &manager);
+                let merged = managed::apply(Some(&old), applied, &manager, opts.force, part)?;
                 let new = prepare_update(def, &old, merged, mode)?;
                 Ok((self.commit(def, &ep.version, old, new, mode, opts)?, false))
             }
@@ -482,21 +525,43 @@ impl State {
         Some(last)
     }
 
-    /// Keep derived state current: disruption budgets follow their pods.
+    /// Keep derived state current: disruption budgets follow their pods and the scale of
+    /// the pods' controllers.
     pub fn after_write(&mut self, def: &ResourceDef, ns: &str) {
         let is_pdb = def.store == GroupResource::new("policy", "poddisruptionbudgets");
-        if def.special == Special::Pod || is_pdb {
+        if def.special == Special::Pod || is_pdb || (def.scale.is_some() && def.namespaced) {
             self.refresh_budgets(ns);
         }
     }
 }
 
-/// Built-in kinds: [`crate::builtin_validation`]. Custom resources: prune and default with the
-/// CRD's schema, then validate against the schema and its CEL rules ([`crate::validation`]);
-/// `old` is the stored object on updates.
-fn structural(def: &ResourceDef, obj: &mut Value, old: Option<&Value>) -> ApiResult<()> {
+/// kube-apiserver's answer to a continue token older than the retained history.
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// Which fields a write of this mode owns (see [`crate::managed`]).
+fn part(def: &ResourceDef, mode: WriteMode) -> Part {
+    match (def.status, mode) {
+        (false, _) => Part::All,
+        (true, WriteMode::Main) => Part::Main,
+        (true, WriteMode::Status) => Part::Status,
+    }
+}
+
+/// Built-in kinds: [`crate::builtin_validation`], and [`crate::update_validation`] on updates
+/// with `update_checks`. Custom resources: prune and default with the CRD's schema, then
+/// validate against the schema and its CEL rules ([`crate::validation`]); `old` is the stored
+/// object on updates.
+fn structural(
+    def: &ResourceDef,
+    obj: &mut Value,
+    old: Option<&Value>,
+    update_checks: bool,
+) -> ApiResult<()> {
     if !def.custom {
-        let causes = crate::builtin_validation::validate(def, obj);
+        let mut causes = crate::builtin_validation::validate(def, obj);
+        if let Some(old) = old.filter(|_| update_checks) {
+            causes.extend(crate::update_validation::validate_update(def, old, obj));
+        }
         if causes.is_empty() {
             return Ok(());
         }
@@ -512,29 +577,36 @@ fn structural(def: &ResourceDef, obj: &mut Value, old: Option<&Value>) -> ApiRes
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
+    let mut causes = Vec::new();
     if let Some(schema) = def.schema_for(&api_version) {
         crate::schema::apply(schema, obj);
-        let errors = crate::validation::validate(schema, obj, old);
-        if !errors.is_empty() {
-            return Err(ApiError::Invalid {
-                group: def.group.clone(),
-                kind: def.kind.clone(),
-                name: object::name(obj).to_owned(),
-                causes: errors
-                    .iter()
-                    .map(crate::validation::FieldError::render)
-                    .collect(),
-            });
-        }
+        causes.extend(
+            crate::validation::validate(schema, obj, old)
+                .iter()
+                .map(crate::validation::FieldError::render),
+        );
     }
-    Ok(())
+    if let Some(paths) = &def.scale {
+        causes.extend(crate::scale::custom_replica_causes(paths, obj));
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::Invalid {
+        group: def.group.clone(),
+        kind: def.kind.clone(),
+        name: object::name(obj).to_owned(),
+        causes,
+    })
 }
 
 /// A patch failure as the API reports it.
-fn patch_error(def: &ResourceDef, name: &str, e: PatchError) -> ApiError {
+/// A patch that does not apply is a 422 with kube-apiserver's generic message (it does not
+/// say why).
+fn patch_error(e: PatchError) -> ApiError {
     match e {
         PatchError::Malformed(m) => ApiError::BadRequest(m),
-        PatchError::Failed(m) => ApiError::invalid(&def.kind, &def.group, name, m),
+        PatchError::Failed(_) => ApiError::Rejected,
         PatchError::Unsupported(m) => ApiError::UnsupportedMediaType(m),
     }
 }

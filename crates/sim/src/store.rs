@@ -219,6 +219,53 @@ impl Store {
             .filter(move |((obj_ns, _), _)| ns.is_none_or(|n| n == obj_ns))
     }
 
+    /// Objects as they were at resourceVersion `rv`, in key order, in one namespace if given,
+    /// after `after` if given: the current ones with every later write undone from the watch
+    /// history. [`Expired`] if the history no longer reaches back to `rv`.
+    pub fn list_at(
+        &self,
+        key: &StoreKey,
+        ns: Option<&str>,
+        after: Option<&ObjKey>,
+        rv: u64,
+    ) -> Result<Vec<(ObjKey, Value)>, Expired> {
+        let in_ns = |k: &ObjKey| ns.is_none_or(|n| n == k.0);
+        let mut state: BTreeMap<ObjKey, Value> = self
+            .list(key, ns, None)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if let Some(log) = self.logs.get(key) {
+            if rv < log.oldest_valid {
+                return Err(Expired {
+                    requested: rv,
+                    oldest: log.oldest_valid,
+                });
+            }
+            for ev in log.events.iter().rev().take_while(|e| e.rv > rv) {
+                let k = (
+                    object::namespace(&ev.object).to_owned(),
+                    object::name(&ev.object).to_owned(),
+                );
+                if !in_ns(&k) {
+                    continue;
+                }
+                match (ev.kind, &ev.old) {
+                    (EventType::Added, _) => {
+                        state.remove(&k);
+                    }
+                    (_, Some(old)) => {
+                        state.insert(k, old.clone());
+                    }
+                    (_, None) => {}
+                }
+            }
+        }
+        Ok(state
+            .into_iter()
+            .filter(|(k, _)| after.is_none_or(|a| k > a))
+            .collect())
+    }
+
     /// Number of objects of a resource in a namespace (all namespaces if `None`).
     pub fn count(&self, key: &StoreKey, ns: Option<&str>) -> usize {
         self.list(key, ns, None).count()
@@ -324,10 +371,17 @@ impl Store {
     /// Drop all watch history, as an etcd compaction would: watches from any version before the
     /// current one get 410 Expired.
     pub fn compact(&mut self) {
-        let rv = self.rv;
+        self.compact_to(self.rv);
+    }
+
+    /// Drop the watch history up to `rv` (an etcd compaction to that revision): watches from
+    /// older versions get 410 Expired.
+    pub fn compact_to(&mut self, rv: u64) {
         for log in self.logs.values_mut() {
-            log.events.clear();
-            log.oldest_valid = rv;
+            while log.events.front().is_some_and(|e| e.rv <= rv) {
+                log.events.pop_front();
+            }
+            log.oldest_valid = log.oldest_valid.max(rv);
         }
     }
 }
@@ -410,6 +464,29 @@ mod tests {
         assert!(s.dependents_of("u-o").is_empty());
         s.remove(&key(), "d", "x");
         assert!(s.get_by_uid("u-x").is_none());
+    }
+
+    #[test]
+    fn lists_at_an_older_version_undo_later_writes() {
+        let mut s = Store::new(3);
+        s.put(&key(), cm("d", "a"), None);
+        let at = s.current_rv();
+        let b = s.put(&key(), cm("d", "b"), None);
+        let mut changed = b.clone();
+        changed["data"] = json!({"x": "1"});
+        s.put(&key(), changed, Some(b));
+        s.remove(&key(), "d", "a");
+        let names = |v: Vec<(ObjKey, Value)>| v.into_iter().map(|(k, _)| k.1).collect::<Vec<_>>();
+        assert_eq!(names(s.list_at(&key(), None, None, at).unwrap()), ["a"]);
+        let after = ("d".to_owned(), "a".to_owned());
+        assert!(
+            s.list_at(&key(), None, Some(&after), at)
+                .unwrap()
+                .is_empty()
+        );
+        // One more write pushes the first write's successor out of the 3-event history.
+        s.put(&key(), cm("d", "c"), None);
+        assert!(s.list_at(&key(), None, None, at).is_err());
     }
 
     #[tokio::test]

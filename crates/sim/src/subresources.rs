@@ -30,7 +30,7 @@ impl State {
     /// GET `…/scale`.
     pub fn get_scale(&self, ep: &Endpoint, name: &str) -> ApiResult<Value> {
         let (def, paths, old) = self.scaled(ep, name)?;
-        Ok(to_scale(&paths, &to_served(&def, &ep.version, old)))
+        to_scale(&paths, &to_served(&def, &ep.version, old))
     }
 
     /// PUT `…/scale`.
@@ -47,7 +47,7 @@ impl State {
         check_resource_version(&def, &old, &new)?;
         let new = prepare_update(&def, &old, new, WriteMode::Main)?;
         let out = self.commit(&def, &ep.version, old, new, WriteMode::Main, opts)?;
-        Ok(to_scale(&paths, &out))
+        to_scale(&paths, &out)
     }
 
     /// PATCH `…/scale`: the patch applies to the Scale, then as PUT.
@@ -69,7 +69,8 @@ impl State {
         } else {
             apply_patch(kind, &current, body, false).map_err(|e| match e {
                 crate::patch::PatchError::Malformed(m) => ApiError::BadRequest(m),
-                other => ApiError::invalid("Scale", "autoscaling", name, other.to_string()),
+                crate::patch::PatchError::Failed(_) => ApiError::Rejected,
+                crate::patch::PatchError::Unsupported(m) => ApiError::UnsupportedMediaType(m),
             })?
         };
         self.update_scale(ep, name, &patched, opts)
@@ -125,7 +126,11 @@ impl State {
             list.retain(|c| c.get("type") != Some(&json!("PodScheduled")));
             list.push(condition);
         }
-        self.commit(&def, &ep.version, old, new, WriteMode::Main, opts)?;
+        let opts = WriteOptions {
+            binding: true,
+            ..opts.clone()
+        };
+        self.commit(&def, &ep.version, old, new, WriteMode::Main, &opts)?;
         Ok(
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
         )

@@ -3,8 +3,9 @@
 //! Responsibility: what kube-apiserver's custom resource strategy does after pruning and
 //! defaulting: structural validation (`type`, `nullable`, `x-kubernetes-int-or-string`,
 //! `required`, `enum`, `pattern`, bounds, lengths, item and property counts, `format:
-//! date-time`, `x-kubernetes-list-type: set|map` uniqueness), then — only when no type or enum
-//! error blocks it — the `x-kubernetes-validations` CEL rules with `self` and, on updates,
+//! date-time`, `x-kubernetes-list-type: set|map` uniqueness; per string, only the first of
+//! the length and pattern errors), then — only when no type, enum, required, too-long or
+//! too-many error blocks it — the `x-kubernetes-validations` CEL rules with `self` and, on updates,
 //! `oldSelf` (transition rules run only where an old value correlates: object properties,
 //! map entries and `x-kubernetes-list-type: map` items). Updates are ratcheted like
 //! kube-apiserver's `CRDValidationRatcheting`: a value equal to its correlated old value is not
@@ -152,14 +153,21 @@ fn program(rule: &str) -> Rc<Result<cel::Program, String>> {
 pub fn validate(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errors = Vec::new();
     structural(schema, obj, old, "", true, &mut errors);
-    let blocked = errors
-        .iter()
-        .any(|e| matches!(e.kind, ErrorType::NotSupported | ErrorType::TypeInvalid));
+    let blocked = errors.iter().any(|e| {
+        matches!(
+            e.kind,
+            ErrorType::NotSupported
+                | ErrorType::Required
+                | ErrorType::TooLong
+                | ErrorType::TooMany
+                | ErrorType::TypeInvalid
+        )
+    });
     if blocked {
         errors.push(FieldError::new(
             ErrorType::Invalid,
             "",
-            "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+            "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
         ));
     } else {
         rules(schema, obj, old, "", true, &mut errors);
@@ -241,6 +249,7 @@ fn structural(
     match v {
         Value::String(s) => {
             let len = s.chars().count() as u64;
+            // Length and pattern are one validator that stops at its first failure.
             if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
                 && len > max
             {
@@ -249,13 +258,11 @@ fn structural(
                     path,
                     format!("Too long: may not be more than {max} bytes"),
                 ));
-            }
-            if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+            } else if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
                 && len < min
             {
                 invalid(errors, format!("should be at least {min} chars long"));
-            }
-            if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+            } else if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
                 && regex(pattern).is_some_and(|re| !re.is_match(s))
             {
                 invalid(errors, format!("should match '{pattern}'"));
@@ -600,7 +607,7 @@ fn rules(
         let this = to_cel(v, Some(schema));
         let before = old.map(|o| to_cel(o, Some(schema)));
         for rule in list {
-            evaluate(schema, rule, &this, before.as_ref(), path, errors);
+            evaluate(schema, rule, (v, &this), before.as_ref(), path, errors);
         }
     }
     match v {
@@ -639,10 +646,19 @@ fn rules(
     }
 }
 
+/// How kube-apiserver shows the value a rule failed on: scalars as in other field errors;
+/// objects and lists not at all (`Invalid value: <message>`).
+fn rule_value(v: &Value) -> String {
+    match v {
+        Value::Object(_) | Value::Array(_) => String::new(),
+        other => format!("{}: ", show(other)),
+    }
+}
+
 fn evaluate(
     schema: &Value,
     rule: &Value,
-    this: &cel::Value,
+    (json, this): (&Value, &cel::Value),
     before: Option<&cel::Value>,
     path: &str,
     errors: &mut Vec<FieldError>,
@@ -660,6 +676,7 @@ fn evaluate(
     if transition && before.is_none() && !optional_old {
         return;
     }
+    let shown = rule_value(json);
     let ty = schema
         .get("type")
         .and_then(Value::as_str)
@@ -698,22 +715,19 @@ fn evaluate(
                 Some("FieldValueDuplicate") => {
                     (ErrorType::Duplicate, format!("Duplicate value: {ty:?}: {message}"))
                 }
-                _ => (
-                    ErrorType::Invalid,
-                    format!("Invalid value: {ty:?}: {message}"),
-                ),
+                _ => (ErrorType::Invalid, format!("Invalid value: {shown}{message}")),
             };
             errors.push(FieldError::new(kind, &field, body));
         }
         (Ok(other), _) => errors.push(FieldError::new(
             ErrorType::Invalid,
             &field,
-            format!("Invalid value: {ty:?}: rule did not evaluate to a bool: {other:?} evaluating rule: {text}"),
+            format!("Invalid value: {shown}rule did not evaluate to a bool: {other:?} evaluating rule: {text}"),
         )),
         (Err(e), _) => errors.push(FieldError::new(
             ErrorType::Invalid,
             &field,
-            format!("Invalid value: {ty:?}: {e} evaluating rule: {text}"),
+            format!("Invalid value: {shown}{e} evaluating rule: {text}"),
         )),
     }
 }
@@ -863,14 +877,11 @@ mod tests {
     fn rules_and_transition_rules() {
         let obj = json!({"spec": {"op": "In", "a": "x", "ref": {"g": "new"}}});
         let errs = rendered(&validate(&schema(), &obj, None));
-        assert_eq!(errs, vec!["spec: Invalid value: \"object\": a needs b"]);
+        assert_eq!(errs, vec!["spec: Invalid value: a needs b"]);
         let old = json!({"spec": {"op": "In", "ref": {"g": "old"}}});
         let obj = json!({"spec": {"op": "In", "ref": {"g": "new"}}});
         let errs = rendered(&validate(&schema(), &obj, Some(&old)));
-        assert_eq!(
-            errs,
-            vec!["spec.ref: Invalid value: \"object\": g is immutable"]
-        );
+        assert_eq!(errs, vec!["spec.ref: Invalid value: g is immutable"]);
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! (or one `ERROR` event with a 410 Expired `Status` if it is older than the history); then
 //! every later change. Selectors are applied per event with transitions, as the watch cache
 //! does: an update that makes an object start matching is `ADDED`, stop matching `DELETED`.
-//! `BOOKMARK`s come every bookmark interval when allowed (and after the initial events with
-//! `sendInitialEvents`); `timeoutSeconds` ends the stream; a watcher that falls behind the
+//! `BOOKMARK`s come every bookmark interval when allowed, 2 s before `timeoutSeconds` ends the
+//! stream (as kube-apiserver's watch cache sends them), and after the initial events with
+//! `sendInitialEvents`; `timeoutSeconds` ends the stream; a watcher that falls behind the
 //! event channel, or a history compaction, ends it with 410.
 //! Inputs: [`ListOptions`] and the locked [`State`]. Outputs: a [`WatchStream`] of event JSON.
 
@@ -38,6 +39,8 @@ pub struct WatchStream {
     rx: Option<broadcast::Receiver<Arc<StoredEvent>>>,
     last_rv: u64,
     deadline: Option<Instant>,
+    /// When to send the bookmark that comes 2 s before the deadline, if still to come.
+    last_bookmark: Option<Instant>,
     bookmarks: Interval,
     signals: Signals,
     done: bool,
@@ -70,13 +73,14 @@ impl State {
         opts.fields
             .check_supported(&def.all_field_labels())
             .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-        let requested =
-            match opts.resource_version.as_deref() {
-                None | Some("0") => None,
-                Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
-                    ApiError::BadRequest(format!("invalid resource version: {rv:?}"))
-                })?),
-            };
+        let requested = match opts.resource_version.as_deref() {
+            None | Some("0") => None,
+            Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
+                ApiError::Unclassified(format!(
+                    "resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"
+                ))
+            })?),
+        };
         let mut bookmarks = tokio::time::interval_at(
             Instant::now() + bookmark_interval,
             bookmark_interval.max(Duration::from_millis(1)),
@@ -87,6 +91,11 @@ impl State {
             version: ep.version.clone(),
             namespace: ep.namespace.clone(),
             deadline: opts.timeout.map(|t| Instant::now() + t),
+            last_bookmark: opts
+                .timeout
+                .and_then(|t| t.checked_sub(Duration::from_secs(2)))
+                .filter(|t| !t.is_zero())
+                .map(|t| Instant::now() + t),
             opts,
             pending: VecDeque::new(),
             rx: None,
@@ -220,6 +229,10 @@ impl WatchStream {
                     }
                 },
                 _ = self.bookmarks.tick(), if self.opts.bookmarks => {
+                    return Some(self.bookmark());
+                }
+                () = sleep_until(self.last_bookmark), if self.opts.bookmarks && self.last_bookmark.is_some() => {
+                    self.last_bookmark = None;
                     return Some(self.bookmark());
                 }
                 () = sleep_until(deadline) => {

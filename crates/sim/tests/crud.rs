@@ -308,7 +308,7 @@ async fn delete_preconditions() {
     let err = api_err(cms.delete("a", &wrong_uid).await);
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
     assert!(
-        err.message.contains("Precondition failed: UID"),
+        err.message.contains("the UID in the precondition (not-it)"),
         "{}",
         err.message
     );

@@ -245,12 +245,15 @@ async fn bound_pods_terminate_gracefully() {
     pods.create(&PostParams::default(), &pod("unbound", None, 30))
         .await
         .unwrap();
-    assert!(
-        pods.delete("unbound", &DeleteParams::default())
-            .await
-            .unwrap()
-            .is_right()
-    );
+    // Gone at once; the answer is the pod as deleted (kube-apiserver returns deleted pods).
+    let gone = pods
+        .delete("unbound", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("a deleted pod is returned");
+    assert_eq!(gone.metadata.deletion_grace_period_seconds, Some(0));
+    assert!(pods.get_opt("unbound").await.unwrap().is_none());
 
     pods.create(&PostParams::default(), &pod("a", Some("n1"), 30))
         .await
@@ -272,7 +275,7 @@ async fn bound_pods_terminate_gracefully() {
         grace_period_seconds: Some(0),
         ..DeleteParams::default()
     };
-    assert!(pods.delete("a", &now).await.unwrap().is_right());
+    assert!(pods.delete("a", &now).await.unwrap().is_left());
     assert_eq!(api_err(pods.get("a").await).code, 404);
 
     // Left alone, the pod goes when its grace period is over.

@@ -81,17 +81,21 @@ async fn merge_and_json_patches() {
 #[tokio::test]
 async fn strategic_merge_merges_containers_by_name() {
     let (_sim, client) = client();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod()).await.unwrap();
-    let smp = json!({"spec": {"containers": [
+    // A pod's containers cannot be added or removed: merge into a Deployment's template.
+    let deploys: Api<Deployment> = Api::default_namespaced(client.clone());
+    let d: Deployment = from_json(json!({"metadata": {"name": "d"}, "spec": {
+        "selector": {"matchLabels": {"app": "d"}},
+        "template": {"metadata": {"labels": {"app": "d"}}, "spec": pod().spec}}}));
+    deploys.create(&PostParams::default(), &d).await.unwrap();
+    let smp = json!({"spec": {"template": {"spec": {"containers": [
         {"name": "app", "image": "app:3", "env": [{"name": "Y", "value": "2"}]},
         {"name": "side", "$patch": "delete"}
-    ]}});
-    let out = pods
-        .patch("p", &PatchParams::default(), &Patch::Strategic(smp))
+    ]}}}});
+    let out = deploys
+        .patch("d", &PatchParams::default(), &Patch::Strategic(smp))
         .await
         .unwrap();
-    let containers = out.spec.unwrap().containers;
+    let containers = out.spec.unwrap().template.spec.unwrap().containers;
     assert_eq!(containers.len(), 1);
     assert_eq!(containers[0].image.as_deref(), Some("app:3"));
     let env: Vec<String> = containers[0]
@@ -101,7 +105,9 @@ async fn strategic_merge_merges_containers_by_name() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert_eq!(env, vec!["X", "Y"]);
+    assert_eq!(env, vec!["Y", "X"], "the patch's elements first");
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod()).await.unwrap();
     let status = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
     let out = pods
         .patch_status("p", &PatchParams::default(), &Patch::Strategic(status))
@@ -146,7 +152,10 @@ async fn server_side_apply_creates_then_merges_and_prunes() {
         cms.patch("cfg", &PatchParams::default(), &Patch::Apply(&second))
             .await,
     );
-    assert_eq!(no_manager.code, 400);
+    assert_eq!(
+        (no_manager.code, no_manager.reason.as_str()),
+        (422, "Invalid")
+    );
 
     let deploys: Api<Deployment> = Api::default_namespaced(client);
     let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
