@@ -41,6 +41,7 @@ struct Running {
 }
 
 fn start(world: &World, provider: ProviderConfig) -> Running {
+    support::init_test_log();
     let provider = Arc::new(ClusterApiProvider::new(
         world.management_client(),
         world.workload_client(),

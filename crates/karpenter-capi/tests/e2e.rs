@@ -272,12 +272,22 @@ async fn five_hundred_mixed_pods_all_run_with_no_node_claim_beyond_the_plan(back
     let nodes = nodes(&world).await;
     assert_eq!(nodes.len(), ncs.len());
     assert_eq!(usize::try_from(replicas(&world).await).unwrap(), ncs.len());
-    // Every node is used.
+    // Nodes are used. Neither kube-scheduler nor kube-scheduler-lite knows the plan: as nodes
+    // come up in their own order, a pod can land on a node planned for others, the displaced
+    // pods get a node of their own, and a planned node can end up empty (upstream Karpenter
+    // behaves the same; consolidation removes such a node). How often depends on timing, so
+    // this bounds it instead of forbidding it: a provisioner that launched nodes for pods that
+    // already fit would leave many more empty.
     let used: BTreeSet<&str> = pods
         .iter()
         .filter_map(|p| p.spec.as_ref()?.node_name.as_deref())
         .collect();
-    assert_eq!(used.len(), nodes.len(), "a node without pods was launched");
+    let empty = nodes.len() - used.len();
+    assert!(
+        empty * 10 <= nodes.len(),
+        "{empty} of {} nodes have no pods",
+        nodes.len()
+    );
 }
 
 async fn zone_spread_uses_machine_deployments_in_three_zones(backend: Backend) {
