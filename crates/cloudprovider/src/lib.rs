@@ -64,6 +64,14 @@ pub trait CloudProvider: Send + Sync {
         node_claim: &NodeClaim,
     ) -> impl Future<Output = Result<Launch, CloudProviderError>> + Send;
 
+    /// Names of NodeClaims whose launch may have changed (for instance, their instance got its
+    /// providerID), for a provider that watches its instances: core reconciles them at once
+    /// and polls [`CloudProvider::get_launch`] only as a safety net. `None` (the default): core
+    /// polls. Called once, when the lifecycle controller starts.
+    fn launch_changes(&self) -> Option<futures::stream::BoxStream<'static, String>> {
+        None
+    }
+
     /// The instance with this providerID (compared after normalisation, see
     /// [`types::normalize_provider_id`]).
     ///

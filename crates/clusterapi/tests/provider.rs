@@ -252,10 +252,16 @@ async fn a_machine_deployment_leaving_the_node_class_drifts_its_node_claims() {
     )
     .await
     .unwrap();
-    assert_eq!(
-        p.is_drifted(&nc).await.unwrap().as_deref(),
-        Some(clusterapi::drift::NOT_SELECTED)
-    );
+    // Drift reads the MachineDeployment cache: it shows the change once its watch delivers it.
+    let mut drift = None;
+    for _ in 0..100 {
+        drift = p.is_drifted(&nc).await.unwrap();
+        if drift.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(drift.as_deref(), Some(clusterapi::drift::NOT_SELECTED));
 }
 
 #[tokio::test(start_paused = true)]

@@ -81,6 +81,7 @@ pub struct Termination<P> {
     events: Events,
     metrics: Arc<Metrics>,
     config: TerminationConfig,
+    node_claims: Option<kube::runtime::reflector::Store<api::NodeClaim>>,
 }
 
 impl<P> std::fmt::Debug for Termination<P> {
@@ -107,7 +108,19 @@ impl<P: CloudProvider + 'static> Termination<P> {
             events,
             metrics,
             config,
+            node_claims: None,
         }
+    }
+
+    /// Find a Node's NodeClaim in this shared store ([`state::ClusterState::node_claims`])
+    /// instead of listing NodeClaims on every pass.
+    #[must_use]
+    pub fn with_node_claims(
+        mut self,
+        store: kube::runtime::reflector::Store<api::NodeClaim>,
+    ) -> Self {
+        self.node_claims = Some(store);
+        self
     }
 
     /// Runs the Node controller and the eviction queue until the process ends.
@@ -132,6 +145,7 @@ impl<P: CloudProvider + 'static> Termination<P> {
             queue,
             clock,
             failures: std::sync::Mutex::default(),
+            node_claims: self.node_claims,
         });
         tokio::join!(evictions, nodes);
     }

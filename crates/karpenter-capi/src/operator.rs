@@ -174,7 +174,8 @@ impl Operator {
             events.clone(),
             Arc::clone(&metrics),
             config.termination,
-        );
+        )
+        .with_node_claims(state.node_claims().clone());
         let node_pools = NodePoolControllers::new(workload.clone(), events, Arc::clone(&metrics));
         let status = StatusConfig {
             scope: config.provider.scope.clone(),

@@ -24,7 +24,7 @@ use futures::StreamExt;
 use kube::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 use crate::watch_errors::WatchErrors;
 
@@ -34,7 +34,7 @@ type Index = Arc<RwLock<HashMap<String, ObjectRef>>>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
     /// The first list did not complete within the sync timeout.
-    #[error("the Machine watch has not listed within {waited:?}: {cause}")]
+    #[error("the watch has not listed within {waited:?}: {cause}")]
     NotSynced {
         /// How long [`MachineCache::ready`] waited.
         waited: Duration,
@@ -42,7 +42,7 @@ pub enum CacheError {
         cause: String,
     },
     /// The watch task ended (only on shutdown).
-    #[error("the Machine watch stopped")]
+    #[error("the watch stopped")]
     Stopped,
 }
 
@@ -73,8 +73,13 @@ pub struct MachineCache {
     changes: watch::Receiver<u64>,
     health: Arc<Mutex<Health>>,
     sync_timeout: Duration,
+    claimed_changes: broadcast::Sender<String>,
     task: tokio::task::JoinHandle<()>,
 }
+
+/// How many claimed-Machine changes a slow listener may fall behind before it skips some
+/// (its safety poll covers those).
+const CLAIMED_CHANGES_BUFFER: usize = 4096;
 
 impl Drop for MachineCache {
     fn drop(&mut self) {
@@ -115,6 +120,8 @@ impl MachineCache {
         let api: Api<Machine> = Api::all(management);
         let task_index = Arc::clone(&index);
         let task_health = Arc::clone(&health);
+        let (claimed_changes, _) = broadcast::channel(CLAIMED_CHANGES_BUFFER);
+        let task_claimed = claimed_changes.clone();
         let task = tokio::spawn(async move {
             let stream = watcher(api, watcher::Config::default())
                 .default_backoff()
@@ -152,6 +159,10 @@ impl MachineCache {
                             if let Some(id) = provider_id(&m) {
                                 index.insert(id, r);
                             }
+                            if let Some(nc) = super::annotation(&m.metadata, super::CLAIMED_BY) {
+                                // No listener is not an error.
+                                let _ = task_claimed.send(nc.to_owned());
+                            }
                         }
                         watcher::Event::Delete(m) => {
                             let r = machine_ref(&m);
@@ -168,8 +179,26 @@ impl MachineCache {
             changes,
             health,
             sync_timeout,
+            claimed_changes,
             task,
         }
+    }
+
+    /// The names of the NodeClaims (of any workload cluster) whose claimed Machine changed,
+    /// from now on; a listener that falls far behind skips what it missed.
+    #[must_use]
+    pub fn claimed_changes(&self) -> futures::stream::BoxStream<'static, String> {
+        let rx = self.claimed_changes.subscribe();
+        futures::stream::unfold(rx, |mut rx| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(name) => return Some((name, rx)),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        })
+        .boxed()
     }
 
     /// Wait until the first list has been applied, at most the sync timeout.

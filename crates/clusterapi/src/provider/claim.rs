@@ -7,8 +7,9 @@
 //! Inputs: a MachineDeployment, a NodeClaim's name and UID, the Machine cache.
 //! Outputs: the claimed Machine, or a typed error.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, PoisonError};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use api::well_known::annotations::MACHINE;
 use api::well_known::capi::KARPENTER_MEMBER;
@@ -23,6 +24,37 @@ use super::{
     CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, ClusterApiProvider, annotation, cache,
     claimable, status_code, transient,
 };
+
+/// How long a claim waits after a 429 before looking again.
+const THROTTLE_BACKOFF: Duration = Duration::from_secs(1);
+
+/// A Machine one create of this process is claiming; released on drop.
+struct Claiming<'a> {
+    set: &'a Mutex<HashSet<ObjectRef>>,
+    machine: ObjectRef,
+}
+
+impl<'a> Claiming<'a> {
+    /// Take `machine`, unless another create holds it.
+    fn take(set: &'a Mutex<HashSet<ObjectRef>>, machine: &ObjectRef) -> Option<Self> {
+        set.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(machine.clone())
+            .then(|| Self {
+                set,
+                machine: machine.clone(),
+            })
+    }
+}
+
+impl Drop for Claiming<'_> {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.machine);
+    }
+}
 
 impl ClusterApiProvider {
     pub(super) async fn record(
@@ -96,8 +128,15 @@ impl ClusterApiProvider {
                         &b.metadata.name,
                     ))
             });
+            let mut throttled = false;
             for m in candidates {
                 let r = cache::machine_ref(&m);
+                // One PATCH per candidate from this process: the other creates waiting on this
+                // MD skip a Machine one of them is claiming (they all see the same cache, and
+                // racing each other on it only made conflicts).
+                let Some(_claiming) = Claiming::take(&self.claiming, &r) else {
+                    continue;
+                };
                 let rv = m.metadata.resource_version.clone().unwrap_or_default();
                 let patch = json!({"metadata": {
                     "resourceVersion": rv,
@@ -118,11 +157,27 @@ impl ClusterApiProvider {
                             .insert(r);
                         return Ok(claimed);
                     }
+                    // Changed since the cache saw it (CAPI writes Machines too) or gone: not
+                    // again at this resourceVersion.
                     Err(e) if matches!(status_code(&e), Some(409 | 404)) => {
                         tried.insert(r, rv);
                     }
+                    // Throttled: back off, then look again.
+                    Err(e) if status_code(&e) == Some(429) => {
+                        throttled = true;
+                        break;
+                    }
                     Err(e) => return Err(transient("claim Machine", e)),
                 }
+            }
+            if throttled {
+                if tokio::time::Instant::now() + THROTTLE_BACKOFF >= deadline {
+                    return Err(CloudProviderError::Transient(format!(
+                        "claiming a Machine of MachineDeployment {md} was throttled (429)"
+                    )));
+                }
+                tokio::time::sleep(THROTTLE_BACKOFF).await;
+                continue;
             }
             match tokio::time::timeout_at(deadline, changes.changed()).await {
                 Ok(Ok(())) => {}

@@ -33,7 +33,9 @@
 //!    no `delete-machine`, not deleting, no member label, **not in the record's baseline**) by
 //!    a merge patch with its resourceVersion setting the member label and [`CLAIMED_BY`] /
 //!    [`CLAIMED_BY_UID`] / [`CLAIMED_BY_CLUSTER`]; a 409 means someone else changed it, so the
-//!    next candidate is tried. Candidates come from the [`cache`]; when none is left the create
+//!    next candidate is tried. Creates of this process never PATCH the same candidate at once
+//!    (each takes a candidate no other is claiming), so a scale-out of N does not cost N²/2
+//!    conflicts; a 429 backs off a second and looks again. Candidates come from the [`cache`]; when none is left the create
 //!    waits for the next cache change (no polling), up to [`ProviderConfig::claim_timeout`]
 //!    (then Transient; the raised replica stays for the retry, or for the next NodeClaim, so
 //!    Machines that never come — a paused MachineSet, rejected creates — raise replicas once,
@@ -54,6 +56,11 @@
 //! annotation** replicas are not lowered below it: the annotated Machines beyond the room are
 //! deleted directly instead, so the MachineSet replaces them with fresh, unclaimed Machines that
 //! keep the user's baseline (and that later creates reuse).
+//!
+//! **Reads** come from caches ([`cache`]: Machines; [`objects`]: MachineDeployments and
+//! ClusterAPINodeClasses), so instance types, a launch's shape and `get_launch` cost no request;
+//! [`CloudProvider::launch_changes`] tells the lifecycle which NodeClaim's Machine changed, so it
+//! does not poll for providerIDs. Compare-and-set writes read fresh.
 //!
 //! **Get / List** read the cache; Get looks the providerID up in the normalised index. List
 //! returns every Machine carrying the member label, except those claimed by another workload
@@ -81,6 +88,7 @@ pub mod cache;
 mod claim;
 mod create;
 mod identity;
+pub mod objects;
 pub mod ownership;
 mod reads;
 mod removal;
@@ -92,7 +100,7 @@ use std::time::Duration;
 
 use api::well_known::annotations::{LEGACY_MACHINE, MACHINE};
 use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER};
-use api::{Machine, MachineDeployment, NodeClaim, NodePool};
+use api::{ClusterAPINodeClass, Machine, MachineDeployment, NodeClaim, NodePool};
 use cloudprovider::{CloudProvider, CloudProviderError, Launch, ObjectRef};
 use kube::api::Api;
 use scheduling::instance_type::InstanceType;
@@ -106,6 +114,7 @@ pub use cache::MachineCache;
 use create::Batches;
 pub use identity::CLAIMED_BY_CLUSTER;
 pub(crate) use identity::{claim_cluster, claimed_by};
+pub use objects::ObjectCache;
 use reads::launch_of;
 pub(crate) use removal::Removal;
 use removal::RemovalRequest;
@@ -155,6 +164,10 @@ pub struct ClusterApiProvider {
     management: kube::Client,
     workload: kube::Client,
     cache: MachineCache,
+    /// Every MachineDeployment of the management cluster.
+    mds: ObjectCache<MachineDeployment>,
+    /// Every ClusterAPINodeClass of the workload cluster.
+    classes: ObjectCache<ClusterAPINodeClass>,
     config: ProviderConfig,
     /// The infrastructure templates (one watch per kind).
     templates: Arc<Templates>,
@@ -166,6 +179,8 @@ pub struct ClusterApiProvider {
     pending: Mutex<HashMap<MachineDeploymentRef, usize>>,
     /// Machines this process claimed (the cache may not show the label yet).
     claimed: Mutex<HashSet<ObjectRef>>,
+    /// Machines a create of this process is claiming right now.
+    claiming: Mutex<HashSet<ObjectRef>>,
     /// Per MD: creates waiting for its lock, and replicas already raised for them.
     batches: Batches,
     /// Per MD: removals waiting to be served by the next holder of its lock.
@@ -196,6 +211,26 @@ pub(crate) fn annotation<'a>(meta: &'a kube::api::ObjectMeta, key: &str) -> Opti
         .as_ref()
         .and_then(|a| a.get(key))
         .map(String::as_str)
+}
+
+/// Wait (bounded) for `cache`'s first list.
+async fn synced<K>(cache: &ObjectCache<K>) -> Result<(), CloudProviderError>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    cache
+        .ready()
+        .await
+        .map_err(|e| CloudProviderError::CacheNotSynced {
+            cache: cache.kind().into(),
+            cause: e.to_string(),
+        })
 }
 
 fn has_label(meta: &kube::api::ObjectMeta, key: &str) -> bool {
@@ -236,6 +271,16 @@ impl ClusterApiProvider {
     pub fn new(management: kube::Client, workload: kube::Client, config: ProviderConfig) -> Self {
         Self {
             cache: MachineCache::start(management.clone(), config.cache_sync_timeout),
+            mds: ObjectCache::start(
+                management.clone(),
+                "MachineDeployment",
+                config.cache_sync_timeout,
+            ),
+            classes: ObjectCache::start(
+                workload.clone(),
+                "ClusterAPINodeClass",
+                config.cache_sync_timeout,
+            ),
             templates: Arc::new(Templates::new(
                 management.clone(),
                 config.template_sync_timeout,
@@ -248,6 +293,7 @@ impl ClusterApiProvider {
             locks: Mutex::default(),
             pending: Mutex::default(),
             claimed: Mutex::default(),
+            claiming: Mutex::default(),
             batches: Arc::default(),
             removals: Mutex::default(),
         }
@@ -277,6 +323,36 @@ impl ClusterApiProvider {
                 cache: "Machine".into(),
                 cause: e.to_string(),
             })
+    }
+
+    /// Every MachineDeployment, from the cache.
+    ///
+    /// # Errors
+    /// [`CloudProviderError::CacheNotSynced`] when the cache has not listed in time.
+    pub(crate) async fn machine_deployments(
+        &self,
+    ) -> Result<Vec<Arc<MachineDeployment>>, CloudProviderError> {
+        synced(&self.mds).await?;
+        Ok(self.mds.all())
+    }
+
+    /// The MachineDeployment `r`: the cache's copy, else (not listed yet) read.
+    ///
+    /// # Errors
+    /// The cache has not synced, or the read failed.
+    pub(crate) async fn machine_deployment(
+        &self,
+        r: &MachineDeploymentRef,
+    ) -> Result<Option<Arc<MachineDeployment>>, CloudProviderError> {
+        synced(&self.mds).await?;
+        if let Some(md) = self.mds.get(&r.namespace, &r.name) {
+            return Ok(Some(md));
+        }
+        self.mds_api(&r.namespace)
+            .get_opt(&r.name)
+            .await
+            .map(|md| md.map(Arc::new))
+            .map_err(|e| transient("get MachineDeployment", e))
     }
 
     pub(super) fn lock_of(&self, md: &MachineDeploymentRef) -> Arc<tokio::sync::Mutex<()>> {
@@ -353,6 +429,10 @@ impl CloudProvider for ClusterApiProvider {
 
     async fn get_launch(&self, node_claim: &NodeClaim) -> Result<Launch, CloudProviderError> {
         self.launch_of_node_claim(node_claim).await
+    }
+
+    fn launch_changes(&self) -> Option<futures::stream::BoxStream<'static, String>> {
+        Some(self.cache.claimed_changes())
     }
 
     async fn get(&self, provider_id: &str) -> Result<Launch, CloudProviderError> {

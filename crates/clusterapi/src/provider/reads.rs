@@ -1,8 +1,9 @@
 //! Reads: NodeClasses and their catalogues, the Machine of a NodeClaim, and Get / List /
 //! instance types / drift, all described with the NodeClass that selects the Machine.
 //!
-//! Responsibility: everything the provider answers without writing.
-//! Inputs: the Machine cache, MachineDeployments, NodeClasses, NodeClaims.
+//! Responsibility: everything the provider answers without writing, from the caches (Machines,
+//! MachineDeployments, ClusterAPINodeClasses; an object a cache has not seen yet is read).
+//! Inputs: the Machine cache, the MachineDeployment and NodeClass caches, NodeClaims.
 //! Outputs: [`Launch`]es, instance types, drift reasons.
 
 use std::collections::HashMap;
@@ -12,7 +13,7 @@ use api::nodeclass::ClusterAPINodeClassSpec;
 use api::well_known::capi::KARPENTER_MEMBER;
 use api::{ClusterAPINodeClass, Machine, MachineDeployment, NodeClaim, NodePool};
 use cloudprovider::{CloudProviderError, Launch};
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use scheduling::instance_type::InstanceType;
 
 use crate::instance_types::{
@@ -23,7 +24,7 @@ use crate::selection::select;
 
 use super::{
     CLAIMED_BY, ClusterApiProvider, annotation, bound_machine, cache, claim_cluster, deployment_of,
-    has_label, terminating, transient,
+    has_label, synced, terminating, transient,
 };
 
 pub(super) fn launch_of(
@@ -78,10 +79,15 @@ fn entry_for<'a>(
 }
 
 impl ClusterApiProvider {
+    /// The ClusterAPINodeClass `name`: the cache's copy, else (not listed yet) read.
     pub(super) async fn nodeclass(
         &self,
         name: &str,
     ) -> Result<ClusterAPINodeClass, CloudProviderError> {
+        synced(&self.classes).await?;
+        if let Some(class) = self.classes.get("", name) {
+            return Ok((*class).clone());
+        }
         let api: Api<ClusterAPINodeClass> = Api::all(self.workload.clone());
         match api.get_opt(name).await {
             Ok(Some(nc)) => Ok(nc),
@@ -96,13 +102,14 @@ impl ClusterApiProvider {
         &self,
         spec: &ClusterAPINodeClassSpec,
     ) -> Result<Catalogue, CloudProviderError> {
-        let api: Api<MachineDeployment> = Api::all(self.management.clone());
-        let mds = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| transient("list MachineDeployments", e))?;
+        let mds: Vec<MachineDeployment> = self
+            .machine_deployments()
+            .await?
+            .iter()
+            .map(|md| (**md).clone())
+            .collect();
         let selected = select(
-            &mds.items,
+            &mds,
             spec.scalable_resource_selector.as_ref(),
             &self.config.scope,
         )
@@ -118,7 +125,7 @@ impl ClusterApiProvider {
             .map_err(|e| CloudProviderError::NodeClassNotReady(e.to_string()))
     }
 
-    /// Describe the Machine `m` (its MD read fresh; `spec` the NodeClass, if known).
+    /// Describe the Machine `m` (its MD from the cache; `spec` the NodeClass, if known).
     pub(super) async fn launch_for(
         &self,
         m: &Machine,
@@ -127,12 +134,7 @@ impl ClusterApiProvider {
         let Some(md_ref) = deployment_of(m) else {
             return launch_of(m, None);
         };
-        let md = self
-            .mds_api(&md_ref.namespace)
-            .get_opt(&md_ref.name)
-            .await
-            .ok()
-            .flatten();
+        let md = self.machine_deployment(&md_ref).await.ok().flatten();
         let default = ClusterAPINodeClassSpec::default();
         let template = match &md {
             Some(md) => self.templates.of(md).await,
@@ -172,11 +174,8 @@ impl ClusterApiProvider {
     pub(crate) async fn all_node_classes(
         &self,
     ) -> Result<Vec<ClusterAPINodeClass>, CloudProviderError> {
-        let api: Api<ClusterAPINodeClass> = Api::all(self.workload.clone());
-        api.list(&ListParams::default())
-            .await
-            .map(|l| l.items)
-            .map_err(|e| transient("list ClusterAPINodeClasses", e))
+        synced(&self.classes).await?;
+        Ok(self.classes.all().iter().map(|c| (**c).clone()).collect())
     }
 
     /// Whether one of `classes` selects `md` (member, in scope, matching its selector).
@@ -212,6 +211,11 @@ impl ClusterApiProvider {
             return Ok(Some((*m).clone()));
         }
         if let Some(r) = bound_machine(nc) {
+            // The cache's copy when it has one (no request while a launch waits for its
+            // providerID); else a read (the claim may be newer than the cache).
+            if let Some(m) = self.cache.get(&r) {
+                return Ok(Some((*m).clone()));
+            }
             return self
                 .machines_api(&r.namespace)
                 .get_opt(&r.name)
@@ -267,7 +271,7 @@ impl ClusterApiProvider {
         }
         if spec.is_none()
             && let Some(md_ref) = deployment_of(&m)
-            && let Ok(Some(md)) = self.mds_api(&md_ref.namespace).get_opt(&md_ref.name).await
+            && let Ok(Some(md)) = self.machine_deployment(&md_ref).await
         {
             let classes = self.node_classes().await;
             spec = self.spec_selecting(&classes, &md).cloned();
@@ -280,15 +284,11 @@ impl ClusterApiProvider {
     pub(super) async fn launches(&self) -> Result<Vec<Launch>, CloudProviderError> {
         self.ready().await?;
         let cluster = self.cluster_id().await?;
-        let api: Api<MachineDeployment> = Api::all(self.management.clone());
-        let mds = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| transient("list MachineDeployments", e))?;
+        let mds = self.machine_deployments().await?;
         let default = ClusterAPINodeClassSpec::default();
         let classes = self.node_classes().await;
         let mut by_ref: HashMap<MachineDeploymentRef, Option<Catalogue>> = HashMap::new();
-        for md in &mds.items {
+        for md in mds.iter().map(AsRef::as_ref) {
             let spec = self.spec_selecting(&classes, md).unwrap_or(&default);
             let template = self.templates.of(md).await;
             by_ref.insert(
@@ -337,10 +337,9 @@ impl ClusterApiProvider {
         let Some(md_ref) = deployment_of(&m) else {
             return Ok(Some(crate::drift::MACHINE_DEPLOYMENT_NOT_FOUND.to_owned()));
         };
-        let md = match self.mds_api(&md_ref.namespace).get_opt(&md_ref.name).await {
-            Ok(Some(md)) => md,
-            Ok(None) => return Ok(Some(crate::drift::MACHINE_DEPLOYMENT_NOT_FOUND.to_owned())),
-            Err(e) => return Err(transient("get MachineDeployment", e)),
+        let md = match self.machine_deployment(&md_ref).await? {
+            Some(md) => md,
+            None => return Ok(Some(crate::drift::MACHINE_DEPLOYMENT_NOT_FOUND.to_owned())),
         };
         let machine_set = match m
             .metadata
@@ -358,7 +357,7 @@ impl ClusterApiProvider {
         };
         let nodeclass = self.nodeclass(&node_claim.spec.node_class_ref.name).await?;
         let selected = select(
-            std::slice::from_ref(&md),
+            std::slice::from_ref(md.as_ref()),
             nodeclass.spec.scalable_resource_selector.as_ref(),
             &self.config.scope,
         )

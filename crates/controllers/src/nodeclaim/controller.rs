@@ -9,7 +9,9 @@
 //! finalizer ([`super::finalize`]) when deleting, or adds `karpenter.sh/termination` first
 //! (merge patch with resourceVersion; nothing launches before), or runs launch → registration
 //! → initialization → liveness on one [`Work`] copy and writes at most one metadata patch and
-//! one `/status` patch. Failures are retried with per-object exponential backoff 1 s … 1 min.
+//! one `/status` patch. A provider that reports launch changes
+//! ([`CloudProvider::launch_changes`]) triggers reconciles of the NodeClaims concerned, and the
+//! providerID poll slows to 30 s. Failures are retried with per-object exponential backoff 1 s … 1 min.
 //! Inputs: a workload client, the provider. Outputs: API writes, Events, metrics, logs.
 
 use std::collections::HashMap;
@@ -37,6 +39,9 @@ use super::work::{Flow, Work};
 use super::{finalize, initialization, launch, liveness, registration};
 use crate::events::Events;
 use crate::metrics::Metrics;
+
+/// The providerID poll when the provider reports launch changes itself.
+const LAUNCH_WATCHED_POLL: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The NodeClaim lifecycle controller.
 pub struct Lifecycle<P> {
@@ -91,12 +96,19 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
         .default_backoff()
         .reflect(writer)
         .touched_objects();
+        // A provider that watches its instances says when a launch changed: no 2 s polling for
+        // providerIDs, only a slow safety net.
+        let launch_changes = self.provider.launch_changes();
+        let mut config = self.config;
+        if launch_changes.is_some() {
+            config.launch_poll = config.launch_poll.max(LAUNCH_WATCHED_POLL);
+        }
         let ctx = Arc::new(Ctx {
             client: self.client.clone(),
             provider: self.provider,
             events: self.events,
             metrics: self.metrics,
-            config: self.config,
+            config,
             clock: Clock::new(),
             nodes,
             launches: self.launches,
@@ -106,10 +118,13 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
         let controller = Controller::new(Api::<NodeClaim>::all(client), watcher::Config::default());
         let claims = controller.store();
         let mut watch_errors = WatchErrors::new("NodeClaim lifecycle");
+        let mut controller = controller.watches_stream(node_events, move |node: Node| {
+            node_claims_of(&claims, &node)
+        });
+        if let Some(changes) = launch_changes {
+            controller = controller.reconcile_on(changes.map(|name| ObjectRef::new(&name)));
+        }
         controller
-            .watches_stream(node_events, move |node: Node| {
-                node_claims_of(&claims, &node)
-            })
             .run(reconcile, error_policy, ctx)
             .for_each(move |result| {
                 match result {

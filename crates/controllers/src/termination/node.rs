@@ -62,12 +62,15 @@ pub fn provider_id(node: &Node) -> &str {
 /// The one NodeClaim whose `status.providerID` equals the Node's (normalised); none when there
 /// are none or several, or the Node has no providerID.
 #[must_use]
-pub fn node_claim_of<'a>(node: &Node, node_claims: &'a [NodeClaim]) -> Option<&'a NodeClaim> {
+pub fn node_claim_of<'a, I>(node: &Node, node_claims: I) -> Option<&'a NodeClaim>
+where
+    I: IntoIterator<Item = &'a NodeClaim>,
+{
     let wanted = normalize_provider_id(provider_id(node));
     if wanted.is_empty() {
         return None;
     }
-    let mut matching = node_claims.iter().filter(|nc| {
+    let mut matching = node_claims.into_iter().filter(|nc| {
         nc.status
             .as_ref()
             .and_then(|s| s.provider_id.as_deref())

@@ -76,6 +76,8 @@ pub struct Context<P> {
     pub clock: Clock,
     /// Consecutive failures per Node name.
     pub failures: Mutex<HashMap<String, u32>>,
+    /// The shared NodeClaim store ([`state::ClusterState::node_claims`]); `None`: LIST.
+    pub node_claims: Option<kube::runtime::reflector::Store<NodeClaim>>,
 }
 
 impl<P> std::fmt::Debug for Context<P> {
@@ -134,12 +136,21 @@ async fn terminate<P: CloudProvider>(
     }
     let name = node.name_any();
     let claims: Api<NodeClaim> = Api::all(ctx.client.clone());
-    let all = claims
-        .list(&ListParams::default())
-        .await
-        .map_err(kube_err("list nodeclaims"))?
-        .items;
-    let mut claim = node::node_claim_of(node, &all).cloned();
+    // The shared NodeClaim store when there is one (no request per pass), else a LIST.
+    let mut claim = match &ctx.node_claims {
+        Some(store) => {
+            let all = store.state();
+            node::node_claim_of(node, all.iter().map(AsRef::as_ref)).cloned()
+        }
+        None => {
+            let all = claims
+                .list(&ListParams::default())
+                .await
+                .map_err(kube_err("list nodeclaims"))?
+                .items;
+            node::node_claim_of(node, &all).cloned()
+        }
+    };
     if let Some(nc) = claim
         .as_ref()
         .filter(|nc| nc.metadata.deletion_timestamp.is_none())
@@ -293,31 +304,48 @@ async fn update_conditions(
     claims: &Api<NodeClaim>,
     nc: &mut NodeClaim,
     now: k8s_openapi::jiff::Timestamp,
-    edit: impl FnOnce(&mut ConditionSet),
+    edit: impl Fn(&mut ConditionSet),
 ) -> Result<(), TerminationError> {
-    let current = nc.status.as_ref().and_then(|s| s.conditions.as_deref());
-    let mut set = ConditionSet::new(current, NODE_CLAIM_DEPENDENTS, nc.metadata.generation, now);
-    edit(&mut set);
-    if !set.changed() {
-        return Ok(());
-    }
-    let conditions =
-        serde_json::to_value(set.into_conditions()).map_err(|source| TerminationError::Encode {
-            what: "nodeclaim conditions",
-            source,
+    // A copy from the shared store can be behind: on a conflict, once more on a fresh read.
+    for fresh in [false, true] {
+        let current = nc.status.as_ref().and_then(|s| s.conditions.as_deref());
+        let mut set =
+            ConditionSet::new(current, NODE_CLAIM_DEPENDENTS, nc.metadata.generation, now);
+        edit(&mut set);
+        if !set.changed() {
+            return Ok(());
+        }
+        let conditions = serde_json::to_value(set.into_conditions()).map_err(|source| {
+            TerminationError::Encode {
+                what: "nodeclaim conditions",
+                source,
+            }
         })?;
-    let patch = json!({
-        "metadata": {"resourceVersion": nc.metadata.resource_version},
-        "status": {"conditions": conditions},
-    });
-    *nc = claims
-        .patch_status(
-            &nc.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(kube_err("patch nodeclaim status"))?;
+        let patch = json!({
+            "metadata": {"resourceVersion": nc.metadata.resource_version},
+            "status": {"conditions": conditions},
+        });
+        match claims
+            .patch_status(
+                &nc.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(updated) => {
+                *nc = updated;
+                return Ok(());
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 && !fresh => {
+                *nc = claims
+                    .get(&nc.name_any())
+                    .await
+                    .map_err(kube_err("get nodeclaim"))?;
+            }
+            Err(e) => return Err(kube_err("patch nodeclaim status")(e)),
+        }
+    }
     Ok(())
 }
 

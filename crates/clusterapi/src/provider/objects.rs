@@ -1,0 +1,135 @@
+//! Caches of MachineDeployments (management cluster) and ClusterAPINodeClasses (workload
+//! cluster): one `kube::runtime` reflector each, so the provider's reads (instance types, the
+//! shape of a launch, List, drift) cost no API request.
+//!
+//! Responsibility: [`ObjectCache::start`] watches every object of one kind; [`ObjectCache::ready`]
+//! waits at most the sync timeout for the first list, then fails naming the watch's last error
+//! (a 403 from missing RBAC is logged at warn, rate-limited, and never hangs a caller);
+//! [`ObjectCache::all`] and [`ObjectCache::get`] answer from memory. Writes never use these
+//! copies' resourceVersions: compare-and-set writes read fresh.
+//! Inputs: a client and the kind. Outputs: the cache. The watch task stops when it is dropped.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::Resource;
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
+
+use super::cache::CacheError;
+use crate::watch_errors::WatchErrors;
+
+/// A reflector-backed cache of every object of one kind.
+#[derive(Debug)]
+pub struct ObjectCache<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    kind: &'static str,
+    store: Store<K>,
+    last_error: Arc<Mutex<Option<String>>>,
+    sync_timeout: Duration,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl<K> Drop for ObjectCache<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl<K> ObjectCache<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    /// Watch every `K` of `client`'s cluster (`kind` names it in logs and errors).
+    #[must_use]
+    pub fn start(client: kube::Client, kind: &'static str, sync_timeout: Duration) -> Self {
+        let (store, writer) = reflector::store();
+        let last_error: Arc<Mutex<Option<String>>> = Arc::default();
+        let task_error = Arc::clone(&last_error);
+        let api: Api<K> = Api::all(client);
+        let task = tokio::spawn(async move {
+            let mut report = WatchErrors::new(kind);
+            let stream = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .reflect(writer);
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                let mut last = task_error.lock().unwrap_or_else(PoisonError::into_inner);
+                match &event {
+                    // `Init` starts a (re)list and comes before its outcome.
+                    Ok(watcher::Event::Init) => {}
+                    Ok(_) => {
+                        *last = None;
+                        report.succeeded();
+                    }
+                    Err(e) => {
+                        *last = Some(e.to_string());
+                        report.failed(e);
+                    }
+                }
+            }
+        });
+        Self {
+            kind,
+            store,
+            last_error,
+            sync_timeout,
+            task,
+        }
+    }
+
+    /// Wait until the first list has been applied, at most the sync timeout.
+    ///
+    /// # Errors
+    /// [`CacheError::NotSynced`] naming the last watch error; [`CacheError::Stopped`] when the
+    /// watch task ended (only on shutdown).
+    pub async fn ready(&self) -> Result<(), CacheError> {
+        match tokio::time::timeout(self.sync_timeout, self.store.wait_until_ready()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(CacheError::Stopped),
+            Err(_) => Err(CacheError::NotSynced {
+                waited: self.sync_timeout,
+                cause: self
+                    .last_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+                    .unwrap_or_else(|| {
+                        "no watch error seen; the list has not completed yet".to_owned()
+                    }),
+            }),
+        }
+    }
+
+    /// The kind, as logs and errors name it.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// Every object (after [`ObjectCache::ready`]).
+    #[must_use]
+    pub fn all(&self) -> Vec<Arc<K>> {
+        self.store.state()
+    }
+
+    /// The object `name` in `namespace` (empty for cluster-scoped kinds).
+    #[must_use]
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
+        let r = reflector::ObjectRef::new(name);
+        self.store.get(&if namespace.is_empty() {
+            r
+        } else {
+            r.within(namespace)
+        })
+    }
+}
