@@ -3,7 +3,9 @@
 //! Responsibility: an axum [`router`] serving
 //! - `GET /healthz`: 200 `ok` while the process serves;
 //! - `GET /readyz`: 200 `ok` when the readiness check returns `Ok`, else 503 with its reason
-//!   (the composition root checks cache sync and that the CRDs are served);
+//!   (`run` is ready once the cluster state's watches have listed once; the NodeClaim, NodePool
+//!   and ClusterAPINodeClass watches cannot list while their CRDs are not served, so neither
+//!   can readiness — there is no separate CRD check);
 //! - `GET /metrics`: [`Metrics::encode`] as OpenMetrics text.
 //!
 //! [`bind`] binds a listener (port 0 picks a free port) and returns the bound address with the

@@ -203,16 +203,24 @@ impl ClusterApiProvider {
             "labels": {KARPENTER_MEMBER: null},
             "annotations": {CLAIMED_BY: null, CLAIMED_BY_UID: null, CLAIMED_BY_CLUSTER: null},
         }});
-        if self
+        match self
             .machines_api(&r.namespace)
             .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-            .is_ok()
         {
-            self.claimed
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&r);
+            Ok(_) => {
+                self.claimed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&r);
+            }
+            // Never silent: the Machine stays claimed by a NodeClaim that is gone; the Machine
+            // collector removes it as an orphan after its grace period.
+            Err(e) => tracing::warn!(
+                machine = %r,
+                error = %e,
+                "could not release the claim of a Machine whose NodeClaim is gone"
+            ),
         }
     }
 }
