@@ -555,6 +555,57 @@ async fn a_forbidden_machine_watch_fails_creates_and_deletes_with_a_clear_error(
     assert_eq!(replicas(&world, "md").await, 0, "nothing raised blind");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_forbidden_machine_deployment_watch_is_named_by_caches_synced_and_instance_types() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").create(&world).await;
+    world.management().unwrap().set_faults(FaultConfig {
+        seed: 1,
+        rules: vec![FaultRule {
+            verbs: vec![Verb::List, Verb::Watch],
+            resources: vec!["machinedeployments.cluster.x-k8s.io".into()],
+            error_rate: 1.0,
+            error: FaultError::Forbidden,
+            ..FaultRule::default()
+        }],
+    });
+    let p = provider(&world);
+    // What `/readyz` of the leader reports.
+    let err = tokio::time::timeout(Duration::from_secs(600), p.caches_synced())
+        .await
+        .expect("caches_synced hung")
+        .unwrap_err();
+    assert!(
+        matches!(&err, CloudProviderError::CacheNotSynced { cache, .. } if cache == "MachineDeployment"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().to_lowercase().contains("forbidden"),
+        "{err}"
+    );
+    // The provisioner's instance types fail with the same cause instead of offering nothing.
+    let pool: api::NodePool = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+        "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+            "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}))
+    .unwrap();
+    let err = p.get_instance_types(&pool).await.unwrap_err();
+    assert!(
+        err.to_string().to_lowercase().contains("forbidden"),
+        "{err}"
+    );
+    // Once allowed, the same provider answers.
+    world
+        .management()
+        .unwrap()
+        .set_faults(FaultConfig::default());
+    tokio::time::timeout(Duration::from_secs(600), p.caches_synced())
+        .await
+        .expect("caches_synced hung")
+        .unwrap();
+    assert!(!p.get_instance_types(&pool).await.unwrap().is_empty());
+}
+
 // ---- 6. malformed sizes, conflicts --------------------------------------------------------
 
 #[tokio::test(start_paused = true)]

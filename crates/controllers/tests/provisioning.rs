@@ -111,10 +111,44 @@ async fn pending_pods_become_one_node_claim_shaped_like_upstreams(backend: Backe
     md("small").create(&world).await;
     let pool = node_pool(&world, "general", json!({})).await;
     mark_ready(&world, "general").await;
-    let _state = start(&world);
+    // The pods are provisionable (the scheduler marked them Unschedulable) before the
+    // controllers start, so one batch holds all three however slowly a loaded machine creates
+    // and marks them (started first, a batch window could close in between).
     for i in 0..3 {
         pod(&world, &format!("p{i}"), "1").await;
     }
+    wait_for(
+        "three unschedulable pods",
+        Duration::from_secs(30),
+        || async {
+            let pods = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(
+                world.workload_client(),
+                "default",
+            )
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
+            let unschedulable = pods
+                .iter()
+                .filter(|p| {
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|c| {
+                            c.iter().any(|c| {
+                                c.type_ == "PodScheduled"
+                                    && c.status == "False"
+                                    && c.reason.as_deref() == Some("Unschedulable")
+                            })
+                        })
+                })
+                .count();
+            (unschedulable == 3).then_some(())
+        },
+    )
+    .await;
+    let _state = start(&world);
     let ncs = wait_for("a NodeClaim", Duration::from_secs(30), || async {
         let ncs = node_claims(&world).await;
         (!ncs.is_empty()).then_some(ncs)

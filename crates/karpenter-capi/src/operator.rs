@@ -98,6 +98,7 @@ impl Caches {
 #[derive(Debug)]
 pub struct Operator {
     state: Arc<ClusterState>,
+    provider: Arc<ClusterApiProvider>,
     metrics: Arc<Metrics>,
     decisions: Arc<Mutex<Vec<Decision>>>,
     tasks: Vec<JoinHandle<()>>,
@@ -200,10 +201,17 @@ impl Operator {
         ];
         Self {
             state,
+            provider,
             metrics,
             decisions,
             tasks,
         }
+    }
+
+    /// The Cluster API provider (its caches' readiness: [`ClusterApiProvider::caches_synced`]).
+    #[must_use]
+    pub fn provider(&self) -> Arc<ClusterApiProvider> {
+        Arc::clone(&self.provider)
     }
 
     /// The metrics.

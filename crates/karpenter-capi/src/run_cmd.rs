@@ -256,12 +256,21 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     // `/healthz`, `/readyz` and `/metrics`.
     let metrics = Arc::new(controllers::metrics::Metrics::new());
     let ready_flag = Arc::new(AtomicBool::new(false));
+    // While leading: why the Cluster API caches cannot answer (`None`: synced, or standby).
+    let provider_unready: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
     let flag = Arc::clone(&ready_flag);
+    let unready = Arc::clone(&provider_unready);
     let ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = Arc::new(move || {
-        if flag.load(Ordering::Relaxed) {
-            Ok(())
-        } else {
-            Err("caches not synced yet".to_owned())
+        if !flag.load(Ordering::Relaxed) {
+            return Err("caches not synced yet".to_owned());
+        }
+        match unready
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+        {
+            Some(reason) => Err(reason),
+            None => Ok(()),
         }
     });
     for port in [args.health_probe_port, args.metrics_port] {
@@ -320,6 +329,33 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
     caches.discard_triggers();
     let operator = Operator::start_with_caches(caches, workload, management, config, metrics);
+    // The leader is ready once the Cluster API caches listed too; while one cannot (a missing
+    // RBAC rule, an unreachable management cluster) `/readyz` says which and why.
+    *provider_unready
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+        Some("Cluster API caches not synced yet".to_owned());
+    let provider = operator.provider();
+    let unready = Arc::clone(&provider_unready);
+    let provider_sync = tokio::spawn(async move {
+        loop {
+            let outcome = provider.caches_synced().await.map_err(|e| e.to_string());
+            let synced = outcome.is_ok();
+            if let Err(reason) = &outcome {
+                tracing::warn!(%reason, "not ready: the Cluster API caches have not synced");
+            }
+            *unready
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = outcome.err();
+            if synced {
+                tracing::info!("Cluster API caches synced");
+                return;
+            }
+            // `caches_synced` itself waits up to the sync timeout; this only keeps a stopped
+            // watch (shutdown) from spinning.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
     match listed.await {
         Ok(Ok(())) => {}
         Ok(Err(())) => bail!("caches not listed within {LIST_TIMEOUT:?}"),
@@ -355,6 +391,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         () = terminate => Ok(()),
         () = lost => Err(anyhow::anyhow!("leader election lost")),
     };
+    provider_sync.abort();
     drop(operator);
     if let Some(e) = &elector {
         e.release().await;

@@ -289,6 +289,7 @@ async fn real_run_serves_over_tls_with_a_client_certificate_and_leads() {
         .await
         .unwrap();
     sim::world::crds::install_capi_crds(&admin).await.unwrap();
+    served(&admin).await;
     let kc = cluster.kubeconfig_path().display().to_string();
     let (metrics, health) = (free_port(), free_port());
     let child = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
@@ -317,7 +318,11 @@ async fn real_run_serves_over_tls_with_a_client_certificate_and_leads() {
             std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
             panic!("run exited with {status}: {err}");
         }
-        assert!(tokio::time::Instant::now() < deadline, "/readyz never 200");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "/readyz never 200: {:?}",
+            http_get(health, "/readyz").await
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let lease = Api::<Lease>::namespaced(admin.clone(), "default")
@@ -392,12 +397,44 @@ fn run_replica(kc: &str, metrics: u16, health: u16) -> Killed {
     )
 }
 
+/// Waits until freshly installed CRDs are served from kube-apiserver's watch cache (lists at
+/// resourceVersion 0, as watchers make them): their caches start some time after the CRDs,
+/// answering 429 "storage is (re)initializing" meanwhile, and the leader's `/readyz` waits
+/// for the Cluster API caches.
+async fn served(admin: &kube::Client) {
+    let started = tokio::time::Instant::now();
+    let deadline = started + Duration::from_secs(120);
+    let lp = kube::api::ListParams::default().match_any();
+    loop {
+        let machines = Api::<api::Machine>::all(admin.clone()).list(&lp).await;
+        let mds = Api::<api::MachineDeployment>::all(admin.clone())
+            .list(&lp)
+            .await;
+        let classes = Api::<api::ClusterAPINodeClass>::all(admin.clone())
+            .list(&lp)
+            .await;
+        if machines.is_ok() && mds.is_ok() && classes.is_ok() {
+            eprintln!("CRDs served after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "CRDs never served: {:?} {:?} {:?}",
+            machines.err(),
+            mds.err(),
+            classes.err()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 async fn ready(health: u16, what: &str) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while !matches!(http_get(health, "/readyz").await, Some((200, _))) {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "{what}: /readyz never 200"
+            "{what}: /readyz never 200: {:?}",
+            http_get(health, "/readyz").await
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -421,6 +458,7 @@ async fn real_a_standby_replica_is_ready_and_takes_over() {
         .await
         .unwrap();
     sim::world::crds::install_capi_crds(&admin).await.unwrap();
+    served(&admin).await;
     let kc = cluster.kubeconfig_path().display().to_string();
     let (h1, h2) = (free_port(), free_port());
     let first = run_replica(&kc, free_port(), h1);

@@ -20,6 +20,7 @@
 //! Inputs: a workload `kube::Client`, [`StateConfig`]. Outputs: snapshots, triggers, the gate.
 
 pub mod bookkeeping;
+pub mod listed;
 pub mod watch_errors;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -123,6 +124,8 @@ pub struct ClusterState {
     daemon_sets: Store<DaemonSet>,
     namespaces: Store<Namespace>,
     node_classes: Store<ClusterAPINodeClass>,
+    /// Each store's first-list flag ([`listed`]), in the order above.
+    listed: Vec<watch::Receiver<Option<bool>>>,
     bookkeeping: Mutex<Bookkeeping>,
     changes: watch::Receiver<u64>,
     tasks: Vec<JoinHandle<()>>,
@@ -264,7 +267,17 @@ impl ClusterState {
         tasks.push(t);
         let (node_classes, t) = spawn_reflector(client, tick, None);
         tasks.push(t);
+        let listed = vec![
+            listed::listed(&nodes),
+            listed::listed(&pods),
+            listed::listed(&node_claims),
+            listed::listed(&node_pools),
+            listed::listed(&daemon_sets),
+            listed::listed(&namespaces),
+            listed::listed(&node_classes),
+        ];
         Arc::new(Self {
+            listed,
             nodes,
             pods,
             node_claims,
@@ -280,18 +293,8 @@ impl ClusterState {
 
     fn ready_now(&self) -> bool {
         // A store is ready once its first list was applied; `state()` of an unready store is
-        // empty, so ask the waiter without blocking.
-        [
-            self.nodes.wait_until_ready().now_or_never_ready(),
-            self.pods.wait_until_ready().now_or_never_ready(),
-            self.node_claims.wait_until_ready().now_or_never_ready(),
-            self.node_pools.wait_until_ready().now_or_never_ready(),
-            self.daemon_sets.wait_until_ready().now_or_never_ready(),
-            self.namespaces.wait_until_ready().now_or_never_ready(),
-            self.node_classes.wait_until_ready().now_or_never_ready(),
-        ]
-        .iter()
-        .all(|r| *r)
+        // empty. (Never `now_or_never` on the store's own waiter: see [`listed`].)
+        self.listed.iter().all(listed::is_listed)
     }
 
     /// Waits until every store has listed once; gives up after `timeout`.
@@ -300,13 +303,10 @@ impl ClusterState {
     /// `Err(())` on timeout or when a watch task ended.
     pub async fn wait_listed(&self, timeout: Duration) -> Result<(), ()> {
         let all = async {
-            self.nodes.wait_until_ready().await?;
-            self.pods.wait_until_ready().await?;
-            self.node_claims.wait_until_ready().await?;
-            self.node_pools.wait_until_ready().await?;
-            self.daemon_sets.wait_until_ready().await?;
-            self.namespaces.wait_until_ready().await?;
-            self.node_classes.wait_until_ready().await
+            for flag in &self.listed {
+                listed::wait_listed(flag).await?;
+            }
+            Ok::<(), ()>(())
         };
         match tokio::time::timeout(timeout, all).await {
             Ok(Ok(())) => Ok(()),
@@ -420,17 +420,5 @@ impl ClusterState {
     #[must_use]
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.clone()
-    }
-}
-
-trait NowOrNever {
-    fn now_or_never_ready(self) -> bool;
-}
-
-impl<F: std::future::Future<Output = Result<(), reflector::store::WriterDropped>>> NowOrNever
-    for F
-{
-    fn now_or_never_ready(self) -> bool {
-        matches!(futures::FutureExt::now_or_never(self), Some(Ok(())))
     }
 }

@@ -73,6 +73,7 @@ pub struct MachineCache {
     changes: watch::Receiver<u64>,
     health: Arc<Mutex<Health>>,
     sync_timeout: Duration,
+    listed: watch::Receiver<Option<bool>>,
     claimed_changes: broadcast::Sender<String>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -174,6 +175,7 @@ impl MachineCache {
             }
         });
         Self {
+            listed: super::objects::listed(&store),
             store,
             index,
             changes,
@@ -207,10 +209,10 @@ impl MachineCache {
     /// [`CacheError::NotSynced`] naming the last watch error when the first list did not
     /// complete in time; [`CacheError::Stopped`] when the watch task ended (only on shutdown).
     pub async fn ready(&self) -> Result<(), CacheError> {
-        match tokio::time::timeout(self.sync_timeout, self.store.wait_until_ready()).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) => Err(CacheError::Stopped),
-            Err(_) => Err(CacheError::NotSynced {
+        match super::objects::wait_listed(&self.listed, self.sync_timeout).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(CacheError::Stopped),
+            Err(()) => Err(CacheError::NotSynced {
                 waited: self.sync_timeout,
                 cause: self.last_error().unwrap_or_else(|| {
                     "no watch error seen; the list has not completed yet".to_owned()

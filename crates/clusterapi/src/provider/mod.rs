@@ -355,6 +355,18 @@ impl ClusterApiProvider {
             .map_err(|e| transient("get MachineDeployment", e))
     }
 
+    /// Wait (each bounded by the sync timeout) for the Machine, MachineDeployment and
+    /// ClusterAPINodeClass caches' first lists.
+    ///
+    /// # Errors
+    /// [`CloudProviderError::CacheNotSynced`] naming the first cache that has not listed and its
+    /// watch's last error (e.g. a 403 from a missing RBAC rule).
+    pub async fn caches_synced(&self) -> Result<(), CloudProviderError> {
+        self.ready().await?;
+        synced(&self.mds).await?;
+        synced(&self.classes).await
+    }
+
     pub(super) fn lock_of(&self, md: &MachineDeploymentRef) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
         Arc::clone(locks.entry(md.clone()).or_default())

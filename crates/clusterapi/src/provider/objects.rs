@@ -19,6 +19,7 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
 use super::cache::CacheError;
 use crate::watch_errors::WatchErrors;
@@ -33,7 +34,41 @@ where
     store: Store<K>,
     last_error: Arc<Mutex<Option<String>>>,
     sync_timeout: Duration,
+    listed: watch::Receiver<Option<bool>>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// `store`'s first list as a flag any number of tasks can wait on: one task awaits
+/// `Store::wait_until_ready` and publishes the outcome (`Some(true)`: listed; `Some(false)`:
+/// the watch ended first). kube-runtime's readiness future keeps only the waker of the task
+/// that polled it last, so concurrent waiters on it could sleep until their timeout after the
+/// store was ready (seen: creates and `/readyz` waiting exactly the 60 s sync timeout).
+pub(crate) fn listed<K>(store: &Store<K>) -> watch::Receiver<Option<bool>>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: std::hash::Hash + Eq + Clone + Send + Sync,
+{
+    let (tx, rx) = watch::channel(None);
+    let store = store.clone();
+    tokio::spawn(async move {
+        let outcome = store.wait_until_ready().await.is_ok();
+        tx.send_replace(Some(outcome));
+    });
+    rx
+}
+
+/// Waits at most `timeout` for `flag`: `Ok(true)` listed, `Ok(false)` the watch ended,
+/// `Err(())` timed out.
+pub(crate) async fn wait_listed(
+    flag: &watch::Receiver<Option<bool>>,
+    timeout: Duration,
+) -> Result<bool, ()> {
+    let mut flag = flag.clone();
+    match tokio::time::timeout(timeout, flag.wait_for(Option::is_some)).await {
+        Ok(Ok(v)) => Ok(*v == Some(true)),
+        Ok(Err(_)) => Ok(false),
+        Err(_) => Err(()),
+    }
 }
 
 impl<K> Drop for ObjectCache<K>
@@ -80,6 +115,7 @@ where
         });
         Self {
             kind,
+            listed: listed(&store),
             store,
             last_error,
             sync_timeout,
@@ -93,10 +129,10 @@ where
     /// [`CacheError::NotSynced`] naming the last watch error; [`CacheError::Stopped`] when the
     /// watch task ended (only on shutdown).
     pub async fn ready(&self) -> Result<(), CacheError> {
-        match tokio::time::timeout(self.sync_timeout, self.store.wait_until_ready()).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) => Err(CacheError::Stopped),
-            Err(_) => Err(CacheError::NotSynced {
+        match wait_listed(&self.listed, self.sync_timeout).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(CacheError::Stopped),
+            Err(()) => Err(CacheError::NotSynced {
                 waited: self.sync_timeout,
                 cause: self
                     .last_error

@@ -65,6 +65,8 @@ pub(crate) struct Ctx<P> {
     pub config: LifecycleConfig,
     pub clock: Clock,
     pub nodes: Store<Node>,
+    /// The Node store's first-list flag ([`state::listed`]).
+    pub nodes_listed: tokio::sync::watch::Receiver<Option<bool>>,
     pub launches: Arc<Mutex<HashMap<String, (Launch, Instant)>>>,
     pub failures: Mutex<HashMap<String, u32>>,
 }

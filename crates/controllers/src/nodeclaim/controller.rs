@@ -110,6 +110,7 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
             metrics: self.metrics,
             config,
             clock: Clock::new(),
+            nodes_listed: state::listed::listed(&nodes),
             nodes,
             launches: self.launches,
             failures: Mutex::default(),
@@ -204,7 +205,7 @@ async fn reconcile<P: CloudProvider + 'static>(
     }
     // Registration and initialization read the Node store: not before its first list. (The
     // Node watch is driven by this controller, so this waits without blocking it.)
-    if ctx.nodes.wait_until_ready().await.is_err() {
+    if state::listed::wait_listed(&ctx.nodes_listed).await.is_err() {
         return Err(Error::NodeStoreGone);
     }
     let action = if nc.metadata.deletion_timestamp.is_some() {
