@@ -69,9 +69,45 @@ pub(crate) struct Ctx<P> {
     pub nodes_listed: tokio::sync::watch::Receiver<Option<bool>>,
     pub launches: Arc<Mutex<HashMap<String, (Launch, Instant)>>>,
     pub failures: Mutex<HashMap<String, u32>>,
+    /// Per NodeClaim UID: the resourceVersion of the copy our last successful write started
+    /// from. A reconcile of that same copy again is of a store that has not seen our write yet.
+    pub written: Mutex<HashMap<String, String>>,
 }
 
+/// More remembered writes than this and the memory is dropped (deleted NodeClaims leave
+/// theirs; forgetting only costs a conflict).
+const WRITTEN_LIMIT: usize = 10_000;
+
 impl<P> Ctx<P> {
+    /// Remember that a write from `nc`'s copy succeeded.
+    pub fn wrote_from(&self, nc: &api::NodeClaim) {
+        let (Some(uid), Some(rv)) = (&nc.metadata.uid, &nc.metadata.resource_version) else {
+            return;
+        };
+        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        if written.len() >= WRITTEN_LIMIT {
+            written.clear();
+        }
+        written.insert(uid.clone(), rv.clone());
+    }
+
+    /// Whether `nc` is the copy a successful write of ours started from (the store is behind:
+    /// the watch event of that write will bring the newer one and trigger again).
+    pub fn behind_our_write(&self, nc: &api::NodeClaim) -> bool {
+        let (Some(uid), Some(rv)) = (&nc.metadata.uid, &nc.metadata.resource_version) else {
+            return false;
+        };
+        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        match written.get(uid) {
+            Some(from) if from == rv => true,
+            Some(_) => {
+                written.remove(uid);
+                false
+            }
+            None => false,
+        }
+    }
+
     /// The cached Create result of the NodeClaim with this UID.
     pub fn cached_launch(&self, uid: &str) -> Option<Launch> {
         let cache = self.launches.lock().unwrap_or_else(PoisonError::into_inner);

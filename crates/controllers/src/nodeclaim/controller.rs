@@ -114,6 +114,7 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
             nodes,
             launches: self.launches,
             failures: Mutex::default(),
+            written: Mutex::default(),
         });
         let client = self.client;
         let controller = Controller::new(Api::<NodeClaim>::all(client), watcher::Config::default());
@@ -208,6 +209,10 @@ async fn reconcile<P: CloudProvider + 'static>(
     if state::listed::wait_listed(&ctx.nodes_listed).await.is_err() {
         return Err(Error::NodeStoreGone);
     }
+    // Our last write started from this very copy: acting on it again would only conflict.
+    if ctx.behind_our_write(&nc) {
+        return Ok(Action::await_change());
+    }
     let action = if nc.metadata.deletion_timestamp.is_some() {
         if has_finalizer(&nc) {
             finalize::reconcile(&nc, &ctx).await?
@@ -255,6 +260,7 @@ async fn add_finalizer<P>(nc: &NodeClaim, ctx: &Ctx<P>) -> Result<Action, Error>
         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|e| Error::patch_node_claim(&name, e))?;
+    ctx.wrote_from(nc);
     Ok(Action::await_change())
 }
 
@@ -313,11 +319,13 @@ async fn write<P>(original: &NodeClaim, work: &Work, ctx: &Ctx<P>) -> Result<(),
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|e| Error::patch_node_claim(&name, e))?;
+        ctx.wrote_from(original);
     }
     if let Some(patch) = status_patch(original.status.as_ref(), &work.status(), &latest) {
         api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|e| Error::patch_node_claim(&name, e))?;
+        ctx.wrote_from(original);
     }
     Ok(())
 }
