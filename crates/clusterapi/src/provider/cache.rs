@@ -175,7 +175,7 @@ impl MachineCache {
             }
         });
         Self {
-            listed: super::objects::listed(&store),
+            listed: state::listed::listed(&store),
             store,
             index,
             changes,

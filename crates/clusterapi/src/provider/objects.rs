@@ -38,26 +38,7 @@ where
     task: tokio::task::JoinHandle<()>,
 }
 
-/// `store`'s first list as a flag any number of tasks can wait on: one task awaits
-/// `Store::wait_until_ready` and publishes the outcome (`Some(true)`: listed; `Some(false)`:
-/// the watch ended first). kube-runtime's readiness future keeps only the waker of the task
-/// that polled it last, so concurrent waiters on it could sleep until their timeout after the
-/// store was ready (seen: creates and `/readyz` waiting exactly the 60 s sync timeout).
-pub(crate) fn listed<K>(store: &Store<K>) -> watch::Receiver<Option<bool>>
-where
-    K: Resource + Clone + Send + Sync + 'static,
-    K::DynamicType: std::hash::Hash + Eq + Clone + Send + Sync,
-{
-    let (tx, rx) = watch::channel(None);
-    let store = store.clone();
-    tokio::spawn(async move {
-        let outcome = store.wait_until_ready().await.is_ok();
-        tx.send_replace(Some(outcome));
-    });
-    rx
-}
-
-/// Waits at most `timeout` for `flag`: `Ok(true)` listed, `Ok(false)` the watch ended,
+/// Waits at most `timeout` for `flag` (from [`state::listed::listed`]): `Ok(true)` listed, `Ok(false)` the watch ended,
 /// `Err(())` timed out.
 pub(crate) async fn wait_listed(
     flag: &watch::Receiver<Option<bool>>,
@@ -115,7 +96,7 @@ where
         });
         Self {
             kind,
-            listed: listed(&store),
+            listed: state::listed::listed(&store),
             store,
             last_error,
             sync_timeout,
