@@ -513,22 +513,28 @@ async fn machines_that_never_appear_raise_replicas_once_and_are_released() {
     assert_eq!(replicas(&world, "md").await, 0, "released: {report:?}");
 }
 
+/// The management cluster answers every list and watch of `resource` with 403, as a missing
+/// RBAC rule does.
+fn forbid_list_and_watch(world: &World, resource: &str) {
+    world.management().unwrap().set_faults(FaultConfig {
+        seed: 1,
+        rules: vec![FaultRule {
+            verbs: vec![Verb::List, Verb::Watch],
+            resources: vec![resource.into()],
+            error_rate: 1.0,
+            error: FaultError::Forbidden,
+            ..FaultRule::default()
+        }],
+    });
+}
+
 // ---- 5. a Machine watch that keeps failing ------------------------------------------------
 
 #[tokio::test(start_paused = true)]
 async fn a_forbidden_machine_watch_fails_creates_and_deletes_with_a_clear_error() {
     let world = support::world(WorldConfig::default()).await;
     md("md").create(&world).await;
-    world.management().unwrap().set_faults(FaultConfig {
-        seed: 1,
-        rules: vec![FaultRule {
-            verbs: vec![Verb::List, Verb::Watch],
-            resources: vec!["machines.cluster.x-k8s.io".into()],
-            error_rate: 1.0,
-            error: FaultError::Forbidden,
-            ..FaultRule::default()
-        }],
-    });
+    forbid_list_and_watch(&world, "machines.cluster.x-k8s.io");
     let p = provider(&world);
     let nc = node_claim(&world, "nc", json!([])).await;
     let created = tokio::time::timeout(Duration::from_secs(600), p.create(&nc))
@@ -559,16 +565,7 @@ async fn a_forbidden_machine_watch_fails_creates_and_deletes_with_a_clear_error(
 async fn a_forbidden_machine_deployment_watch_is_named_by_caches_synced_and_instance_types() {
     let world = support::world(WorldConfig::default()).await;
     md("md").create(&world).await;
-    world.management().unwrap().set_faults(FaultConfig {
-        seed: 1,
-        rules: vec![FaultRule {
-            verbs: vec![Verb::List, Verb::Watch],
-            resources: vec!["machinedeployments.cluster.x-k8s.io".into()],
-            error_rate: 1.0,
-            error: FaultError::Forbidden,
-            ..FaultRule::default()
-        }],
-    });
+    forbid_list_and_watch(&world, "machinedeployments.cluster.x-k8s.io");
     let p = provider(&world);
     // What `/readyz` of the leader reports.
     let err = tokio::time::timeout(Duration::from_secs(600), p.caches_synced())

@@ -245,12 +245,7 @@ mod tests {
     use crate::builtins;
     use serde_json::json;
 
-    fn def(kind: &str) -> ResourceDef {
-        builtins::all()
-            .into_iter()
-            .find(|d| d.kind == kind)
-            .unwrap_or_else(|| builtins::all().remove(0))
-    }
+    use builtins::def;
 
     #[test]
     fn pod_status_ips_must_be_addresses() {

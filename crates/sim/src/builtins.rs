@@ -222,3 +222,12 @@ pub fn all() -> Vec<ResourceDef> {
         .def,
     ]
 }
+
+/// The built-in definition of `kind` (tests; the first built-in when unknown).
+#[cfg(test)]
+pub(crate) fn def(kind: &str) -> ResourceDef {
+    all()
+        .into_iter()
+        .find(|d| d.kind == kind)
+        .unwrap_or_else(|| all().remove(0))
+}

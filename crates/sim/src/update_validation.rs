@@ -235,12 +235,7 @@ mod tests {
     use super::*;
     use crate::builtins;
 
-    fn def(kind: &str) -> ResourceDef {
-        builtins::all()
-            .into_iter()
-            .find(|d| d.kind == kind)
-            .unwrap_or_else(|| builtins::all().remove(0))
-    }
+    use builtins::def;
 
     #[test]
     fn pods_change_only_images_and_a_few_fields() {
