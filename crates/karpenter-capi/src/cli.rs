@@ -123,6 +123,10 @@ pub enum BenchCommand {
     /// Karpenter's performance suite "basic/scaleOut" end to end in `sim` with instant
     /// infrastructure: time until every pod runs, nodes, utilization, controller CPU and RSS.
     E2e(crate::bench_e2e::E2eArgs),
+    /// The randomized safety suite: seeded rounds of scale-out, scale-in, deletions,
+    /// controller restarts, API faults and paused groups in `sim`, with the safety invariants
+    /// checked after every round; prints the invariant table, fails when one broke.
+    Chaos(crate::bench_chaos::ChaosArgs),
 }
 
 /// Flags of `version`.

@@ -3,6 +3,7 @@
 //!
 //! Responsibility:
 //! - [`api_counter`]: counting a client's API requests (benchmarks);
+//! - [`chaos`]: the randomized safety suite (`bench chaos` and its tests);
 //! - [`connect`]: clients for the workload and management clusters (TLS, every kubeconfig
 //!   authentication, the management URL flags), checked once with errors naming the source;
 //! - [`operator`]: every controller wired to a workload and a management cluster;
@@ -12,6 +13,7 @@
 //! Inputs: clients, configuration, scenarios. Outputs: running controllers and summaries.
 
 pub mod api_counter;
+pub mod chaos;
 pub mod connect;
 pub mod operator;
 pub mod process;

@@ -5,6 +5,7 @@
 //! Inputs: argv and environment. Outputs: the chosen command's effect and exit status.
 
 mod bench;
+mod bench_chaos;
 mod bench_e2e;
 mod bench_sim;
 mod cli;
@@ -79,6 +80,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", bench_e2e::render(&report, args.output)?);
                 Ok(ExitCode::SUCCESS)
             }
+            cli::BenchCommand::Chaos(args) => bench_chaos::run_all(&args),
         },
         Command::Sim(args) => {
             sim_cmd::run(args)?;

@@ -1,0 +1,962 @@
+//! The randomized safety suite: seeded rounds of scale-out, scale-in, NodeClaim and Machine
+//! deletions, controller restarts at chosen points, injected API faults and paused groups,
+//! with the safety invariants checked after every round (`karpenter-capi bench chaos`, and a
+//! short seed set in the tests).
+//!
+//! Responsibility: run the [`Operator`] against the [`world`] and, per round, draw one
+//! [`Action`] from the seeded generator, perform it, lift every fault, and wait until the
+//! invariants of [`invariants::check`] all hold ("settled") or the settle timeout passes (a
+//! violation: the run stops there and reports it). Two invariants are watched while the
+//! round runs: the `guarded` PodDisruptionBudget (a pod watch: never fewer healthy pods than
+//! `minAvailable`, except in a round that deleted a Machine by hand) with no pod ever deleted
+//! by the controller outside the Eviction API, and the replicas of a paused group (never more
+//! unmet replicas than NodeClaims waiting for a launch).
+//!
+//! Restart points: [`Action::RestartBeforeClaim`] fails every Machine PATCH so replicas are
+//! raised but never claimed, then restarts the controller; [`Action::RestartBeforeScaleDown`]
+//! fails every MachineDeployment write so `delete-machine` is written but replicas are not
+//! lowered, then restarts it; [`Action::Restart`] restarts at a random moment of a scale-out
+//! or a deletion.
+//!
+//! The draws are reproducible for a seed; the interleaving of controllers is not (tokio
+//! schedules them), so a failing seed is a strong hint, not an exact replay.
+//! Inputs: [`ChaosConfig`]. Outputs: a [`ChaosReport`] (its invariant table, the actions drawn,
+//! settle times, and the first violation with its round and action).
+
+pub mod invariants;
+pub mod world;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::Context;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::runtime::watcher;
+use serde::Serialize;
+use serde_json::{Value, json};
+use sim::fault::{FaultConfig, FaultError, FaultRule, Verb};
+use sim::rng::Rng;
+use tokio::time::Instant;
+
+use crate::api_counter::ApiCounter;
+use crate::operator::{Operator, OperatorConfig};
+use invariants::{DELETE_MACHINE, Invariant, Snapshot, Violation};
+use world::{
+    CLUSTER_ID, GUARDED, GUARDED_MIN_AVAILABLE, GUARDED_REPLICAS, MANAGED, WEB,
+    machine_deployments_resource, machines_resource,
+};
+
+/// Settings of a run.
+#[derive(Debug, Clone)]
+pub struct ChaosConfig {
+    /// Rounds to run.
+    pub rounds: u32,
+    /// Seed of the draws (and of the simulated infrastructure).
+    pub seed: u64,
+    /// How long a round may take to settle before its broken invariants count as violations.
+    pub settle_timeout: Duration,
+}
+
+impl Default for ChaosConfig {
+    fn default() -> Self {
+        Self {
+            rounds: 20,
+            seed: 1,
+            settle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// What a round does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Raise `web` by 1–8 pods.
+    ScaleOut,
+    /// Lower `web` by 1–8 pods.
+    ScaleIn,
+    /// Delete a NodeClaim (drain, then the Machine goes).
+    DeleteNodeClaim,
+    /// Delete one of our Machines by hand (its Node and pods go with it).
+    DeleteMachine,
+    /// A scale-out or a deletion, and a controller restart at a random moment of it.
+    Restart,
+    /// Replicas raised, claims failing, restart.
+    RestartBeforeClaim,
+    /// `delete-machine` written, scale-down failing, restart.
+    RestartBeforeScaleDown,
+    /// API errors, conflicts, throttling and broken watches on both clusters during a
+    /// scale-out and a deletion.
+    Faults,
+    /// Pause the two cheapest groups (their Machines never come) during a scale-out.
+    PausedGroup,
+}
+
+impl Action {
+    const WEIGHTS: [(Action, u64); 9] = [
+        (Action::ScaleOut, 20),
+        (Action::ScaleIn, 12),
+        (Action::DeleteNodeClaim, 14),
+        (Action::DeleteMachine, 8),
+        (Action::Restart, 12),
+        (Action::RestartBeforeClaim, 8),
+        (Action::RestartBeforeScaleDown, 8),
+        (Action::Faults, 10),
+        (Action::PausedGroup, 8),
+    ];
+
+    fn draw(rng: &mut Rng) -> Action {
+        let total: u64 = Self::WEIGHTS.iter().map(|(_, w)| w).sum();
+        let mut x = rng.next_u64() % total.max(1);
+        for (a, w) in Self::WEIGHTS {
+            if x < w {
+                return a;
+            }
+            x -= w;
+        }
+        Action::ScaleOut
+    }
+}
+
+/// One row of the invariant table.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvariantRow {
+    /// The invariant.
+    pub invariant: &'static str,
+    /// Rounds it was checked in.
+    pub checked: u32,
+    /// Rounds it was broken in.
+    pub violated: u32,
+}
+
+/// The round that broke an invariant.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    /// Its number (from 1).
+    pub round: u32,
+    /// What it did.
+    pub action: Action,
+    /// What was broken at the end of its settle time.
+    pub violations: Vec<String>,
+}
+
+/// What a run found.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChaosReport {
+    /// The seed.
+    pub seed: u64,
+    /// Rounds asked for.
+    pub rounds: u32,
+    /// Rounds that settled with every invariant holding.
+    pub rounds_passed: u32,
+    /// Wall seconds of the run.
+    pub seconds: f64,
+    /// Rounds per action.
+    pub actions: BTreeMap<String, u32>,
+    /// The invariant table.
+    pub invariants: Vec<InvariantRow>,
+    /// Mean and largest seconds from a round's last action to settled.
+    pub settle_seconds_mean: f64,
+    /// See `settle_seconds_mean`.
+    pub settle_seconds_max: f64,
+    /// Controller restarts.
+    pub restarts: u32,
+    /// Faults the servers injected (errors, delayed requests, broken watches).
+    pub faults_injected: u64,
+    /// NodeClaims and Machines at the end.
+    pub node_claims_at_end: usize,
+    /// See `node_claims_at_end`.
+    pub machines_at_end: usize,
+    /// The first round that broke an invariant, if any.
+    pub failure: Option<Failure>,
+}
+
+impl ChaosReport {
+    /// Whether every round passed.
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.failure.is_none() && self.rounds_passed == self.rounds
+    }
+
+    /// The report as text: the invariant table, the actions, the figures and any failure.
+    #[must_use]
+    pub fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "chaos seed {}: {}/{} rounds passed in {:.1} s (settle mean {:.2} s, max {:.2} s; {} restarts; {} faults injected; {} NodeClaims, {} Machines at the end)",
+            self.seed,
+            self.rounds_passed,
+            self.rounds,
+            self.seconds,
+            self.settle_seconds_mean,
+            self.settle_seconds_max,
+            self.restarts,
+            self.faults_injected,
+            self.node_claims_at_end,
+            self.machines_at_end,
+        );
+        let _ = writeln!(s, "{:<45} {:>8} {:>9}", "invariant", "checked", "violated");
+        for row in &self.invariants {
+            let _ = writeln!(
+                s,
+                "{:<45} {:>8} {:>9}",
+                row.invariant, row.checked, row.violated
+            );
+        }
+        let actions: Vec<String> = self
+            .actions
+            .iter()
+            .map(|(a, n)| format!("{a} {n}"))
+            .collect();
+        let _ = writeln!(s, "actions: {}", actions.join(", "));
+        if let Some(f) = &self.failure {
+            let _ = writeln!(s, "FAILED in round {} ({:?}):", f.round, f.action);
+            for v in &f.violations {
+                let _ = writeln!(s, "  {v}");
+            }
+        }
+        s
+    }
+}
+
+/// The `guarded` pods as a pod watch sees them, and what it found.
+#[derive(Debug, Default)]
+struct PdbMonitor {
+    healthy: BTreeMap<String, bool>,
+    /// Armed once every `guarded` pod ran; a drop below `minAvailable` after that counts.
+    armed: bool,
+    /// This round deleted a Machine by hand: its pods die without an eviction.
+    excused: bool,
+    violations: Vec<String>,
+}
+
+impl PdbMonitor {
+    fn healthy_count(&self) -> usize {
+        self.healthy.values().filter(|h| **h).count()
+    }
+
+    fn observe(&mut self) {
+        let n = self.healthy_count();
+        if n >= GUARDED_REPLICAS {
+            self.armed = true;
+        }
+        if self.armed && !self.excused && n < GUARDED_MIN_AVAILABLE {
+            self.violations.push(format!(
+                "{GUARDED}: {n} healthy pods, minAvailable {GUARDED_MIN_AVAILABLE}"
+            ));
+        }
+    }
+}
+
+fn pod_healthy(p: &Pod) -> bool {
+    p.metadata.deletion_timestamp.is_none()
+        && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+}
+
+fn watch_guarded(client: kube::Client, monitor: Arc<Mutex<PdbMonitor>>) -> AbortOnDrop {
+    let api: Api<Pod> = Api::namespaced(client, "default");
+    let task = tokio::spawn(async move {
+        let mut events = watcher(api, watcher::Config::default().labels("app=guarded")).boxed();
+        let mut init: BTreeMap<String, bool> = BTreeMap::new();
+        while let Some(event) = events.next().await {
+            let Ok(event) = event else { continue };
+            let mut m = monitor.lock().unwrap_or_else(PoisonError::into_inner);
+            match event {
+                watcher::Event::Apply(p) => {
+                    m.healthy.insert(p.metadata.name.clone().unwrap_or_default(), pod_healthy(&p));
+                }
+                watcher::Event::Delete(p) => {
+                    m.healthy.remove(p.metadata.name.as_deref().unwrap_or_default());
+                }
+                watcher::Event::Init => init.clear(),
+                watcher::Event::InitApply(p) => {
+                    init.insert(p.metadata.name.clone().unwrap_or_default(), pod_healthy(&p));
+                }
+                watcher::Event::InitDone => m.healthy = std::mem::take(&mut init),
+            }
+            m.observe();
+        }
+    });
+    AbortOnDrop(task)
+}
+
+/// Aborts its task when dropped.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The controller's settings in the chaos world: fast batches, a short claim timeout and a
+/// short grace for unclaimed Machines, so a round settles in seconds.
+fn operator_config() -> OperatorConfig {
+    use controllers::provisioning::batcher::BatchConfig;
+    use controllers::provisioning::provisioner::ProvisionerConfig;
+    let mut config = OperatorConfig {
+        provisioner: ProvisionerConfig {
+            batch: BatchConfig {
+                idle: Duration::from_millis(300),
+                max: Duration::from_secs(3),
+            },
+            ..ProvisionerConfig::default()
+        },
+        ..OperatorConfig::default()
+    };
+    config.node_claim_gc.interval = Duration::from_secs(1);
+    config.provider.cluster_id = Some(CLUSTER_ID.to_owned());
+    config.provider.claim_timeout = Duration::from_secs(5);
+    config.provider.removal_escalation = Duration::from_secs(20);
+    config.gc.interval = Duration::from_secs(1);
+    config.gc.grace = Duration::from_secs(5);
+    config.termination.min_drain_time = Duration::from_millis(500);
+    config
+}
+
+struct Runner {
+    started: world::Started,
+    mgmt: kube::Client,
+    wl: kube::Client,
+    operator: Option<Operator>,
+    counter: ApiCounter,
+    rng: Rng,
+    web: usize,
+    monitor: Arc<Mutex<PdbMonitor>>,
+    restarts: u32,
+    runaway: Vec<String>,
+}
+
+fn text(obj: &Value, pointer: &str) -> String {
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn is_deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+}
+
+impl Runner {
+    fn start_operator(&mut self) {
+        let Some(workload) = self.started.world.workload() else {
+            return;
+        };
+        let client = kube::Client::new(
+            tower::ServiceBuilder::new()
+                .layer(self.counter.clone())
+                .service(workload.router()),
+            "default",
+        );
+        self.operator = Some(Operator::start(
+            client,
+            self.started.world.management_client(),
+            operator_config(),
+        ));
+    }
+
+    fn restart(&mut self) {
+        self.operator = None;
+        self.start_operator();
+        self.restarts += 1;
+    }
+
+    fn set_faults(&self, management: FaultConfig, workload: FaultConfig) {
+        if let Some(s) = self.started.world.management() {
+            s.set_faults(management);
+        }
+        if let Some(s) = self.started.world.workload() {
+            s.set_faults(workload);
+        }
+    }
+
+    fn faults_injected(&self) -> u64 {
+        [self.started.world.management(), self.started.world.workload()]
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                let c = s.faults().counts();
+                c.errors + c.gone + c.disconnects
+            })
+            .sum()
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        let n64 = u64::try_from(n.max(1)).unwrap_or(u64::MAX);
+        usize::try_from(self.rng.next_u64() % n64).unwrap_or(0)
+    }
+
+    async fn snapshot(&self) -> anyhow::Result<Snapshot> {
+        let pods = Api::<Pod>::namespaced(self.wl.clone(), "default")
+            .list(&ListParams::default())
+            .await
+            .context("cannot list pods")?
+            .items
+            .into_iter()
+            .filter(|p| {
+                p.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("app"))
+                    .is_some_and(|a| a == WEB || a == GUARDED)
+            })
+            .map(|p| serde_json::to_value(p).context("pod"))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Snapshot {
+            machine_deployments: world::list(&self.mgmt, &machine_deployments_resource()).await?,
+            machines: world::list(&self.mgmt, &machines_resource()).await?,
+            node_claims: world::list(&self.wl, &node_claims_resource()).await?,
+            pods,
+            pods_wanted: self.web + GUARDED_REPLICAS,
+        })
+    }
+
+    async fn scale_web(&mut self, replicas: usize) -> anyhow::Result<()> {
+        self.web = replicas;
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(self.wl.clone(), "default")
+            .patch(
+                WEB,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+            )
+            .await
+            .context("cannot scale web")?;
+        Ok(())
+    }
+
+    async fn scale_out(&mut self) -> anyhow::Result<()> {
+        let n = (self.web + 1 + self.below(8)).min(24);
+        self.scale_web(n).await
+    }
+
+    async fn scale_in(&mut self) -> anyhow::Result<()> {
+        let n = self.web.saturating_sub(1 + self.below(8)).max(2);
+        self.scale_web(n).await
+    }
+
+    /// The NodeClaims that are not deleting.
+    async fn node_claims(&self) -> anyhow::Result<Vec<Value>> {
+        Ok(world::list(&self.wl, &node_claims_resource())
+            .await?
+            .into_iter()
+            .filter(|nc| !is_deleting(nc))
+            .collect())
+    }
+
+    /// Deletes a random live NodeClaim; its name, if there was one.
+    async fn delete_node_claim(&mut self) -> anyhow::Result<Option<String>> {
+        let ncs = self.node_claims().await?;
+        if ncs.is_empty() {
+            return Ok(None);
+        }
+        let i = self.below(ncs.len());
+        let name = ncs.get(i).map(|nc| text(nc, "/metadata/name")).unwrap_or_default();
+        let api: Api<DynamicObject> = Api::all_with(self.wl.clone(), &node_claims_resource());
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(e).context("cannot delete a NodeClaim"),
+        }
+        Ok(Some(name))
+    }
+
+    async fn delete_machine(&mut self) -> anyhow::Result<()> {
+        let ours: Vec<Value> = world::list(&self.mgmt, &machines_resource())
+            .await?
+            .into_iter()
+            .filter(|m| {
+                !is_deleting(m)
+                    && m.pointer("/metadata/annotations")
+                        .and_then(|a| a.get(invariants::CLAIMED_BY_CLUSTER))
+                        .and_then(Value::as_str)
+                        == Some(CLUSTER_ID)
+            })
+            .collect();
+        if ours.is_empty() {
+            return self.scale_out().await;
+        }
+        let i = self.below(ours.len());
+        let Some(m) = ours.get(i) else { return Ok(()) };
+        self.monitor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .excused = true;
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            self.mgmt.clone(),
+            &text(m, "/metadata/namespace"),
+            &machines_resource(),
+        );
+        match api
+            .delete(&text(m, "/metadata/name"), &DeleteParams::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(e).context("cannot delete a Machine"),
+        }
+    }
+
+    async fn wait_until<F>(&self, timeout: Duration, mut done: F) -> anyhow::Result<bool>
+    where
+        F: FnMut(&Snapshot) -> bool,
+    {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if done(&self.snapshot().await?) {
+                return Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(false)
+    }
+
+    async fn perform(&mut self, action: Action) -> anyhow::Result<()> {
+        match action {
+            Action::ScaleOut => self.scale_out().await,
+            Action::ScaleIn => self.scale_in().await,
+            Action::DeleteNodeClaim => self.delete_node_claim().await.map(|_| ()),
+            Action::DeleteMachine => self.delete_machine().await,
+            Action::Restart => {
+                if self.rng.chance(0.5) {
+                    self.scale_out().await?;
+                } else {
+                    self.delete_node_claim().await?;
+                }
+                let wait = u64::try_from(self.below(2_500)).unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                self.restart();
+                Ok(())
+            }
+            Action::RestartBeforeClaim => self.restart_before_claim().await,
+            Action::RestartBeforeScaleDown => self.restart_before_scale_down().await,
+            Action::Faults => self.faults().await,
+            Action::PausedGroup => self.paused_group().await,
+        }
+    }
+
+    async fn restart_before_claim(&mut self) -> anyhow::Result<()> {
+        let fail = FaultRule {
+            verbs: vec![Verb::Patch, Verb::Update],
+            resources: vec!["machines".to_owned()],
+            error_rate: 1.0,
+            error: FaultError::Internal,
+            ..FaultRule::default()
+        };
+        let seed = self.rng.next_u64();
+        self.set_faults(
+            FaultConfig {
+                seed,
+                rules: vec![fail],
+            },
+            FaultConfig::default(),
+        );
+        self.scale_out().await?;
+        // Until some group has a Machine for a replica we raised but could not claim.
+        let before = self.started.protected.machines.clone();
+        let raised_unclaimed = |s: &Snapshot| {
+            s.machines.iter().any(|m| {
+                let md = m
+                    .pointer("/metadata/labels")
+                    .and_then(|l| l.get(invariants::DEPLOYMENT_NAME))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                MANAGED.contains(&md)
+                    && m.pointer("/metadata/annotations")
+                        .and_then(|a| a.get(invariants::CLAIMED_BY))
+                        .is_none()
+                    && !before.contains_key(&text(m, "/metadata/name"))
+            })
+        };
+        self.wait_until(Duration::from_secs(15), raised_unclaimed)
+            .await?;
+        self.restart();
+        self.set_faults(FaultConfig::default(), FaultConfig::default());
+        Ok(())
+    }
+
+    async fn restart_before_scale_down(&mut self) -> anyhow::Result<()> {
+        let fail = FaultRule {
+            verbs: vec![Verb::Patch, Verb::Update],
+            resources: vec![
+                "machinedeployments".to_owned(),
+                "machinedeployments/scale".to_owned(),
+            ],
+            error_rate: 1.0,
+            error: FaultError::Internal,
+            ..FaultRule::default()
+        };
+        let seed = self.rng.next_u64();
+        self.set_faults(
+            FaultConfig {
+                seed,
+                rules: vec![fail],
+            },
+            FaultConfig::default(),
+        );
+        let Some(nc) = self.delete_node_claim().await? else {
+            self.set_faults(FaultConfig::default(), FaultConfig::default());
+            return self.scale_out().await;
+        };
+        let annotated = |s: &Snapshot| {
+            s.machines.iter().any(|m| {
+                let a = m.pointer("/metadata/annotations");
+                a.and_then(|a| a.get(invariants::CLAIMED_BY))
+                    .and_then(Value::as_str)
+                    == Some(nc.as_str())
+                    && a.and_then(|a| a.get(DELETE_MACHINE)).is_some()
+            })
+        };
+        self.wait_until(Duration::from_secs(20), annotated).await?;
+        self.restart();
+        self.set_faults(FaultConfig::default(), FaultConfig::default());
+        Ok(())
+    }
+
+    async fn faults(&mut self) -> anyhow::Result<()> {
+        let writes = vec![Verb::Create, Verb::Update, Verb::Patch, Verb::Delete];
+        let rule = |error, rate| FaultRule {
+            verbs: writes.clone(),
+            error_rate: rate,
+            error,
+            ..FaultRule::default()
+        };
+        let watches = FaultRule {
+            verbs: vec![Verb::Watch],
+            watch_disconnect_rate: 0.02,
+            watch_gone_rate: 0.05,
+            ..FaultRule::default()
+        };
+        let config = |seed| FaultConfig {
+            seed,
+            rules: vec![
+                rule(FaultError::Internal, 0.06),
+                rule(FaultError::TooManyRequests, 0.04),
+                rule(FaultError::Conflict, 0.04),
+                watches.clone(),
+            ],
+        };
+        let (a, b) = (self.rng.next_u64(), self.rng.next_u64());
+        self.set_faults(config(a), config(b));
+        self.scale_out().await?;
+        self.delete_node_claim().await?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        self.set_faults(FaultConfig::default(), FaultConfig::default());
+        Ok(())
+    }
+
+    async fn set_paused(&self, groups: &[&str], paused: bool) -> anyhow::Result<()> {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.mgmt.clone(), "default", &machine_deployments_resource());
+        for g in groups {
+            api.patch(
+                g,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"paused": paused}})),
+            )
+            .await
+            .with_context(|| format!("cannot pause {g}"))?;
+        }
+        Ok(())
+    }
+
+    async fn paused_group(&mut self) -> anyhow::Result<()> {
+        let groups = ["m4-a", "m8-b"];
+        self.set_paused(&groups, true).await?;
+        self.scale_out().await?;
+        // Sample: the unmet replicas of the paused groups never exceed the NodeClaims that
+        // are waiting for a launch (twice in a row, a second apart: one sample may fall
+        // between a rollback's write and the NodeClaim's deletion).
+        let mut over = 0;
+        for _ in 0..8 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let s = self.snapshot().await?;
+            let unmet: i64 = s
+                .machine_deployments
+                .iter()
+                .filter(|md| groups.contains(&text(md, "/metadata/name").as_str()))
+                .map(|md| {
+                    let n = text(md, "/metadata/name");
+                    let want = md
+                        .pointer("/spec/replicas")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(0);
+                    let have = s
+                        .machines
+                        .iter()
+                        .filter(|m| {
+                            !is_deleting(m)
+                                && m.pointer("/metadata/labels")
+                                    .and_then(|l| l.get(invariants::DEPLOYMENT_NAME))
+                                    .and_then(Value::as_str)
+                                    == Some(n.as_str())
+                        })
+                        .count();
+                    want - i64::try_from(have).unwrap_or(0)
+                })
+                .sum();
+            let waiting = s
+                .node_claims
+                .iter()
+                .filter(|nc| {
+                    !is_deleting(nc) && nc.pointer("/status/providerID").is_none_or(Value::is_null)
+                })
+                .count();
+            if unmet > i64::try_from(waiting).unwrap_or(i64::MAX) {
+                over += 1;
+                if over >= 2 {
+                    self.runaway.push(format!(
+                        "paused groups {groups:?}: {unmet} unmet replicas, {waiting} NodeClaims waiting"
+                    ));
+                    break;
+                }
+            } else {
+                over = 0;
+            }
+        }
+        self.set_paused(&groups, false).await
+    }
+
+    /// Lifts faults and pauses, makes sure a controller runs, and waits until every invariant
+    /// holds twice in a row. Returns the seconds it took, or the violations at the timeout.
+    async fn settle(&mut self, timeout: Duration) -> anyhow::Result<Result<f64, Vec<Violation>>> {
+        self.set_faults(FaultConfig::default(), FaultConfig::default());
+        if self.operator.is_none() {
+            self.start_operator();
+        }
+        let start = Instant::now();
+        let deadline = start + timeout;
+        let mut clean = 0;
+        loop {
+            let mut found = invariants::check(&self.snapshot().await?, &self.started.protected);
+            found.extend(self.immediate());
+            if found
+                .iter()
+                .any(|v| matches!(v.invariant, Invariant::PdbRespected | Invariant::NoRunaway))
+            {
+                return Ok(Err(found));
+            }
+            if found.is_empty() {
+                clean += 1;
+                if clean >= 2 {
+                    let mut m = self.monitor.lock().unwrap_or_else(PoisonError::into_inner);
+                    m.excused = false;
+                    return Ok(Ok(start.elapsed().as_secs_f64()));
+                }
+            } else {
+                clean = 0;
+            }
+            if Instant::now() >= deadline {
+                return Ok(Err(found));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// The violations watched over time: the PDB monitor, pods deleted directly, runaway.
+    fn immediate(&mut self) -> Vec<Violation> {
+        let mut out: Vec<Violation> = self
+            .monitor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .violations
+            .drain(..)
+            .map(|detail| Violation {
+                invariant: Invariant::PdbRespected,
+                detail,
+            })
+            .collect();
+        let deletes = self
+            .counter
+            .by_resource()
+            .get("DELETE pods")
+            .copied()
+            .unwrap_or(0);
+        if deletes > 0 {
+            out.push(Violation {
+                invariant: Invariant::PdbRespected,
+                detail: format!("the controller deleted {deletes} pods outside the Eviction API"),
+            });
+        }
+        out.extend(self.runaway.drain(..).map(|detail| Violation {
+            invariant: Invariant::NoRunaway,
+            detail,
+        }));
+        out
+    }
+}
+
+fn node_claims_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource::erase::<api::NodeClaim>(&())
+}
+
+/// Runs `config.rounds` rounds from `config.seed` and reports what held.
+///
+/// # Errors
+/// The world cannot be started, or a request of the harness itself fails (not the
+/// controller's: those are what the rounds inject).
+pub async fn run(config: &ChaosConfig) -> anyhow::Result<ChaosReport> {
+    let begin = Instant::now();
+    let web = 4;
+    let started = world::start(config.seed, web).await?;
+    let (Some(management), Some(workload)) =
+        (started.world.management(), started.world.workload())
+    else {
+        anyhow::bail!("the chaos world runs on sim");
+    };
+    let mgmt = kube::Client::new(management.router_without_faults(), "default");
+    let wl = kube::Client::new(workload.router_without_faults(), "default");
+    let monitor = Arc::new(Mutex::new(PdbMonitor::default()));
+    let _watch = watch_guarded(wl.clone(), monitor.clone());
+    let mut runner = Runner {
+        started,
+        mgmt,
+        wl,
+        operator: None,
+        counter: ApiCounter::default(),
+        rng: Rng::new(config.seed),
+        web,
+        monitor,
+        restarts: 0,
+        runaway: Vec::new(),
+    };
+    runner.start_operator();
+
+    let mut actions: BTreeMap<String, u32> = BTreeMap::new();
+    let mut checked: BTreeMap<Invariant, u32> = BTreeMap::new();
+    let mut violated: BTreeMap<Invariant, u32> = BTreeMap::new();
+    let mut settles = Vec::new();
+    let mut passed = 0;
+    let mut failure = None;
+    // Round 0: the initial workloads settle first.
+    if let Err(found) = runner.settle(config.settle_timeout).await? {
+        failure = Some(Failure {
+            round: 0,
+            action: Action::ScaleOut,
+            violations: found.iter().map(ToString::to_string).collect(),
+        });
+    }
+    for round in 1..=config.rounds {
+        if failure.is_some() {
+            break;
+        }
+        let live = runner.node_claims().await?.len();
+        let action = if live > 8 {
+            Action::DeleteNodeClaim
+        } else {
+            Action::draw(&mut runner.rng)
+        };
+        let key = serde_json::to_value(action)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        *actions.entry(key).or_default() += 1;
+        tracing::info!(round, ?action, "chaos round");
+        runner.perform(action).await?;
+        let result = runner.settle(config.settle_timeout).await?;
+        for inv in Invariant::ALL {
+            if inv != Invariant::NoRunaway || action == Action::PausedGroup {
+                *checked.entry(inv).or_default() += 1;
+            }
+        }
+        match result {
+            Ok(seconds) => {
+                tracing::info!(round, ?action, seconds, "chaos round settled");
+                settles.push(seconds);
+                passed += 1;
+            }
+            Err(found) => {
+                tracing::warn!(round, ?action, ?found, "chaos round broke invariants");
+                for v in &found {
+                    *violated.entry(v.invariant).or_default() += 1;
+                }
+                failure = Some(Failure {
+                    round,
+                    action,
+                    violations: found.iter().map(ToString::to_string).collect(),
+                });
+            }
+        }
+    }
+    let end = runner.snapshot().await?;
+    #[allow(clippy::cast_precision_loss)]
+    let mean = if settles.is_empty() {
+        0.0
+    } else {
+        settles.iter().sum::<f64>() / settles.len() as f64
+    };
+    Ok(ChaosReport {
+        seed: config.seed,
+        rounds: config.rounds,
+        rounds_passed: passed,
+        seconds: begin.elapsed().as_secs_f64(),
+        actions,
+        invariants: Invariant::ALL
+            .iter()
+            .map(|i| InvariantRow {
+                invariant: i.name(),
+                checked: checked.get(i).copied().unwrap_or(0),
+                violated: violated.get(i).copied().unwrap_or(0),
+            })
+            .collect(),
+        settle_seconds_mean: mean,
+        settle_seconds_max: settles.iter().copied().fold(0.0, f64::max),
+        restarts: runner.restarts,
+        faults_injected: runner.faults_injected(),
+        node_claims_at_end: end.node_claims.len(),
+        machines_at_end: end.machines.len(),
+        failure,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_are_reproducible_and_cover_every_action() {
+        let draw = |seed| {
+            let mut rng = Rng::new(seed);
+            (0..200).map(|_| Action::draw(&mut rng)).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        let seen: std::collections::BTreeSet<Action> = draw(7).into_iter().collect();
+        assert_eq!(seen.len(), Action::WEIGHTS.len());
+    }
+
+    #[test]
+    fn the_monitor_counts_a_drop_below_min_available_only_when_armed_and_not_excused() {
+        let mut m = PdbMonitor::default();
+        for i in 0..2 {
+            m.healthy.insert(format!("p{i}"), true);
+        }
+        m.observe();
+        assert!(m.violations.is_empty(), "not armed before every pod ran");
+        for i in 2..GUARDED_REPLICAS {
+            m.healthy.insert(format!("p{i}"), true);
+        }
+        m.observe();
+        m.healthy.insert("p0".into(), false);
+        m.observe();
+        assert!(m.violations.is_empty(), "one down is within the budget");
+        m.excused = true;
+        m.healthy.insert("p1".into(), false);
+        m.observe();
+        assert!(m.violations.is_empty(), "excused");
+        m.excused = false;
+        m.observe();
+        assert_eq!(m.violations.len(), 1);
+    }
+}

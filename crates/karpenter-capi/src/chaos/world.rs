@@ -1,0 +1,274 @@
+//! The chaos rounds' world: two `sim` servers (management and workload) with fast simulated
+//! Cluster API and kubelets, and the objects a shared, half-migrated management cluster holds.
+//!
+//! Responsibility: build the starting point every round works from —
+//! - MachineDeployments the controller may use (selected by the NodeClass with the label
+//!   `chaos=ours`): `m4-a` and `m8-b` (empty), `legacy-c` (a member that already runs two
+//!   Machines: the cluster-autoscaler migration path) and `shared-a` (whose one Machine is
+//!   claimed by a NodeClaim of another workload cluster, `chaos-b`);
+//! - MachineDeployments it was never asked to manage: `static` (not a member) and `other`
+//!   (a member of another Cluster, not selected);
+//! - the workloads: `web` (1 CPU pods, scaled by the rounds) and `guarded` (four 500m pods
+//!   under a PodDisruptionBudget of `minAvailable: 3`), both pinned to Karpenter's nodes;
+//! - the [`Protected`] record of what existed before the controller ever ran.
+//!
+//! Inputs: the seed. Outputs: a running [`sim::World`], fault-free clients for the checks, and
+//! [`Protected`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use sim::{World, WorldConfig};
+
+use super::invariants::{
+    CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, DEPLOYMENT_NAME, Protected, guarded_annotations,
+};
+use crate::scenario;
+
+/// This workload cluster's identity in the chaos world.
+pub const CLUSTER_ID: &str = "chaos-a";
+/// The other workload cluster sharing the management cluster.
+pub const OTHER_CLUSTER_ID: &str = "chaos-b";
+/// The MachineDeployments the NodeClass selects.
+pub const MANAGED: [&str; 4] = ["m4-a", "m8-b", "legacy-c", "shared-a"];
+/// The MachineDeployments nobody asked us to manage.
+pub const UNMANAGED: [&str; 2] = ["static", "other"];
+/// The scaled workload.
+pub const WEB: &str = "web";
+/// The workload under a PodDisruptionBudget.
+pub const GUARDED: &str = "guarded";
+/// `guarded`'s replicas.
+pub const GUARDED_REPLICAS: usize = 4;
+/// `guarded`'s PodDisruptionBudget.
+pub const GUARDED_MIN_AVAILABLE: usize = 3;
+
+/// The Cluster API Machine resource.
+#[must_use]
+pub fn machines_resource() -> ApiResource {
+    sim::world::objects::machines()
+}
+
+/// The Cluster API MachineDeployment resource.
+#[must_use]
+pub fn machine_deployments_resource() -> ApiResource {
+    sim::world::objects::machine_deployments()
+}
+
+fn world_config(seed: u64) -> WorldConfig {
+    let mut w = WorldConfig::default();
+    let ms = Duration::from_millis;
+    w.capi.seed = seed;
+    w.capi.bootstrap_delay = ms(100);
+    w.capi.provider_id_delay = ms(300);
+    w.capi.node_join_delay = ms(200);
+    w.capi.deletion_delay = ms(200);
+    w.kubelet.node_ready_delay = ms(200);
+    w.kubelet.pod_start_delay = ms(100);
+    w.kubelet.pod_termination_delay = ms(100);
+    w.scheduler.retry_interval = ms(500);
+    w
+}
+
+struct Md<'a> {
+    name: &'a str,
+    cpu: u32,
+    memory_gi: u32,
+    zone: &'a str,
+    price: &'a str,
+    replicas: i32,
+    cluster: &'a str,
+    labels: Value,
+}
+
+fn md(m: &Md<'_>) -> Value {
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+        "metadata": {"name": m.name, "namespace": "default", "labels": m.labels,
+            "annotations": {
+                "capacity.cluster-autoscaler.kubernetes.io/cpu": m.cpu.to_string(),
+                "capacity.cluster-autoscaler.kubernetes.io/memory": format!("{}Gi", m.memory_gi),
+                "capacity.cluster-autoscaler.kubernetes.io/labels":
+                    format!("node.kubernetes.io/instance-type=c{}m{},topology.kubernetes.io/zone={}",
+                        m.cpu, m.memory_gi, m.zone),
+                "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "0",
+                "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "40",
+                "karpenter.cluster.x-k8s.io/price": m.price,
+            }},
+        "spec": {"clusterName": m.cluster, "replicas": m.replicas,
+            "selector": {"matchLabels": {"pool": m.name}},
+            "template": {"metadata": {"labels": {"pool": m.name}},
+                "spec": {"clusterName": m.cluster, "bootstrap": {"dataSecretName": "boot"},
+                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                        "kind": "DockerMachineTemplate", "name": m.name}}}},
+    })
+}
+
+fn machine_deployments() -> Vec<Value> {
+    let member = "node.cluster.x-k8s.io/karpenter-member";
+    let ours = json!({member: "", "chaos": "ours"});
+    let group = |name, cpu, memory_gi, zone, price, replicas| Md {
+        name,
+        cpu,
+        memory_gi,
+        zone,
+        price,
+        replicas,
+        cluster: "chaos",
+        labels: ours.clone(),
+    };
+    vec![
+        md(&group("m4-a", 4, 16, "zone-a", "0.20", 0)),
+        md(&group("m8-b", 8, 32, "zone-b", "0.35", 0)),
+        md(&group("legacy-c", 4, 16, "zone-c", "0.25", 2)),
+        md(&group("shared-a", 4, 16, "zone-a", "0.30", 1)),
+        md(&Md {
+            labels: json!({}),
+            ..group("static", 4, 16, "zone-a", "0.10", 1)
+        }),
+        md(&Md {
+            cluster: "other",
+            labels: json!({member: ""}),
+            ..group("other", 4, 16, "zone-b", "0.10", 1)
+        }),
+    ]
+}
+
+/// A Deployment of `replicas` pods of `cpu`/`memory`, pinned to Karpenter's nodes.
+fn deployment(name: &str, replicas: usize, cpu: &str, memory: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                "nodeSelector": {"karpenter.sh/nodepool": "default"},
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "c", "image": "pause",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}},
+    })
+}
+
+fn workload_objects(web: usize) -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
+            "metadata": {"name": "default"},
+            "spec": {"scalableResourceSelector": {"matchLabels": {"chaos": "ours"}}}}),
+        json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+            "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+                "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}),
+        deployment(WEB, web, "1", "1Gi"),
+        deployment(GUARDED, GUARDED_REPLICAS, "500m", "512Mi"),
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": GUARDED, "namespace": "default"},
+            "spec": {"minAvailable": GUARDED_MIN_AVAILABLE,
+                "selector": {"matchLabels": {"app": GUARDED}}}}),
+    ]
+}
+
+/// Every Machine (JSON) of the management cluster.
+///
+/// # Errors
+/// The LIST fails.
+pub async fn list(client: &kube::Client, resource: &ApiResource) -> anyhow::Result<Vec<Value>> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .with_context(|| format!("cannot list {}", resource.plural))?;
+    list.items
+        .into_iter()
+        .map(|o| serde_json::to_value(o).context("cannot serialize an object"))
+        .collect()
+}
+
+/// The started world and what it protects.
+#[derive(Debug)]
+pub struct Started {
+    /// The servers and simulated controllers.
+    pub world: World,
+    /// What existed before the controller ran.
+    pub protected: Protected,
+}
+
+/// Starts the world, creates its objects, waits for the pre-existing Machines, marks the
+/// `shared-a` Machine as claimed by [`OTHER_CLUSTER_ID`], and records [`Protected`].
+///
+/// # Errors
+/// A server or an object cannot be created, or the pre-existing Machines do not appear.
+pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
+    let world = World::start(world_config(seed))
+        .await
+        .context("cannot start the sim world")?;
+    let (Some(management), Some(workload)) = (world.management(), world.workload()) else {
+        bail!("the chaos world runs on sim");
+    };
+    let mgmt = kube::Client::new(management.router_without_faults(), "default");
+    let wl = kube::Client::new(workload.router_without_faults(), "default");
+    sim::world::crds::install_karpenter_crds(&wl)
+        .await
+        .context("cannot install the Karpenter CRDs")?;
+    scenario::apply(&mgmt, &machine_deployments()).await?;
+    // Wait for the five pre-existing Machines (legacy-c ×2, shared-a, static, other).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let machines = loop {
+        let ms = list(&mgmt, &machines_resource()).await?;
+        if ms.len() == 5 {
+            break ms;
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("the pre-existing Machines did not appear ({} of 5)", ms.len());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let label = |m: &Value| {
+        m.pointer("/metadata/labels")
+            .and_then(|l| l.get(DEPLOYMENT_NAME))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(mgmt.clone(), "default", &machines_resource());
+    if let Some(shared) = machines.iter().find(|m| label(m) == "shared-a") {
+        let name = shared
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        api.patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                CLAIMED_BY: "their-node-claim", CLAIMED_BY_UID: "their-uid",
+                CLAIMED_BY_CLUSTER: OTHER_CLUSTER_ID}}})),
+        )
+        .await
+        .context("cannot mark the shared Machine as another cluster's")?;
+    }
+    let machines = list(&mgmt, &machines_resource()).await?;
+    let protected = Protected {
+        cluster_id: CLUSTER_ID.to_owned(),
+        machines: machines
+            .iter()
+            .map(|m| {
+                let name = m
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                (name, guarded_annotations(m))
+            })
+            .collect(),
+        unmanaged: UNMANAGED
+            .iter()
+            .map(|n| ((*n).to_owned(), 1))
+            .collect::<BTreeMap<_, _>>(),
+        managed: MANAGED
+            .iter()
+            .map(|n| (*n).to_owned())
+            .collect::<BTreeSet<_>>(),
+    };
+    scenario::apply(&wl, &workload_objects(web)).await?;
+    Ok(Started { world, protected })
+}
