@@ -229,7 +229,10 @@ fn foreign_untouched(s: &Snapshot, p: &Protected, out: &mut Vec<Violation>) {
                 push(
                     out,
                     Invariant::ForeignUntouched,
-                    format!("MachineDeployment {n}: replicas {} (was {want})", replicas(md)),
+                    format!(
+                        "MachineDeployment {n}: replicas {} (was {want})",
+                        replicas(md)
+                    ),
                 );
             }
             if annotation(md, &record).is_some() {
@@ -246,7 +249,10 @@ fn foreign_untouched(s: &Snapshot, p: &Protected, out: &mut Vec<Violation>) {
 fn replicas_match(s: &Snapshot, out: &mut Vec<Violation>) {
     let mut live: BTreeMap<&str, i64> = BTreeMap::new();
     for m in s.machines.iter().filter(|m| !deleting(m)) {
-        let md = text(m, &format!("/metadata/labels/{}", DEPLOYMENT_NAME.replace('/', "~1")));
+        let md = text(
+            m,
+            &format!("/metadata/labels/{}", DEPLOYMENT_NAME.replace('/', "~1")),
+        );
         *live.entry(md).or_default() += 1;
     }
     for md in &s.machine_deployments {
@@ -275,7 +281,10 @@ fn claimed_or_removed(s: &Snapshot, p: &Protected, out: &mut Vec<Violation>) {
     let mut holders: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for m in &s.machines {
         let n = name(m);
-        let md = text(m, &format!("/metadata/labels/{}", DEPLOYMENT_NAME.replace('/', "~1")));
+        let md = text(
+            m,
+            &format!("/metadata/labels/{}", DEPLOYMENT_NAME.replace('/', "~1")),
+        );
         if p.machines.contains_key(n) || !p.managed.contains(md) || deleting(m) {
             continue;
         }
@@ -290,9 +299,7 @@ fn claimed_or_removed(s: &Snapshot, p: &Protected, out: &mut Vec<Violation>) {
             push(
                 out,
                 Invariant::MachinesClaimedOrRemoved,
-                format!(
-                    "Machine {n} of {md} is not claimed by a live NodeClaim (claim {claim:?})"
-                ),
+                format!("Machine {n} of {md} is not claimed by a live NodeClaim (claim {claim:?})"),
             );
         }
     }
@@ -446,8 +453,8 @@ mod tests {
         s.machine_deployments[1]["spec"]["replicas"] = json!(0);
         assert!(broken(&s).contains(&Invariant::ForeignUntouched));
         let mut s = settled();
-        s.machine_deployments[1]["metadata"]["annotations"]
-            ["karpenter.cluster.x-k8s.io/raised-us"] = json!("{}");
+        s.machine_deployments[1]["metadata"]["annotations"]["karpenter.cluster.x-k8s.io/raised-us"] =
+            json!("{}");
         assert_eq!(broken(&s), vec![Invariant::ForeignUntouched]);
     }
 
@@ -467,10 +474,7 @@ mod tests {
         // A claim naming a NodeClaim that was deleted and recreated under the same name.
         let mut s = settled();
         s.node_claims[0]["metadata"]["uid"] = json!("u2");
-        assert_eq!(
-            broken(&s),
-            vec![Invariant::MachinesClaimedOrRemoved]
-        );
+        assert_eq!(broken(&s), vec![Invariant::MachinesClaimedOrRemoved]);
         // Two Machines for one NodeClaim.
         let mut s = settled();
         s.machines.push(claimed("m4-y", "m4", "nc-1", "u1"));

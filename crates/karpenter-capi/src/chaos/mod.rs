@@ -45,7 +45,7 @@ use crate::api_counter::ApiCounter;
 use crate::operator::{Operator, OperatorConfig};
 use invariants::{DELETE_MACHINE, Invariant, Snapshot, Violation};
 use world::{
-    CLUSTER_ID, GUARDED, GUARDED_MIN_AVAILABLE, GUARDED_REPLICAS, MANAGED, WEB,
+    BURST, CLUSTER_ID, GUARDED, GUARDED_MIN_AVAILABLE, GUARDED_REPLICAS, MANAGED, WEB,
     machine_deployments_resource, machines_resource,
 };
 
@@ -91,7 +91,8 @@ pub enum Action {
     /// API errors, conflicts, throttling and broken watches on both clusters during a
     /// scale-out and a deletion.
     Faults,
-    /// Pause the two cheapest groups (their Machines never come) during a scale-out.
+    /// Pause the MachineSets of every group we use (their Machines never come) while pods
+    /// that need new nodes wait; then resume them and delete those pods and their NodeClaims.
     PausedGroup,
 }
 
@@ -167,6 +168,11 @@ pub struct ChaosReport {
     pub settle_seconds_max: f64,
     /// Controller restarts.
     pub restarts: u32,
+    /// Per aiming action: how often it reached its state (`restart-before-claim`: replicas
+    /// raised and a Machine unclaimed at the restart; `restart-before-scale-down`:
+    /// `delete-machine` written at the restart; `paused-group`: replicas raised on a paused
+    /// group).
+    pub exercised: BTreeMap<String, Exercised>,
     /// Faults the servers injected (errors, delayed requests, broken watches).
     pub faults_injected: u64,
     /// NodeClaims and Machines at the end.
@@ -217,6 +223,12 @@ impl ChaosReport {
             .map(|(a, n)| format!("{a} {n}"))
             .collect();
         let _ = writeln!(s, "actions: {}", actions.join(", "));
+        let exercised: Vec<String> = self
+            .exercised
+            .iter()
+            .map(|(a, e)| format!("{a} {}/{}", e.reached, e.tried))
+            .collect();
+        let _ = writeln!(s, "aimed states reached: {}", exercised.join(", "));
         if let Some(f) = &self.failure {
             let _ = writeln!(s, "FAILED in round {} ({:?}):", f.round, f.action);
             for v in &f.violations {
@@ -271,10 +283,12 @@ fn watch_guarded(client: kube::Client, monitor: Arc<Mutex<PdbMonitor>>) -> Abort
             let mut m = monitor.lock().unwrap_or_else(PoisonError::into_inner);
             match event {
                 watcher::Event::Apply(p) => {
-                    m.healthy.insert(p.metadata.name.clone().unwrap_or_default(), pod_healthy(&p));
+                    m.healthy
+                        .insert(p.metadata.name.clone().unwrap_or_default(), pod_healthy(&p));
                 }
                 watcher::Event::Delete(p) => {
-                    m.healthy.remove(p.metadata.name.as_deref().unwrap_or_default());
+                    m.healthy
+                        .remove(p.metadata.name.as_deref().unwrap_or_default());
                 }
                 watcher::Event::Init => init.clear(),
                 watcher::Event::InitApply(p) => {
@@ -334,6 +348,23 @@ struct Runner {
     monitor: Arc<Mutex<PdbMonitor>>,
     restarts: u32,
     runaway: Vec<String>,
+    exercised: BTreeMap<String, Exercised>,
+}
+
+/// How often a round reached the state it aims at.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Exercised {
+    /// Rounds that tried.
+    pub tried: u32,
+    /// Rounds that reached it.
+    pub reached: u32,
+}
+
+fn action_key(action: Action) -> String {
+    serde_json::to_value(action)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 fn text(obj: &Value, pointer: &str) -> String {
@@ -366,8 +397,13 @@ impl Runner {
         ));
     }
 
-    fn restart(&mut self) {
+    /// Stops the controller, lifts every fault (so the new one does not start into the
+    /// faults that stopped the old one), and starts a new one.
+    async fn restart(&mut self) {
         self.operator = None;
+        // Let the aborted tasks unwind before the faults go.
+        tokio::task::yield_now().await;
+        self.set_faults(FaultConfig::default(), FaultConfig::default());
         self.start_operator();
         self.restarts += 1;
     }
@@ -382,14 +418,17 @@ impl Runner {
     }
 
     fn faults_injected(&self) -> u64 {
-        [self.started.world.management(), self.started.world.workload()]
-            .into_iter()
-            .flatten()
-            .map(|s| {
-                let c = s.faults().counts();
-                c.errors + c.gone + c.disconnects
-            })
-            .sum()
+        [
+            self.started.world.management(),
+            self.started.world.workload(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            let c = s.faults().counts();
+            c.errors + c.gone + c.disconnects
+        })
+        .sum()
     }
 
     fn below(&mut self, n: usize) -> usize {
@@ -461,7 +500,10 @@ impl Runner {
             return Ok(None);
         }
         let i = self.below(ncs.len());
-        let name = ncs.get(i).map(|nc| text(nc, "/metadata/name")).unwrap_or_default();
+        let name = ncs
+            .get(i)
+            .map(|nc| text(nc, "/metadata/name"))
+            .unwrap_or_default();
         let api: Api<DynamicObject> = Api::all_with(self.wl.clone(), &node_claims_resource());
         match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}
@@ -535,7 +577,7 @@ impl Runner {
                 }
                 let wait = u64::try_from(self.below(2_500)).unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(wait)).await;
-                self.restart();
+                self.restart().await;
                 Ok(())
             }
             Action::RestartBeforeClaim => self.restart_before_claim().await,
@@ -578,10 +620,11 @@ impl Runner {
                     && !before.contains_key(&text(m, "/metadata/name"))
             })
         };
-        self.wait_until(Duration::from_secs(15), raised_unclaimed)
+        let reached = self
+            .wait_until(Duration::from_secs(15), raised_unclaimed)
             .await?;
-        self.restart();
-        self.set_faults(FaultConfig::default(), FaultConfig::default());
+        self.reached(Action::RestartBeforeClaim, reached);
+        self.restart().await;
         Ok(())
     }
 
@@ -617,9 +660,9 @@ impl Runner {
                     && a.and_then(|a| a.get(DELETE_MACHINE)).is_some()
             })
         };
-        self.wait_until(Duration::from_secs(20), annotated).await?;
-        self.restart();
-        self.set_faults(FaultConfig::default(), FaultConfig::default());
+        let reached = self.wait_until(Duration::from_secs(20), annotated).await?;
+        self.reached(Action::RestartBeforeScaleDown, reached);
+        self.restart().await;
         Ok(())
     }
 
@@ -655,29 +698,47 @@ impl Runner {
         Ok(())
     }
 
+    /// Pauses (or resumes) the MachineSets of `groups`: the MachineDeployments stay as they
+    /// are, so their offerings look available, but no Machine is created — as with a paused
+    /// Cluster, a rejecting webhook or an exhausted quota.
     async fn set_paused(&self, groups: &[&str], paused: bool) -> anyhow::Result<()> {
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(self.mgmt.clone(), "default", &machine_deployments_resource());
-        for g in groups {
+        let sets = sim::world::objects::machine_sets();
+        let api: Api<DynamicObject> = Api::namespaced_with(self.mgmt.clone(), "default", &sets);
+        let value = if paused { json!("") } else { Value::Null };
+        for ms in world::list(&self.mgmt, &sets).await? {
+            let group = ms
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get(invariants::DEPLOYMENT_NAME))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !groups.contains(&group) {
+                continue;
+            }
+            let name = text(&ms, "/metadata/name");
             api.patch(
-                g,
+                &name,
                 &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"paused": paused}})),
+                &Patch::Merge(
+                    json!({"metadata": {"annotations": {"cluster.x-k8s.io/paused": value}}}),
+                ),
             )
             .await
-            .with_context(|| format!("cannot pause {g}"))?;
+            .with_context(|| format!("cannot pause MachineSet {name}"))?;
         }
         Ok(())
     }
 
     async fn paused_group(&mut self) -> anyhow::Result<()> {
-        let groups = ["m4-a", "m8-b"];
+        let groups = MANAGED;
         self.set_paused(&groups, true).await?;
-        self.scale_out().await?;
+        // Pods only new nodes of the `burst` pool take: every one needs a launch.
+        let burst = world::deployment_in(BURST, BURST, 2, "1", "1Gi");
+        crate::scenario::apply(&self.wl, &[burst]).await?;
         // Sample: the unmet replicas of the paused groups never exceed the NodeClaims that
         // are waiting for a launch (twice in a row, a second apart: one sample may fall
         // between a rollback's write and the NodeClaim's deletion).
         let mut over = 0;
+        let mut raised = false;
         for _ in 0..8 {
             tokio::time::sleep(Duration::from_secs(1)).await;
             let s = self.snapshot().await?;
@@ -712,6 +773,7 @@ impl Runner {
                     !is_deleting(nc) && nc.pointer("/status/providerID").is_none_or(Value::is_null)
                 })
                 .count();
+            raised |= unmet > 0;
             if unmet > i64::try_from(waiting).unwrap_or(i64::MAX) {
                 over += 1;
                 if over >= 2 {
@@ -724,7 +786,42 @@ impl Runner {
                 over = 0;
             }
         }
-        self.set_paused(&groups, false).await
+        self.reached(Action::PausedGroup, raised);
+        self.set_paused(&groups, false).await?;
+        // The burst goes, and with it its NodeClaims (some may still be launching).
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(self.wl.clone(), "default")
+            .delete(BURST, &DeleteParams::background())
+            .await
+            .context("cannot delete the burst")?;
+        let api: Api<DynamicObject> = Api::all_with(self.wl.clone(), &node_claims_resource());
+        let burst = api
+            .list(&ListParams::default().labels(&format!("karpenter.sh/nodepool={BURST}")))
+            .await
+            .context("cannot list the burst NodeClaims")?;
+        for nc in burst.items {
+            match api
+                .delete(
+                    &nc.metadata.name.unwrap_or_default(),
+                    &DeleteParams::default(),
+                )
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(e).context("cannot delete a burst NodeClaim"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Records whether the state a round aims at (a restart point, replicas raised on a
+    /// paused group) was reached, so a run shows that its checks were exercised.
+    fn reached(&mut self, action: Action, reached: bool) {
+        let e = self.exercised.entry(action_key(action)).or_default();
+        e.tried += 1;
+        if reached {
+            e.reached += 1;
+        }
     }
 
     /// Lifts faults and pauses, makes sure a controller runs, and waits until every invariant
@@ -809,8 +906,7 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<ChaosReport> {
     let begin = Instant::now();
     let web = 4;
     let started = world::start(config.seed, web).await?;
-    let (Some(management), Some(workload)) =
-        (started.world.management(), started.world.workload())
+    let (Some(management), Some(workload)) = (started.world.management(), started.world.workload())
     else {
         anyhow::bail!("the chaos world runs on sim");
     };
@@ -829,6 +925,7 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<ChaosReport> {
         monitor,
         restarts: 0,
         runaway: Vec::new(),
+        exercised: BTreeMap::new(),
     };
     runner.start_operator();
 
@@ -856,10 +953,7 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<ChaosReport> {
         } else {
             Action::draw(&mut runner.rng)
         };
-        let key = serde_json::to_value(action)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let key = action_key(action);
         *actions.entry(key).or_default() += 1;
         tracing::info!(round, ?action, "chaos round");
         runner.perform(action).await?;
@@ -912,6 +1006,7 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<ChaosReport> {
         settle_seconds_mean: mean,
         settle_seconds_max: settles.iter().copied().fold(0.0, f64::max),
         restarts: runner.restarts,
+        exercised: runner.exercised.clone(),
         faults_injected: runner.faults_injected(),
         node_claims_at_end: end.node_claims.len(),
         machines_at_end: end.machines.len(),

@@ -9,7 +9,9 @@
 //! - MachineDeployments it was never asked to manage: `static` (not a member) and `other`
 //!   (a member of another Cluster, not selected);
 //! - the workloads: `web` (1 CPU pods, scaled by the rounds) and `guarded` (four 500m pods
-//!   under a PodDisruptionBudget of `minAvailable: 3`), both pinned to Karpenter's nodes;
+//!   under a PodDisruptionBudget of `minAvailable: 3`), both pinned to the NodePool
+//!   `default`; the NodePool `burst` takes the pods of paused-group rounds, which therefore
+//!   always need new nodes;
 //! - the [`Protected`] record of what existed before the controller ever ran.
 //!
 //! Inputs: the seed. Outputs: a running [`sim::World`], fault-free clients for the checks, and
@@ -38,6 +40,8 @@ pub const MANAGED: [&str; 4] = ["m4-a", "m8-b", "legacy-c", "shared-a"];
 pub const UNMANAGED: [&str; 2] = ["static", "other"];
 /// The scaled workload.
 pub const WEB: &str = "web";
+/// The pods of paused-group rounds: they fit only new nodes of the NodePool `burst`.
+pub const BURST: &str = "burst";
 /// The workload under a PodDisruptionBudget.
 pub const GUARDED: &str = "guarded";
 /// `guarded`'s replicas.
@@ -136,18 +140,29 @@ fn machine_deployments() -> Vec<Value> {
     ]
 }
 
-/// A Deployment of `replicas` pods of `cpu`/`memory`, pinned to Karpenter's nodes.
-fn deployment(name: &str, replicas: usize, cpu: &str, memory: &str) -> Value {
+/// A Deployment of `replicas` pods of `cpu`/`memory`, pinned to the nodes of NodePool `pool`.
+#[must_use]
+pub fn deployment_in(pool: &str, name: &str, replicas: usize, cpu: &str, memory: &str) -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
             "template": {"metadata": {"labels": {"app": name}}, "spec": {
-                "nodeSelector": {"karpenter.sh/nodepool": "default"},
+                "nodeSelector": {"karpenter.sh/nodepool": pool},
                 "terminationGracePeriodSeconds": 1,
                 "containers": [{"name": "c", "image": "pause",
                     "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}},
     })
+}
+
+fn deployment(name: &str, replicas: usize, cpu: &str, memory: &str) -> Value {
+    deployment_in("default", name, replicas, cpu, memory)
+}
+
+fn node_pool(name: &str) -> Value {
+    json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+        "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+            "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}})
 }
 
 fn workload_objects(web: usize) -> Vec<Value> {
@@ -155,9 +170,8 @@ fn workload_objects(web: usize) -> Vec<Value> {
         json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
             "metadata": {"name": "default"},
             "spec": {"scalableResourceSelector": {"matchLabels": {"chaos": "ours"}}}}),
-        json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
-            "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
-                "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}),
+        node_pool("default"),
+        node_pool(BURST),
         deployment(WEB, web, "1", "1Gi"),
         deployment(GUARDED, GUARDED_REPLICAS, "500m", "512Mi"),
         json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
@@ -218,7 +232,10 @@ pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
             break ms;
         }
         if tokio::time::Instant::now() > deadline {
-            bail!("the pre-existing Machines did not appear ({} of 5)", ms.len());
+            bail!(
+                "the pre-existing Machines did not appear ({} of 5)",
+                ms.len()
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
