@@ -345,6 +345,7 @@ struct Runner {
     counter: ApiCounter,
     rng: Rng,
     web: usize,
+    burst: usize,
     monitor: Arc<Mutex<PdbMonitor>>,
     restarts: u32,
     runaway: Vec<String>,
@@ -448,7 +449,7 @@ impl Runner {
                     .labels
                     .as_ref()
                     .and_then(|l| l.get("app"))
-                    .is_some_and(|a| a == WEB || a == GUARDED)
+                    .is_some_and(|a| a == WEB || a == GUARDED || a == BURST)
             })
             .map(|p| serde_json::to_value(p).context("pod"))
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -457,20 +458,48 @@ impl Runner {
             machines: world::list(&self.mgmt, &machines_resource()).await?,
             node_claims: world::list(&self.wl, &node_claims_resource()).await?,
             pods,
-            pods_wanted: self.web + GUARDED_REPLICAS,
+            pods_wanted: self.web + GUARDED_REPLICAS + self.burst,
         })
     }
 
-    async fn scale_web(&mut self, replicas: usize) -> anyhow::Result<()> {
-        self.web = replicas;
+    async fn scale(&mut self, deployment: &str, replicas: usize) -> anyhow::Result<()> {
+        if deployment == BURST {
+            self.burst = replicas;
+        } else {
+            self.web = replicas;
+        }
         Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(self.wl.clone(), "default")
             .patch(
-                WEB,
+                deployment,
                 &PatchParams::default(),
                 &Patch::Merge(json!({"spec": {"replicas": replicas}})),
             )
             .await
-            .context("cannot scale web")?;
+            .with_context(|| format!("cannot scale {deployment}"))?;
+        Ok(())
+    }
+
+    async fn scale_web(&mut self, replicas: usize) -> anyhow::Result<()> {
+        self.scale(WEB, replicas).await
+    }
+
+    /// Scales `burst` to zero and deletes the NodeClaims of its NodePool (a round's burst
+    /// nodes do not pile up).
+    async fn burst_down(&mut self) -> anyhow::Result<()> {
+        self.scale(BURST, 0).await?;
+        let api: Api<DynamicObject> = Api::all_with(self.wl.clone(), &node_claims_resource());
+        let burst = api
+            .list(&ListParams::default().labels(&format!("karpenter.sh/nodepool={BURST}")))
+            .await
+            .context("cannot list the burst NodeClaims")?;
+        for nc in burst.items {
+            let name = nc.metadata.name.unwrap_or_default();
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(e).context("cannot delete a burst NodeClaim"),
+            }
+        }
         Ok(())
     }
 
@@ -493,9 +522,30 @@ impl Runner {
             .collect())
     }
 
-    /// Deletes a random live NodeClaim; its name, if there was one.
-    async fn delete_node_claim(&mut self) -> anyhow::Result<Option<String>> {
-        let ncs = self.node_claims().await?;
+    /// Deletes a random live NodeClaim; its name, if there was one. With `spare_guarded`, one
+    /// whose node runs no `guarded` pod if there is one (its drain then never waits for the
+    /// PodDisruptionBudget, so it reaches the scale-down even while writes fail).
+    async fn delete_node_claim(&mut self, spare_guarded: bool) -> anyhow::Result<Option<String>> {
+        let mut ncs = self.node_claims().await?;
+        if spare_guarded {
+            let guarded: std::collections::BTreeSet<String> =
+                Api::<Pod>::namespaced(self.wl.clone(), "default")
+                    .list(&ListParams::default().labels(&format!("app={GUARDED}")))
+                    .await
+                    .context("cannot list the guarded pods")?
+                    .items
+                    .into_iter()
+                    .filter_map(|p| p.spec?.node_name)
+                    .collect();
+            let free: Vec<Value> = ncs
+                .iter()
+                .filter(|nc| !guarded.contains(&text(nc, "/status/nodeName")))
+                .cloned()
+                .collect();
+            if !free.is_empty() {
+                ncs = free;
+            }
+        }
         if ncs.is_empty() {
             return Ok(None);
         }
@@ -567,13 +617,13 @@ impl Runner {
         match action {
             Action::ScaleOut => self.scale_out().await,
             Action::ScaleIn => self.scale_in().await,
-            Action::DeleteNodeClaim => self.delete_node_claim().await.map(|_| ()),
+            Action::DeleteNodeClaim => self.delete_node_claim(false).await.map(|_| ()),
             Action::DeleteMachine => self.delete_machine().await,
             Action::Restart => {
                 if self.rng.chance(0.5) {
                     self.scale_out().await?;
                 } else {
-                    self.delete_node_claim().await?;
+                    self.delete_node_claim(false).await?;
                 }
                 let wait = u64::try_from(self.below(2_500)).unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(wait)).await;
@@ -603,7 +653,8 @@ impl Runner {
             },
             FaultConfig::default(),
         );
-        self.scale_out().await?;
+        let n = 1 + self.below(3);
+        self.scale(BURST, n).await?;
         // Until some group has a Machine for a replica we raised but could not claim.
         let before = self.started.protected.machines.clone();
         let raised_unclaimed = |s: &Snapshot| {
@@ -647,7 +698,7 @@ impl Runner {
             },
             FaultConfig::default(),
         );
-        let Some(nc) = self.delete_node_claim().await? else {
+        let Some(nc) = self.delete_node_claim(true).await? else {
             self.set_faults(FaultConfig::default(), FaultConfig::default());
             return self.scale_out().await;
         };
@@ -692,7 +743,7 @@ impl Runner {
         let (a, b) = (self.rng.next_u64(), self.rng.next_u64());
         self.set_faults(config(a), config(b));
         self.scale_out().await?;
-        self.delete_node_claim().await?;
+        self.delete_node_claim(false).await?;
         tokio::time::sleep(Duration::from_secs(5)).await;
         self.set_faults(FaultConfig::default(), FaultConfig::default());
         Ok(())
@@ -732,8 +783,7 @@ impl Runner {
         let groups = MANAGED;
         self.set_paused(&groups, true).await?;
         // Pods only new nodes of the `burst` pool take: every one needs a launch.
-        let burst = world::deployment_in(BURST, BURST, 2, "1", "1Gi");
-        crate::scenario::apply(&self.wl, &[burst]).await?;
+        self.scale(BURST, 2).await?;
         // Sample: the unmet replicas of the paused groups never exceed the NodeClaims that
         // are waiting for a launch (twice in a row, a second apart: one sample may fall
         // between a rollback's write and the NodeClaim's deletion).
@@ -788,29 +838,6 @@ impl Runner {
         }
         self.reached(Action::PausedGroup, raised);
         self.set_paused(&groups, false).await?;
-        // The burst goes, and with it its NodeClaims (some may still be launching).
-        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(self.wl.clone(), "default")
-            .delete(BURST, &DeleteParams::background())
-            .await
-            .context("cannot delete the burst")?;
-        let api: Api<DynamicObject> = Api::all_with(self.wl.clone(), &node_claims_resource());
-        let burst = api
-            .list(&ListParams::default().labels(&format!("karpenter.sh/nodepool={BURST}")))
-            .await
-            .context("cannot list the burst NodeClaims")?;
-        for nc in burst.items {
-            match api
-                .delete(
-                    &nc.metadata.name.unwrap_or_default(),
-                    &DeleteParams::default(),
-                )
-                .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(e).context("cannot delete a burst NodeClaim"),
-            }
-        }
         Ok(())
     }
 
@@ -922,6 +949,7 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<ChaosReport> {
         counter: ApiCounter::default(),
         rng: Rng::new(config.seed),
         web,
+        burst: 0,
         monitor,
         restarts: 0,
         runaway: Vec::new(),
@@ -946,6 +974,9 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<ChaosReport> {
     for round in 1..=config.rounds {
         if failure.is_some() {
             break;
+        }
+        if runner.burst > 0 {
+            runner.burst_down().await?;
         }
         let live = runner.node_claims().await?.len();
         let action = if live > 8 {

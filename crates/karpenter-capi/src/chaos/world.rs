@@ -10,8 +10,8 @@
 //!   (a member of another Cluster, not selected);
 //! - the workloads: `web` (1 CPU pods, scaled by the rounds) and `guarded` (four 500m pods
 //!   under a PodDisruptionBudget of `minAvailable: 3`), both pinned to the NodePool
-//!   `default`; the NodePool `burst` takes the pods of paused-group rounds, which therefore
-//!   always need new nodes;
+//!   `default`; `burst` (no pods until a round asks) is pinned to the NodePool `burst`,
+//!   whose nodes nothing else uses, so every pod of it needs a launch;
 //! - the [`Protected`] record of what existed before the controller ever ran.
 //!
 //! Inputs: the seed. Outputs: a running [`sim::World`], fault-free clients for the checks, and
@@ -40,7 +40,7 @@ pub const MANAGED: [&str; 4] = ["m4-a", "m8-b", "legacy-c", "shared-a"];
 pub const UNMANAGED: [&str; 2] = ["static", "other"];
 /// The scaled workload.
 pub const WEB: &str = "web";
-/// The pods of paused-group rounds: they fit only new nodes of the NodePool `burst`.
+/// The workload whose pods always need new nodes (of the NodePool `burst`).
 pub const BURST: &str = "burst";
 /// The workload under a PodDisruptionBudget.
 pub const GUARDED: &str = "guarded";
@@ -174,6 +174,7 @@ fn workload_objects(web: usize) -> Vec<Value> {
         node_pool(BURST),
         deployment(WEB, web, "1", "1Gi"),
         deployment(GUARDED, GUARDED_REPLICAS, "500m", "512Mi"),
+        deployment_in(BURST, BURST, 0, "1", "1Gi"),
         json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": GUARDED, "namespace": "default"},
             "spec": {"minAvailable": GUARDED_MIN_AVAILABLE,
