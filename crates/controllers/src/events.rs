@@ -3,7 +3,10 @@
 //! Responsibility: [`Events::publish`] sends an `events.k8s.io/v1` Event about an object
 //! through kube-runtime's [`Recorder`] (which also aggregates repeats into a series), at most
 //! once per (object, reason, dedupe key) within the event's dedupe window (default 2 min;
-//! upstream uses 5 min for `FailedScheduling` and 1 min for `NoCompatibleInstanceTypes`).
+//! upstream uses 5 min for `FailedScheduling` and 1 min for `NoCompatibleInstanceTypes`),
+//! and, for a reason given a [`RateLimit`] (upstream: `Nominated`, 5/s with a burst of 10),
+//! only while that reason's token bucket has a token: an Event over the limit is dropped,
+//! not queued, and not remembered as sent.
 //! Publishing never blocks or fails a reconcile: it runs on a spawned task and a failure is
 //! only logged.
 //! Inputs: a workload `kube::Client`. Outputs: Events in the workload cluster.
@@ -42,6 +45,45 @@ pub struct Message {
     pub dedupe_key: Option<String>,
     /// The dedupe window.
     pub dedupe: Duration,
+    /// A token bucket shared by every Event of this reason.
+    pub limit: Option<RateLimit>,
+}
+
+/// A token bucket: `per_second` tokens added per second, at most `burst` kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Tokens per second.
+    pub per_second: f64,
+    /// Tokens kept at most (and at the start).
+    pub burst: u32,
+}
+
+/// Upstream's limit on `Nominated` Events: 5 per second, bursts of 10.
+pub const NOMINATION_LIMIT: RateLimit = RateLimit {
+    per_second: 5.0,
+    burst: 10,
+};
+
+/// One reason's bucket: tokens left and when they were counted.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    /// Takes a token if one is there (after refilling for the time passed).
+    fn try_take(&mut self, limit: RateLimit, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * limit.per_second).min(f64::from(limit.burst));
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 impl Message {
@@ -54,6 +96,7 @@ impl Message {
             note: note.into(),
             dedupe_key: None,
             dedupe: DEFAULT_DEDUPE,
+            limit: None,
         }
     }
 
@@ -79,6 +122,20 @@ impl Message {
         self.dedupe_key = Some(key.into());
         self
     }
+
+    /// Deduplicate by the object alone (with the reason): one such Event per object per
+    /// window, whatever its note says (upstream: `Nominated` per pod UID).
+    #[must_use]
+    pub fn dedupe_by_object(self) -> Self {
+        self.dedupe_by(String::new())
+    }
+
+    /// Send only while this reason's token bucket has a token.
+    #[must_use]
+    pub fn rate_limited(mut self, limit: RateLimit) -> Self {
+        self.limit = Some(limit);
+        self
+    }
 }
 
 /// (object, reason, dedupe key) → end of its dedupe window.
@@ -92,6 +149,7 @@ type Published = Vec<(ObjectReference, Message)>;
 pub struct Events {
     recorder: Option<Recorder>,
     seen: Arc<Mutex<Seen>>,
+    buckets: Arc<Mutex<HashMap<&'static str, Bucket>>>,
     /// What was published, kept only by [`Events::recording`] publishers (tests): a
     /// production publisher keeps nothing, so its memory stays bounded.
     published: Option<Arc<Mutex<Published>>>,
@@ -116,6 +174,7 @@ impl Events {
         Self {
             recorder: Some(Recorder::new(client, reporter)),
             seen: Arc::default(),
+            buckets: Arc::default(),
             published: None,
         }
     }
@@ -126,6 +185,7 @@ impl Events {
         Self {
             recorder: None,
             seen: Arc::default(),
+            buckets: Arc::default(),
             published: Some(Arc::default()),
         }
     }
@@ -140,7 +200,7 @@ impl Events {
     }
 
     /// Publishes `message` about `object` unless an identical one went out within its dedupe
-    /// window. Returns whether it was sent.
+    /// window or its reason is over its rate limit. Returns whether it was sent.
     pub fn publish<K: Resource<DynamicType = ()>>(&self, object: &K, message: Message) -> bool {
         self.publish_ref(object.object_ref(&()), message)
     }
@@ -172,6 +232,16 @@ impl Events {
             let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
             if seen.get(&key).is_some_and(|until| *until > now) {
                 return false;
+            }
+            if let Some(limit) = message.limit {
+                let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+                let bucket = buckets.entry(message.reason).or_insert(Bucket {
+                    tokens: f64::from(limit.burst),
+                    at: now,
+                });
+                if !bucket.try_take(limit, now) {
+                    return false;
+                }
             }
             if seen.len() > 10_000 {
                 seen.retain(|_, until| *until > now);
@@ -249,6 +319,37 @@ mod tests {
         tokio::time::advance(Duration::from_secs(301)).await;
         assert!(events.publish(&pod("u1"), m()));
         assert_eq!(events.published().len(), 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_limited_reason_sends_its_burst_then_its_rate_and_forgets_what_it_dropped() {
+        let events = Events::recording();
+        let m = || Message::normal("Nominated", "n").rate_limited(NOMINATION_LIMIT);
+        let sent = (0..25)
+            .filter(|i| events.publish(&pod(&format!("u{i}")), m()))
+            .count();
+        assert_eq!(sent, 10, "the burst");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let sent = (25..50)
+            .filter(|i| events.publish(&pod(&format!("u{i}")), m()))
+            .count();
+        assert_eq!(sent, 5, "five per second");
+        // A dropped Event was not remembered as sent: it goes out once there is a token.
+        tokio::time::advance(Duration::from_millis(200)).await;
+        assert!(events.publish(&pod("u49"), m()));
+        // Other reasons have no limit.
+        assert!(events.publish(&pod("u0"), Message::normal("Other", "n")));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dedupe_by_object_sends_one_event_per_object_whatever_the_note() {
+        let events = Events::recording();
+        let m = |note: &str| Message::normal("Nominated", note).dedupe_by_object();
+        assert!(events.publish(&pod("u1"), m("Pod should schedule on: nodeclaim/a")));
+        assert!(!events.publish(&pod("u1"), m("Pod should schedule on: nodeclaim/b")));
+        assert!(events.publish(&pod("u2"), m("Pod should schedule on: nodeclaim/b")));
+        tokio::time::advance(DEFAULT_DEDUPE + Duration::from_secs(1)).await;
+        assert!(events.publish(&pod("u1"), m("Pod should schedule on: nodeclaim/b")));
     }
 
     /// Issue 11 item 6: a production publisher keeps no history of what it published.

@@ -3,8 +3,9 @@
 //!
 //! Responsibility: [`ApiCounter`], a tower layer for kube's client stack that counts each
 //! request by kind — reads (GET, LIST), watches, creates (POST, including subresources such as
-//! evictions), updates (PUT, PATCH) and deletes — and [`counted_client`], a client for a
-//! kubeconfig with the layer in its stack.
+//! evictions), updates (PUT, PATCH) and deletes — and by `VERB resource`, and the answers that
+//! were errors by `STATUS VERB resource` (a 409 is a write that did nothing); and
+//! [`counted_client`], a client for a kubeconfig with the layer in its stack.
 //! Inputs: requests passing through. Outputs: [`ApiCounts`] snapshots.
 
 use std::collections::BTreeMap;
@@ -54,7 +55,11 @@ impl ApiCounts {
 
 /// A tower layer counting the requests of every client it is added to.
 #[derive(Debug, Clone, Default)]
-pub struct ApiCounter(Arc<[AtomicU64; 5]>, Arc<Mutex<BTreeMap<String, u64>>>);
+pub struct ApiCounter(
+    Arc<[AtomicU64; 5]>,
+    Arc<Mutex<BTreeMap<String, u64>>>,
+    Arc<Mutex<BTreeMap<String, u64>>>,
+);
 
 /// `resource` or `resource/subresource` of an API path (`/api/v1/namespaces/d/pods/p/status`
 /// → `pods/status`).
@@ -87,6 +92,25 @@ impl ApiCounter {
             .clone()
     }
 
+    /// The answers so far that were errors (status 400 and above), by
+    /// `STATUS VERB resource[/subresource]`.
+    #[must_use]
+    pub fn failures(&self) -> BTreeMap<String, u64> {
+        self.2
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn failed(&self, status: http::StatusCode, key: &str) {
+        *self
+            .2
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(format!("{} {key}", status.as_u16()))
+            .or_default() += 1;
+    }
+
     /// The counts so far.
     #[must_use]
     pub fn counts(&self) -> ApiCounts {
@@ -101,7 +125,8 @@ impl ApiCounter {
         }
     }
 
-    fn count<B>(&self, req: &http::Request<B>) {
+    /// Counts `req`; returns its `VERB resource` key.
+    fn count<B>(&self, req: &http::Request<B>) -> String {
         let watch = req
             .uri()
             .query()
@@ -126,8 +151,9 @@ impl ApiCounter {
             .1
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .entry(key)
+            .entry(key.clone())
             .or_default() += 1;
+        key
     }
 }
 
@@ -149,21 +175,32 @@ pub struct Counted<S> {
     counter: ApiCounter,
 }
 
-impl<S, B> tower::Service<http::Request<B>> for Counted<S>
+impl<S, B, RB> tower::Service<http::Request<B>> for Counted<S>
 where
-    S: tower::Service<http::Request<B>>,
+    S: tower::Service<http::Request<B>, Response = http::Response<RB>>,
+    S::Future: Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = S::Future;
+    type Future = futures::future::BoxFuture<'static, Result<S::Response, S::Error>>;
 
     fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: http::Request<B>) -> S::Future {
-        self.counter.count(&req);
-        self.inner.call(req)
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let key = self.counter.count(&req);
+        let counter = self.counter.clone();
+        let answer = self.inner.call(req);
+        Box::pin(async move {
+            let answer = answer.await;
+            if let Ok(response) = &answer
+                && (response.status().is_client_error() || response.status().is_server_error())
+            {
+                counter.failed(response.status(), &key);
+            }
+            answer
+        })
     }
 }
 

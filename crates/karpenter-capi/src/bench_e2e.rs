@@ -98,6 +98,9 @@ pub struct Report {
     pub api_requests: ApiCounts,
     /// The same, by `VERB resource[/subresource]`.
     pub api_requests_by_resource: std::collections::BTreeMap<String, u64>,
+    /// Of those, the answers that were errors, by `STATUS VERB resource[/subresource]` (a
+    /// 409 is a write that changed nothing).
+    pub api_failures_by_resource: std::collections::BTreeMap<String, u64>,
     /// Of those, writes per NodeClaim.
     pub writes_per_node_claim: f64,
     /// Of those, reads (GET and LIST) per NodeClaim.
@@ -308,6 +311,7 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     ];
     let before_scale = counter.counts();
     let before_by_resource = counter.by_resource();
+    let before_failures = counter.failures();
     let summary = karpenter_capi::simulate::run_timeline(
         &workload,
         &management,
@@ -317,15 +321,8 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     )
     .await?;
     let during = counter.counts().since(&before_scale);
-    let during_by_resource: std::collections::BTreeMap<String, u64> = counter
-        .by_resource()
-        .into_iter()
-        .map(|(k, v)| {
-            let before = before_by_resource.get(&k).copied().unwrap_or(0);
-            (k, v.saturating_sub(before))
-        })
-        .filter(|(_, v)| *v > 0)
-        .collect();
+    let during_by_resource = difference(&counter.by_resource(), &before_by_resource);
+    let failures = difference(&counter.failures(), &before_failures);
     let settled = counter.counts();
     tokio::time::sleep(IDLE_WINDOW).await;
     let idle = counter.counts().since(&settled);
@@ -355,6 +352,7 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
         controller_peak_rss_mib: peak_rss_mib().map(|m| (m * 10.0).round() / 10.0),
         api_requests: during,
         api_requests_by_resource: during_by_resource,
+        api_failures_by_resource: failures,
         writes_per_node_claim: per(during.writes(), summary.node_claims),
         reads_per_node_claim: per(during.reads, summary.node_claims),
         idle_requests_per_second: {
@@ -366,12 +364,28 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     })
 }
 
+/// `now - before` per key, keeping the keys that grew.
+fn difference(
+    now: &std::collections::BTreeMap<String, u64>,
+    before: &std::collections::BTreeMap<String, u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    now.iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                v.saturating_sub(before.get(k).copied().unwrap_or(0)),
+            )
+        })
+        .filter(|(_, v)| *v > 0)
+        .collect()
+}
+
 /// The report as text or JSON.
 pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
     Ok(match output {
         Output::Json => serde_json::to_string_pretty(report)?,
         Output::Text => format!(
-            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}\ncontroller API requests: {} reads, {} watches, {} creates, {} updates, {} deletes ({:.2} writes and {:.2} reads per NodeClaim); idle {:.2} requests/s",
+            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}\ncontroller API requests: {} reads, {} watches, {} creates, {} updates, {} deletes ({:.2} writes and {:.2} reads per NodeClaim); idle {:.2} requests/s\nfailed requests: {}",
             report.backend,
             report.pods,
             report.seconds_to_all_running,
@@ -393,6 +407,16 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
             report.writes_per_node_claim,
             report.reads_per_node_claim,
             report.idle_requests_per_second,
+            if report.api_failures_by_resource.is_empty() {
+                "none".to_owned()
+            } else {
+                report
+                    .api_failures_by_resource
+                    .iter()
+                    .map(|(k, v)| format!("{v} × {k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
         ),
     })
 }

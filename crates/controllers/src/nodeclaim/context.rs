@@ -69,9 +69,47 @@ pub(crate) struct Ctx<P> {
     pub nodes_listed: tokio::sync::watch::Receiver<Option<bool>>,
     pub launches: Arc<Mutex<HashMap<String, (Launch, Instant)>>>,
     pub failures: Mutex<HashMap<String, u32>>,
-    /// Per NodeClaim UID: the resourceVersion of the copy our last successful write started
-    /// from. A reconcile of that same copy again is of a store that has not seen our write yet.
-    pub written: Mutex<HashMap<String, String>>,
+    /// Per NodeClaim UID: the resourceVersions our last successful writes left behind — the
+    /// copy they started from and, when a metadata patch was followed by a status patch, the
+    /// version between the two. A reconcile of one of those copies is of a store that has not
+    /// seen our last write yet.
+    pub written: Written,
+}
+
+/// Per NodeClaim UID, the resourceVersions our last successful writes left behind.
+#[derive(Debug, Default)]
+pub struct Written(Mutex<HashMap<String, Vec<String>>>);
+
+impl Written {
+    /// A write from the copy at `rv` succeeded.
+    pub fn started_from(&self, uid: &str, rv: &str) {
+        let mut written = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if written.len() >= WRITTEN_LIMIT {
+            written.clear();
+        }
+        written.insert(uid.to_owned(), vec![rv.to_owned()]);
+    }
+
+    /// The version `rv` our write produced was overtaken by a later write of ours.
+    pub fn overtaken(&self, uid: &str, rv: &str) {
+        let mut written = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(stale) = written.get_mut(uid) {
+            stale.push(rv.to_owned());
+        }
+    }
+
+    /// Whether the copy at `rv` is one our writes left behind; a newer copy clears the memory.
+    pub fn is_behind(&self, uid: &str, rv: &str) -> bool {
+        let mut written = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match written.get(uid) {
+            Some(stale) if stale.iter().any(|s| s == rv) => true,
+            Some(_) => {
+                written.remove(uid);
+                false
+            }
+            None => false,
+        }
+    }
 }
 
 /// More remembered writes than this and the memory is dropped (deleted NodeClaims leave
@@ -81,30 +119,25 @@ const WRITTEN_LIMIT: usize = 10_000;
 impl<P> Ctx<P> {
     /// Remember that a write from `nc`'s copy succeeded.
     pub fn wrote_from(&self, nc: &api::NodeClaim) {
-        let (Some(uid), Some(rv)) = (&nc.metadata.uid, &nc.metadata.resource_version) else {
-            return;
-        };
-        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        if written.len() >= WRITTEN_LIMIT {
-            written.clear();
+        if let (Some(uid), Some(rv)) = (&nc.metadata.uid, &nc.metadata.resource_version) {
+            self.written.started_from(uid, rv);
         }
-        written.insert(uid.clone(), rv.clone());
     }
 
-    /// Whether `nc` is the copy a successful write of ours started from (the store is behind:
-    /// the watch event of that write will bring the newer one and trigger again).
+    /// Remember that `nc` (the result of our write) was overtaken by a later write of ours in
+    /// the same reconcile: a store holding it is behind too.
+    pub fn wrote_over(&self, nc: &api::NodeClaim) {
+        if let (Some(uid), Some(rv)) = (&nc.metadata.uid, &nc.metadata.resource_version) {
+            self.written.overtaken(uid, rv);
+        }
+    }
+
+    /// Whether `nc` is a copy our last successful writes left behind (the store is behind: the
+    /// watch event of the last write will bring the newer one and trigger again).
     pub fn behind_our_write(&self, nc: &api::NodeClaim) -> bool {
-        let (Some(uid), Some(rv)) = (&nc.metadata.uid, &nc.metadata.resource_version) else {
-            return false;
-        };
-        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        match written.get(uid) {
-            Some(from) if from == rv => true,
-            Some(_) => {
-                written.remove(uid);
-                false
-            }
-            None => false,
+        match (&nc.metadata.uid, &nc.metadata.resource_version) {
+            (Some(uid), Some(rv)) => self.written.is_behind(uid, rv),
+            _ => false,
         }
     }
 
@@ -192,6 +225,25 @@ pub fn provider_id_of(nc: &NodeClaim) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_copies_our_writes_left_behind_are_skipped_until_a_newer_one_arrives() {
+        let w = Written::default();
+        assert!(!w.is_behind("u", "1"));
+        // A metadata patch from version 1 made 2, the status patch then made 3.
+        w.started_from("u", "1");
+        w.overtaken("u", "2");
+        assert!(w.is_behind("u", "1"));
+        assert!(w.is_behind("u", "2"), "the version between our two patches");
+        assert!(
+            !w.is_behind("u", "3"),
+            "the result of our last write is current"
+        );
+        assert!(!w.is_behind("u", "1"), "a newer copy cleared the memory");
+        // Another NodeClaim is not affected, and overtaking needs a start.
+        w.overtaken("v", "5");
+        assert!(!w.is_behind("v", "5"));
+    }
 
     #[test]
     fn backoff_doubles_from_one_second_to_one_minute() {

@@ -114,7 +114,7 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
             nodes,
             launches: self.launches,
             failures: Mutex::default(),
-            written: Mutex::default(),
+            written: super::context::Written::default(),
         });
         let client = self.client;
         let controller = Controller::new(Api::<NodeClaim>::all(client), watcher::Config::default());
@@ -326,6 +326,10 @@ async fn write<P>(original: &NodeClaim, work: &Work, ctx: &Ctx<P>) -> Result<(),
             .await
             .map_err(|e| Error::patch_node_claim(&name, e))?;
         ctx.wrote_from(original);
+        if latest.metadata.resource_version != original.metadata.resource_version {
+            // The version between our metadata and status patches is behind as well.
+            ctx.wrote_over(&latest);
+        }
     }
     Ok(())
 }

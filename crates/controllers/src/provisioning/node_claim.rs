@@ -2,7 +2,9 @@
 //!
 //! Responsibility: [`node_claim`] builds the object upstream's `ToNodeClaim` builds:
 //! - `generateName: "<nodepool>-"`, an owner reference to the NodePool (not controller,
-//!   `blockOwnerDeletion`);
+//!   `blockOwnerDeletion`), and the `karpenter.sh/termination` finalizer already (upstream's
+//!   lifecycle adds it in a second write; creating with it saves that write per NodeClaim,
+//!   and the lifecycle still adds it to a NodeClaim created without it);
 //! - labels: the NodePool template's labels, `karpenter.sh/nodepool`, the NodeClass label, and
 //!   one label per custom (neither well-known nor restricted) requirement key with a concrete
 //!   value;
@@ -23,6 +25,7 @@ use api::NodeClaim;
 use api::well_known::annotations::{
     NODECLAIM_MIN_VALUES_RELAXED, NODEPOOL_HASH, NODEPOOL_HASH_VERSION,
 };
+use api::well_known::finalizers::TERMINATION;
 use api::well_known::labels::NODECLASS;
 use scheduling::labels::{NODE_POOL, WellKnownLabels};
 use scheduling::scheduler::PlannedNodeClaim;
@@ -146,6 +149,7 @@ pub fn node_claim(
         "kind": "NodeClaim",
         "metadata": {
             "generateName": format!("{name}-"),
+            "finalizers": [TERMINATION],
             "labels": labels,
             "annotations": annotations,
             "ownerReferences": [{
@@ -224,6 +228,10 @@ mod tests {
         .unwrap();
         let v = serde_json::to_value(&nc).unwrap();
         assert_eq!(v["metadata"]["generateName"], "general-");
+        assert_eq!(
+            v["metadata"]["finalizers"],
+            json!(["karpenter.sh/termination"])
+        );
         assert_eq!(v["metadata"]["ownerReferences"][0]["uid"], "pool-uid");
         assert_eq!(v["metadata"]["ownerReferences"][0]["kind"], "NodePool");
         let labels = &v["metadata"]["labels"];

@@ -46,11 +46,20 @@ use tokio::time::Instant;
 use super::batcher::{BatchConfig, Batcher};
 use super::inputs::{self, ClusterObjects, IgnoreReason};
 use super::node_claim::{PoolHash, node_claim};
-use crate::events::{Events, Message};
+use crate::events::{Events, Message, NOMINATION_LIMIT};
 use crate::metrics::{ControllerLabels, CreatedLabels, Metrics};
 
 /// `Nominated` (Normal, on pods).
 pub use api::well_known::events::NOMINATED;
+
+/// A `Nominated` Event as upstream sends it: one per pod per dedupe window whatever the
+/// target (a pod re-nominated in a later loop gets no second Event), within the global
+/// nomination rate limit.
+fn nomination(note: String) -> Message {
+    Message::normal(NOMINATED, note)
+        .dedupe_by_object()
+        .rate_limited(NOMINATION_LIMIT)
+}
 /// How often pending pods re-trigger provisioning.
 pub const RETRIGGER: Duration = Duration::from_secs(10);
 const FAILED_SCHEDULING_DEDUPE: Duration = Duration::from_secs(300);
@@ -427,10 +436,7 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
                 if let Some(pod) = by_uid.get(uid.as_ref()) {
                     self.events.publish(
                         *pod,
-                        Message::normal(
-                            NOMINATED,
-                            format!("Pod should schedule on: node/{}", binding.node),
-                        ),
+                        nomination(format!("Pod should schedule on: node/{}", binding.node)),
                     );
                 }
             }
@@ -544,10 +550,7 @@ impl CreateJob {
         for pod in &self.pods {
             self.events.publish(
                 pod,
-                Message::normal(
-                    NOMINATED,
-                    format!("Pod should schedule on: nodeclaim/{name}"),
-                ),
+                nomination(format!("Pod should schedule on: nodeclaim/{name}")),
             );
         }
         Some(name)
