@@ -108,6 +108,8 @@ pub struct Report {
     /// The controller's requests per second (no watches) in the quiet window after every pod
     /// ran: periodic polling shows here.
     pub idle_requests_per_second: f64,
+    /// The requests of that quiet window, by `VERB resource[/subresource]`.
+    pub idle_requests_by_resource: std::collections::BTreeMap<String, u64>,
 }
 
 /// How long the quiet window after the run lasts.
@@ -324,8 +326,10 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     let during_by_resource = difference(&counter.by_resource(), &before_by_resource);
     let failures = difference(&counter.failures(), &before_failures);
     let settled = counter.counts();
+    let settled_by_resource = counter.by_resource();
     tokio::time::sleep(IDLE_WINDOW).await;
     let idle = counter.counts().since(&settled);
+    let idle_by_resource = difference(&counter.by_resource(), &settled_by_resource);
     let cpu = cpu_seconds() - cpu_before;
     let seconds = summary
         .steps
@@ -361,6 +365,7 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
             let rate = n as f64 / IDLE_WINDOW.as_secs_f64();
             (rate * 100.0).round() / 100.0
         },
+        idle_requests_by_resource: idle_by_resource,
     })
 }
 
@@ -385,7 +390,7 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
     Ok(match output {
         Output::Json => serde_json::to_string_pretty(report)?,
         Output::Text => format!(
-            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}\ncontroller API requests: {} reads, {} watches, {} creates, {} updates, {} deletes ({:.2} writes and {:.2} reads per NodeClaim); idle {:.2} requests/s\nfailed requests: {}",
+            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}\ncontroller API requests: {} reads, {} watches, {} creates, {} updates, {} deletes ({:.2} writes and {:.2} reads per NodeClaim); idle {:.2} requests/s ({})\nfailed requests: {}",
             report.backend,
             report.pods,
             report.seconds_to_all_running,
@@ -407,6 +412,12 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
             report.writes_per_node_claim,
             report.reads_per_node_claim,
             report.idle_requests_per_second,
+            report
+                .idle_requests_by_resource
+                .iter()
+                .map(|(k, v)| format!("{v} × {k}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             if report.api_failures_by_resource.is_empty() {
                 "none".to_owned()
             } else {

@@ -322,12 +322,17 @@ async fn write<P>(original: &NodeClaim, work: &Work, ctx: &Ctx<P>) -> Result<(),
         ctx.wrote_from(original);
     }
     if let Some(patch) = status_patch(original.status.as_ref(), &work.status(), &latest) {
-        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        let last = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|e| Error::patch_node_claim(&name, e))?;
         ctx.wrote_from(original);
-        if latest.metadata.resource_version != original.metadata.resource_version {
-            // The version between our metadata and status patches is behind as well.
+        // The version between our metadata and status patches is behind as well — only if
+        // the status patch made a newer one (a no-op write makes none, and no watch event
+        // would follow to end the skipping).
+        if latest.metadata.resource_version != original.metadata.resource_version
+            && last.metadata.resource_version != latest.metadata.resource_version
+        {
             ctx.wrote_over(&latest);
         }
     }
