@@ -25,6 +25,7 @@ use crate::route::{self, Route};
 use crate::semantics::WriteMode;
 use crate::sim::Sim;
 use crate::state::Endpoint;
+use crate::watch::WatchEvent;
 use crate::{discovery, openapi, table};
 
 /// Largest request body accepted.
@@ -387,15 +388,18 @@ fn watch_response(
             if ended {
                 return None;
             }
-            let mut ev = match broken.take() {
-                Some(ev) => ev,
-                None => s.as_mut()?.next().await?,
+            let ev = match broken.take() {
+                Some(ev) => WatchEvent::Json(ev),
+                None => s.as_mut()?.next_event().await?,
             };
-            if let Some((def, include)) = &as_table {
-                ev = table::event_to_table(def, ev, *include);
-            }
-            let mut line = ev.to_string().into_bytes();
-            line.push(b'\n');
+            // Shared events go out as the bytes every watcher of the version shares.
+            let line = match &as_table {
+                Some((def, include)) => {
+                    WatchEvent::Json(table::event_to_table(def, ev.into_value(), *include))
+                        .into_line()
+                }
+                None => ev.into_line(),
+            };
             let end = s.is_none() || sim.faults().disconnect_now(rate);
             Some((
                 Ok::<_, Infallible>(Bytes::from(line)),

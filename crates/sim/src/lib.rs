@@ -51,6 +51,7 @@ pub mod discovery;
 pub mod error;
 pub mod eviction;
 pub mod fault;
+pub mod feed;
 pub mod gc;
 pub mod http;
 pub mod lifecycle;

@@ -4,17 +4,19 @@
 //! with the next value of one monotonically increasing resourceVersion (as etcd's revision),
 //! and record each write as a watch event in a bounded per-resource history that watchers
 //! replay from and subscribe to.
+//! Live events go out through one [`crate::feed`] per resource as shared `Arc`s, and each
+//! event carries a cache of its object's served JSON so that watchers share one encoding.
 //! Inputs: objects already validated by [`crate::semantics`]. Outputs: stored objects, ordered
 //! listings, [`StoredEvent`]s, and 410 Expired when a watch asks for a compacted version.
 //! It also indexes objects by uid and by the uids of their owner references, for the garbage
 //! collector. No Kubernetes semantics live here beyond resourceVersion bookkeeping.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 
+use crate::feed;
 use crate::object;
 use crate::registry::StoreKey;
 
@@ -54,6 +56,49 @@ pub struct StoredEvent {
     pub object: Value,
     /// The object before the write, for updates and deletes.
     pub old: Option<Value>,
+    /// `object` as served JSON, encoded once by the first watcher that needs it.
+    pub encoded: EncodedOnce,
+}
+
+impl StoredEvent {
+    /// An event with nothing encoded yet.
+    pub fn new(kind: EventType, rv: u64, object: Value, old: Option<Value>) -> Self {
+        Self {
+            kind,
+            rv,
+            object,
+            old,
+            encoded: EncodedOnce::default(),
+        }
+    }
+}
+
+/// The served JSON of an event's object for one served `apiVersion` (the first asked for),
+/// shared by every watcher of that version. Not part of the event's identity: two events are
+/// equal whatever they have cached.
+#[derive(Debug, Clone, Default)]
+pub struct EncodedOnce(OnceLock<(String, Arc<[u8]>)>);
+
+impl PartialEq for EncodedOnce {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl EncodedOnce {
+    /// The object's JSON as served with `api_version`: the cached bytes if they were encoded
+    /// for that version, else `encode()` (cached if nothing was yet).
+    pub fn get_or_encode(&self, api_version: &str, encode: impl FnOnce() -> Vec<u8>) -> Arc<[u8]> {
+        let mut encode = Some(encode);
+        let (cached_for, bytes) = self.0.get_or_init(|| {
+            let bytes = encode.take().map(|f| f()).unwrap_or_default();
+            (api_version.to_owned(), bytes.into())
+        });
+        if cached_for == api_version {
+            return bytes.clone();
+        }
+        encode.map(|f| f()).unwrap_or_default().into()
+    }
 }
 
 /// The watch history of one resource.
@@ -62,19 +107,17 @@ struct WatchLog {
     events: VecDeque<Arc<StoredEvent>>,
     /// Watches from a resourceVersion below this get 410 Expired.
     oldest_valid: u64,
-    tx: broadcast::Sender<Arc<StoredEvent>>,
+    /// Live events to open watches; one that falls [`feed::MAX_LAG`] events behind is ended
+    /// with 410 Expired, as kube-apiserver ends watchers it cannot keep up with.
+    tx: feed::Sender<Arc<StoredEvent>>,
 }
-
-/// Capacity of each resource's live event channel; a watcher that falls this far behind is
-/// ended with 410 Expired, as kube-apiserver ends slow watchers.
-const CHANNEL_CAPACITY: usize = 4096;
 
 impl WatchLog {
     fn new() -> Self {
         Self {
             events: VecDeque::new(),
             oldest_valid: 0,
-            tx: broadcast::channel(CHANNEL_CAPACITY).0,
+            tx: feed::Sender::new(),
         }
     }
 }
@@ -96,7 +139,7 @@ pub struct Subscription {
     /// Retained events after the requested version, oldest first.
     pub backlog: Vec<Arc<StoredEvent>>,
     /// Later events.
-    pub rx: broadcast::Receiver<Arc<StoredEvent>>,
+    pub rx: feed::Receiver<Arc<StoredEvent>>,
 }
 
 /// Where an object is: its resource and key.
@@ -337,20 +380,14 @@ impl Store {
     fn record(&mut self, key: &StoreKey, kind: EventType, object: Value, old: Option<Value>) {
         let limit = self.history_limit;
         let log = self.logs.entry(key.clone()).or_insert_with(WatchLog::new);
-        let event = Arc::new(StoredEvent {
-            kind,
-            rv: self.rv,
-            object,
-            old,
-        });
+        let event = Arc::new(StoredEvent::new(kind, self.rv, object, old));
         log.events.push_back(event.clone());
         while log.events.len() > limit {
             if let Some(dropped) = log.events.pop_front() {
                 log.oldest_valid = dropped.rv;
             }
         }
-        // No receivers is fine.
-        let _ = log.tx.send(event);
+        log.tx.send(event);
     }
 
     /// Start watching a resource after resourceVersion `from`.
@@ -494,8 +531,40 @@ mod tests {
         let mut s = Store::new(10);
         let mut sub = s.subscribe(&key(), 0).unwrap();
         s.put(&key(), cm("d", "a"), None);
-        let ev = sub.rx.recv().await.unwrap();
-        assert_eq!(ev.kind, EventType::Added);
-        assert_eq!(ev.rv, 1);
+        assert!(sub.rx.changed().await);
+        let mut got = VecDeque::new();
+        sub.rx.take(&mut got).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].kind, EventType::Added);
+        assert_eq!(got[0].rv, 1);
+    }
+
+    #[test]
+    fn every_subscriber_shares_one_event_and_one_encoding() {
+        let mut s = Store::new(10);
+        let mut subs: Vec<_> = (0..3).map(|_| s.subscribe(&key(), 0).unwrap()).collect();
+        s.put(&key(), cm("d", "a"), None);
+        let mut events = Vec::new();
+        for sub in &mut subs {
+            let mut got = VecDeque::new();
+            sub.rx.take(&mut got).unwrap();
+            events.extend(got);
+        }
+        assert_eq!(events.len(), 3);
+        assert!(events.iter().all(|e| Arc::ptr_eq(e, &events[0])));
+        let mut encodings = 0;
+        let bytes: Vec<_> = events
+            .iter()
+            .map(|e| {
+                e.encoded.get_or_encode("v1", || {
+                    encodings += 1;
+                    b"{}".to_vec()
+                })
+            })
+            .collect();
+        assert_eq!(encodings, 1);
+        assert!(bytes.iter().all(|b| Arc::ptr_eq(b, &bytes[0])));
+        let other = events[0].encoded.get_or_encode("v2", || b"[]".to_vec());
+        assert_eq!(&*other, b"[]", "another version is encoded for itself");
     }
 }
