@@ -14,8 +14,6 @@ use std::future::Future;
 use std::time::Duration;
 
 use api::{Machine, MachineDeployment, NodeClaim};
-use controllers::provisioning::batcher::BatchConfig;
-use controllers::provisioning::provisioner::ProvisionerConfig;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use karpenter_capi::api_counter::{ApiCounter, counted_client};
@@ -27,33 +25,11 @@ use serde_json::{Value, json};
 use sim::{Backend, World, WorldConfig};
 
 fn fast_world() -> WorldConfig {
-    let mut w = WorldConfig::default();
-    let ms = Duration::from_millis;
-    w.capi.bootstrap_delay = ms(100);
-    w.capi.provider_id_delay = ms(300);
-    w.capi.node_join_delay = ms(200);
-    w.capi.deletion_delay = ms(200);
-    w.kubelet.node_ready_delay = ms(200);
-    w.kubelet.pod_start_delay = ms(100);
-    w.kubelet.pod_termination_delay = ms(100);
-    w.scheduler.retry_interval = ms(500);
-    w
+    karpenter_capi::chaos::world::fast_world_config(0)
 }
 
 fn fast_operator() -> OperatorConfig {
-    OperatorConfig {
-        node_claim_gc: controllers::nodeclaim::garbage_collection::GcConfig {
-            interval: Duration::from_secs(1),
-        },
-        provisioner: ProvisionerConfig {
-            batch: BatchConfig {
-                idle: Duration::from_millis(300),
-                max: Duration::from_secs(3),
-            },
-            ..ProvisionerConfig::default()
-        },
-        ..OperatorConfig::default()
-    }
+    karpenter_capi::chaos::fast_operator_config()
 }
 
 fn md(name: &str, cpu: u32, memory_gi: u32, zone: &str, price: f64) -> Value {

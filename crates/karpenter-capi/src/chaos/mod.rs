@@ -312,9 +312,10 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// The controller's settings in the chaos world: fast batches, a short claim timeout and a
-/// short grace for unclaimed Machines, so a round settles in seconds.
-fn operator_config() -> OperatorConfig {
+/// The controller's settings for a fast simulated world (the end-to-end tests use them too):
+/// batches of 300 ms (at most 3 s), NodeClaim garbage collection every second.
+#[must_use]
+pub fn fast_operator_config() -> OperatorConfig {
     use controllers::provisioning::batcher::BatchConfig;
     use controllers::provisioning::provisioner::ProvisionerConfig;
     let mut config = OperatorConfig {
@@ -328,6 +329,13 @@ fn operator_config() -> OperatorConfig {
         ..OperatorConfig::default()
     };
     config.node_claim_gc.interval = Duration::from_secs(1);
+    config
+}
+
+/// The controller's settings in the chaos world: [`fast_operator_config`] with a short claim
+/// timeout and a short grace for unclaimed Machines, so a round settles in seconds.
+fn operator_config() -> OperatorConfig {
+    let mut config = fast_operator_config();
     config.provider.cluster_id = Some(CLUSTER_ID.to_owned());
     config.provider.claim_timeout = Duration::from_secs(5);
     config.provider.removal_escalation = Duration::from_secs(20);
@@ -637,10 +645,12 @@ impl Runner {
         }
     }
 
-    async fn restart_before_claim(&mut self) -> anyhow::Result<()> {
-        let fail = FaultRule {
+    /// Every PATCH and PUT of `resources` in the management cluster fails with a 500 (the
+    /// workload cluster is left alone).
+    fn fail_management_writes(&mut self, resources: &[&str]) {
+        let rule = FaultRule {
             verbs: vec![Verb::Patch, Verb::Update],
-            resources: vec!["machines".to_owned()],
+            resources: resources.iter().map(|r| (*r).to_owned()).collect(),
             error_rate: 1.0,
             error: FaultError::Internal,
             ..FaultRule::default()
@@ -649,10 +659,14 @@ impl Runner {
         self.set_faults(
             FaultConfig {
                 seed,
-                rules: vec![fail],
+                rules: vec![rule],
             },
             FaultConfig::default(),
         );
+    }
+
+    async fn restart_before_claim(&mut self) -> anyhow::Result<()> {
+        self.fail_management_writes(&["machines"]);
         let n = 1 + self.below(3);
         self.scale(BURST, n).await?;
         // Until some group has a Machine for a replica we raised but could not claim.
@@ -680,24 +694,7 @@ impl Runner {
     }
 
     async fn restart_before_scale_down(&mut self) -> anyhow::Result<()> {
-        let fail = FaultRule {
-            verbs: vec![Verb::Patch, Verb::Update],
-            resources: vec![
-                "machinedeployments".to_owned(),
-                "machinedeployments/scale".to_owned(),
-            ],
-            error_rate: 1.0,
-            error: FaultError::Internal,
-            ..FaultRule::default()
-        };
-        let seed = self.rng.next_u64();
-        self.set_faults(
-            FaultConfig {
-                seed,
-                rules: vec![fail],
-            },
-            FaultConfig::default(),
-        );
+        self.fail_management_writes(&["machinedeployments", "machinedeployments/scale"]);
         let Some(nc) = self.delete_node_claim(true).await? else {
             self.set_faults(FaultConfig::default(), FaultConfig::default());
             return self.scale_out().await;

@@ -61,7 +61,11 @@ pub fn machine_deployments_resource() -> ApiResource {
     sim::world::objects::machine_deployments()
 }
 
-fn world_config(seed: u64) -> WorldConfig {
+/// A simulated world with fast (not instant) infrastructure, kubelets and scheduler: Machines
+/// get their providerID in 300 ms, Nodes join 200 ms later and are Ready 200 ms after that
+/// (the end-to-end tests use it too).
+#[must_use]
+pub fn fast_world_config(seed: u64) -> WorldConfig {
     let mut w = WorldConfig::default();
     let ms = Duration::from_millis;
     w.capi.seed = seed;
@@ -213,7 +217,7 @@ pub struct Started {
 /// # Errors
 /// A server or an object cannot be created, or the pre-existing Machines do not appear.
 pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
-    let world = World::start(world_config(seed))
+    let world = World::start(fast_world_config(seed))
         .await
         .context("cannot start the sim world")?;
     let (Some(management), Some(workload)) = (world.management(), world.workload()) else {
