@@ -27,6 +27,7 @@
 //! Errors: API failures requeue the NodeClass with exponential backoff (5 s doubling to 5 min);
 //! success requeues after [`StatusConfig::resync`].
 
+use state::backoff::WatchBackoff;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -485,7 +486,7 @@ pub async fn run(workload: kube::Client, management: kube::Client, config: Statu
         "MachineDeployment (NodeClass status)",
     )));
     let md_changes = watcher(ctx.md_api(), watcher::Config::default())
-        .default_backoff()
+        .retry_backoff()
         .touched_objects()
         .filter_map(move |r| {
             let md_errors = Arc::clone(&md_errors);

@@ -12,6 +12,7 @@
 //! (rate-limited) and the kind is used as soon as its watch recovers.
 //! Inputs: a management client, MachineDeployments. Outputs: template JSON or `None`.
 
+use state::backoff::WatchBackoff;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -136,7 +137,7 @@ impl Templates {
         let task = tokio::spawn(async move {
             let mut errors = WatchErrors::new(what);
             let stream = watcher(api, watcher::Config::default())
-                .default_backoff()
+                .retry_backoff()
                 .reflect(writer);
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {

@@ -15,14 +15,17 @@
 //!   [`Trigger::Pod`] (the provisioner's batcher listens); a Node tainted
 //!   `karpenter.sh/disrupted` sends [`Trigger::Node`];
 //! - [`ClusterState::changes`] ticks on every event (for tests and waiters);
-//! - watch errors are logged at warn, rate-limited ([`watch_errors`]).
+//! - watch errors are logged at warn, rate-limited ([`watch_errors`]), and retried with a
+//!   backoff that a relist's `Init` does not reset ([`backoff`]).
 //!
 //! Inputs: a workload `kube::Client`, [`StateConfig`]. Outputs: snapshots, triggers, the gate.
 
+pub mod backoff;
 pub mod bookkeeping;
 pub mod listed;
 pub mod watch_errors;
 
+use crate::backoff::WatchBackoff;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -169,7 +172,7 @@ where
     let api: Api<K> = Api::all(client.clone());
     let task = tokio::spawn(async move {
         let stream = watcher(api, watcher::Config::default())
-            .default_backoff()
+            .retry_backoff()
             .reflect(writer);
         let mut stream = std::pin::pin!(stream);
         let mut errors = watch_errors::WatchErrors::new(K::kind(&()));

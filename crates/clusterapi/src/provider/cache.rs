@@ -13,6 +13,7 @@
 //! Inputs: a management client, the sync timeout. Outputs: [`MachineCache`]. The watch task
 //! stops when the cache is dropped.
 
+use state::backoff::WatchBackoff;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
@@ -125,7 +126,7 @@ impl MachineCache {
         let task_claimed = claimed_changes.clone();
         let task = tokio::spawn(async move {
             let stream = watcher(api, watcher::Config::default())
-                .default_backoff()
+                .retry_backoff()
                 .reflect(writer);
             let mut stream = std::pin::pin!(stream);
             // Rebuilt from scratch on every (re)list, swapped in at InitDone.

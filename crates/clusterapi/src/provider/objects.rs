@@ -9,6 +9,7 @@
 //! copies' resourceVersions: compare-and-set writes read fresh.
 //! Inputs: a client and the kind. Outputs: the cache. The watch task stops when it is dropped.
 
+use state::backoff::WatchBackoff;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -75,7 +76,7 @@ where
         let task = tokio::spawn(async move {
             let mut report = WatchErrors::new(kind);
             let stream = watcher(api, watcher::Config::default())
-                .default_backoff()
+                .retry_backoff()
                 .reflect(writer);
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {

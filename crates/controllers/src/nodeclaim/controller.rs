@@ -14,6 +14,7 @@
 //! providerID poll slows to 30 s. Failures are retried with per-object exponential backoff 1 s … 1 min.
 //! Inputs: a workload client, the provider. Outputs: API writes, Events, metrics, logs.
 
+use state::backoff::WatchBackoff;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -93,7 +94,7 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
             Api::<Node>::all(self.client.clone()),
             watcher::Config::default(),
         )
-        .default_backoff()
+        .retry_backoff()
         .reflect(writer)
         .touched_objects();
         // A provider that watches its instances says when a launch changed: no 2 s polling for

@@ -14,6 +14,7 @@
 //!
 //! Inputs: a workload `kube::Client`, the [`Metrics`]. Outputs: NodePool status, gauges.
 
+use state::backoff::WatchBackoff;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use scheduling::quantity::Quantity;
 use serde::de::DeserializeOwned;
 use state::watch_errors::WatchErrors;
@@ -56,7 +57,7 @@ where
         writer,
         watcher(Api::<K>::all(client.clone()), watcher::Config::default()),
     )
-    .default_backoff()
+    .retry_backoff()
     .map(move |event| match event {
         // `Init` starts a (re)list and comes before its outcome.
         Ok(watcher::Event::Init) => {}
