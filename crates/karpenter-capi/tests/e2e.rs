@@ -440,6 +440,42 @@ async fn a_restart_in_the_middle_of_a_scale_up_converges_without_extra_machines(
     assert_eq!(used.len(), nodes(&world).await.len());
 }
 
+async fn the_node_pool_counts_each_node_once(backend: Backend) {
+    let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let _operator = start(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 9, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 9, Duration::from_secs(90)).await;
+    let want = nodes(&world).await.len();
+    assert!(want >= 3, "{want} nodes");
+    // status.nodes and status.resources.nodes settle at the number of nodes: a Node and its
+    // NodeClaim are one node.
+    wait_for(
+        &format!("NodePool status.nodes == {want}"),
+        Duration::from_secs(30),
+        || async {
+            let pool = Api::<api::NodePool>::all(world.workload_client())
+                .get("default")
+                .await
+                .unwrap();
+            let status = pool.status.unwrap_or_default();
+            let counted = status
+                .resources
+                .as_ref()
+                .and_then(|r| r.get("nodes"))
+                .map(|q| q.0.clone());
+            (status.nodes == Some(i64::try_from(want).unwrap())
+                && counted.as_deref() == Some(want.to_string().as_str()))
+            .then_some(())
+        },
+    )
+    .await;
+}
+
 async fn scaling_a_deployment_uses_the_existing_node_first(backend: Backend) {
     let world = setup(backend, &[md("m", 8, 32, "zone-a", 0.4)]).await;
     let _operator = start(&world);
@@ -560,5 +596,6 @@ sim::backend_tests!(
     a_node_claim_deleted_by_hand_is_drained_and_its_machine_removed,
     a_restart_in_the_middle_of_a_scale_up_converges_without_extra_machines,
     scaling_a_deployment_uses_the_existing_node_first,
+    the_node_pool_counts_each_node_once,
     a_machine_deleted_by_hand_takes_its_node_claim_and_the_pods_come_back,
 );
