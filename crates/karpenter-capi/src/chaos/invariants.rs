@@ -24,16 +24,8 @@ use std::fmt;
 
 use serde_json::Value;
 
-/// Machine annotation: the NodeClaim that claimed it.
-pub const CLAIMED_BY: &str = clusterapi::provider::CLAIMED_BY;
-/// Machine annotation: that NodeClaim's UID.
-pub const CLAIMED_BY_UID: &str = clusterapi::provider::CLAIMED_BY_UID;
-/// Machine annotation: the workload cluster whose NodeClaim claimed it.
-pub const CLAIMED_BY_CLUSTER: &str = "karpenter.cluster.x-k8s.io/cluster";
-/// CAPI's Machine annotation that picks it for the next scale-down.
-pub const DELETE_MACHINE: &str = "cluster.x-k8s.io/delete-machine";
-/// CAPI's Machine label naming its MachineDeployment.
-pub const DEPLOYMENT_NAME: &str = "cluster.x-k8s.io/deployment-name";
+pub use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME};
+pub use clusterapi::provider::{CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID};
 
 /// The invariants, in the order of the report's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -145,20 +137,32 @@ fn string_map(obj: &Value, pointer: &str) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+/// The string at a JSON pointer, or `""`.
+pub(crate) fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
-fn name(obj: &Value) -> &str {
+/// `metadata.name`, or `""`.
+pub(crate) fn name(obj: &Value) -> &str {
     text(obj, "/metadata/name")
 }
 
-fn deleting(obj: &Value) -> bool {
+/// Whether `metadata.deletionTimestamp` is set.
+pub(crate) fn deleting(obj: &Value) -> bool {
     obj.pointer("/metadata/deletionTimestamp")
         .is_some_and(|v| !v.is_null())
 }
 
-fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+/// The MachineDeployment a Machine or MachineSet belongs to (CAPI's label), or `""`.
+pub(crate) fn group_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/labels")
+        .and_then(|l| l.get(DEPLOYMENT_NAME))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The annotation `key`, if set.
+pub(crate) fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     obj.pointer("/metadata/annotations")
         .and_then(|a| a.get(key))
         .and_then(Value::as_str)
@@ -249,10 +253,7 @@ fn foreign_untouched(s: &Snapshot, p: &Protected, out: &mut Vec<Violation>) {
 fn replicas_match(s: &Snapshot, out: &mut Vec<Violation>) {
     let mut live: BTreeMap<&str, i64> = BTreeMap::new();
     for m in s.machines.iter().filter(|m| !deleting(m)) {
-        let md = text(
-            m,
-            &format!("/metadata/labels/{}", DEPLOYMENT_NAME.replace('/', "~1")),
-        );
+        let md = group_of(m);
         *live.entry(md).or_default() += 1;
     }
     for md in &s.machine_deployments {
@@ -281,10 +282,7 @@ fn claimed_or_removed(s: &Snapshot, p: &Protected, out: &mut Vec<Violation>) {
     let mut holders: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for m in &s.machines {
         let n = name(m);
-        let md = text(
-            m,
-            &format!("/metadata/labels/{}", DEPLOYMENT_NAME.replace('/', "~1")),
-        );
+        let md = group_of(m);
         if p.machines.contains_key(n) || !p.managed.contains(md) || deleting(m) {
             continue;
         }

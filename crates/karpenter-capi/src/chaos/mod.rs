@@ -44,10 +44,7 @@ use tokio::time::Instant;
 use crate::api_counter::ApiCounter;
 use crate::operator::{Operator, OperatorConfig};
 use invariants::{DELETE_MACHINE, Invariant, Snapshot, Violation};
-use world::{
-    BURST, CLUSTER_ID, GUARDED, GUARDED_MIN_AVAILABLE, GUARDED_REPLICAS, MANAGED, WEB,
-    machine_deployments_resource, machines_resource,
-};
+use world::{BURST, CLUSTER_ID, GUARDED, GUARDED_MIN_AVAILABLE, GUARDED_REPLICAS, MANAGED, WEB};
 
 /// Settings of a run.
 #[derive(Debug, Clone)]
@@ -377,15 +374,7 @@ fn action_key(action: Action) -> String {
 }
 
 fn text(obj: &Value, pointer: &str) -> String {
-    obj.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned()
-}
-
-fn is_deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp")
-        .is_some_and(|v| !v.is_null())
+    invariants::text(obj, pointer).to_owned()
 }
 
 impl Runner {
@@ -462,8 +451,12 @@ impl Runner {
             .map(|p| serde_json::to_value(p).context("pod"))
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Snapshot {
-            machine_deployments: world::list(&self.mgmt, &machine_deployments_resource()).await?,
-            machines: world::list(&self.mgmt, &machines_resource()).await?,
+            machine_deployments: world::list(
+                &self.mgmt,
+                &sim::world::objects::machine_deployments(),
+            )
+            .await?,
+            machines: world::list(&self.mgmt, &sim::world::objects::machines()).await?,
             node_claims: world::list(&self.wl, &node_claims_resource()).await?,
             pods,
             pods_wanted: self.web + GUARDED_REPLICAS + self.burst,
@@ -526,7 +519,7 @@ impl Runner {
         Ok(world::list(&self.wl, &node_claims_resource())
             .await?
             .into_iter()
-            .filter(|nc| !is_deleting(nc))
+            .filter(|nc| !invariants::deleting(nc))
             .collect())
     }
 
@@ -572,11 +565,11 @@ impl Runner {
     }
 
     async fn delete_machine(&mut self) -> anyhow::Result<()> {
-        let ours: Vec<Value> = world::list(&self.mgmt, &machines_resource())
+        let ours: Vec<Value> = world::list(&self.mgmt, &sim::world::objects::machines())
             .await?
             .into_iter()
             .filter(|m| {
-                !is_deleting(m)
+                !invariants::deleting(m)
                     && m.pointer("/metadata/annotations")
                         .and_then(|a| a.get(invariants::CLAIMED_BY_CLUSTER))
                         .and_then(Value::as_str)
@@ -595,7 +588,7 @@ impl Runner {
         let api: Api<DynamicObject> = Api::namespaced_with(
             self.mgmt.clone(),
             &text(m, "/metadata/namespace"),
-            &machines_resource(),
+            &sim::world::objects::machines(),
         );
         match api
             .delete(&text(m, "/metadata/name"), &DeleteParams::default())
@@ -673,12 +666,7 @@ impl Runner {
         let before = self.started.protected.machines.clone();
         let raised_unclaimed = |s: &Snapshot| {
             s.machines.iter().any(|m| {
-                let md = m
-                    .pointer("/metadata/labels")
-                    .and_then(|l| l.get(invariants::DEPLOYMENT_NAME))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                MANAGED.contains(&md)
+                MANAGED.contains(&invariants::group_of(m))
                     && m.pointer("/metadata/annotations")
                         .and_then(|a| a.get(invariants::CLAIMED_BY))
                         .is_none()
@@ -754,12 +742,7 @@ impl Runner {
         let api: Api<DynamicObject> = Api::namespaced_with(self.mgmt.clone(), "default", &sets);
         let value = if paused { json!("") } else { Value::Null };
         for ms in world::list(&self.mgmt, &sets).await? {
-            let group = ms
-                .pointer("/metadata/labels")
-                .and_then(|l| l.get(invariants::DEPLOYMENT_NAME))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if !groups.contains(&group) {
+            if !groups.contains(&invariants::group_of(&ms)) {
                 continue;
             }
             let name = text(&ms, "/metadata/name");
@@ -802,13 +785,7 @@ impl Runner {
                     let have = s
                         .machines
                         .iter()
-                        .filter(|m| {
-                            !is_deleting(m)
-                                && m.pointer("/metadata/labels")
-                                    .and_then(|l| l.get(invariants::DEPLOYMENT_NAME))
-                                    .and_then(Value::as_str)
-                                    == Some(n.as_str())
-                        })
+                        .filter(|m| !invariants::deleting(m) && invariants::group_of(m) == n)
                         .count();
                     want - i64::try_from(have).unwrap_or(0)
                 })
@@ -817,7 +794,8 @@ impl Runner {
                 .node_claims
                 .iter()
                 .filter(|nc| {
-                    !is_deleting(nc) && nc.pointer("/status/providerID").is_none_or(Value::is_null)
+                    !invariants::deleting(nc)
+                        && nc.pointer("/status/providerID").is_none_or(Value::is_null)
                 })
                 .count();
             raised |= unmet > 0;

@@ -21,12 +21,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use sim::{World, WorldConfig};
 
 use super::invariants::{
-    CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, DEPLOYMENT_NAME, Protected, guarded_annotations,
+    CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, Protected, group_of, guarded_annotations,
 };
 use crate::scenario;
 
@@ -48,18 +48,6 @@ pub const GUARDED: &str = "guarded";
 pub const GUARDED_REPLICAS: usize = 4;
 /// `guarded`'s PodDisruptionBudget.
 pub const GUARDED_MIN_AVAILABLE: usize = 3;
-
-/// The Cluster API Machine resource.
-#[must_use]
-pub fn machines_resource() -> ApiResource {
-    sim::world::objects::machines()
-}
-
-/// The Cluster API MachineDeployment resource.
-#[must_use]
-pub fn machine_deployments_resource() -> ApiResource {
-    sim::world::objects::machine_deployments()
-}
 
 /// A simulated world with fast (not instant) infrastructure, kubelets and scheduler: Machines
 /// get their providerID in 300 ms, Nodes join 200 ms later and are Ready 200 ms after that
@@ -186,20 +174,14 @@ fn workload_objects(web: usize) -> Vec<Value> {
     ]
 }
 
-/// Every Machine (JSON) of the management cluster.
+/// Every object of `resource` in `client`'s cluster, as JSON.
 ///
 /// # Errors
 /// The LIST fails.
 pub async fn list(client: &kube::Client, resource: &ApiResource) -> anyhow::Result<Vec<Value>> {
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
-    let list = api
-        .list(&ListParams::default())
+    sim::world::objects::list_json(&sim::world::objects::all(client, resource))
         .await
-        .with_context(|| format!("cannot list {}", resource.plural))?;
-    list.items
-        .into_iter()
-        .map(|o| serde_json::to_value(o).context("cannot serialize an object"))
-        .collect()
+        .with_context(|| format!("cannot list {}", resource.plural))
 }
 
 /// The started world and what it protects.
@@ -232,7 +214,7 @@ pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
     // Wait for the five pre-existing Machines (legacy-c ×2, shared-a, static, other).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let machines = loop {
-        let ms = list(&mgmt, &machines_resource()).await?;
+        let ms = list(&mgmt, &sim::world::objects::machines()).await?;
         if ms.len() == 5 {
             break ms;
         }
@@ -244,16 +226,9 @@ pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let label = |m: &Value| {
-        m.pointer("/metadata/labels")
-            .and_then(|l| l.get(DEPLOYMENT_NAME))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
     let api: Api<DynamicObject> =
-        Api::namespaced_with(mgmt.clone(), "default", &machines_resource());
-    if let Some(shared) = machines.iter().find(|m| label(m) == "shared-a") {
+        Api::namespaced_with(mgmt.clone(), "default", &sim::world::objects::machines());
+    if let Some(shared) = machines.iter().find(|m| group_of(m) == "shared-a") {
         let name = shared
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -268,7 +243,7 @@ pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
         .await
         .context("cannot mark the shared Machine as another cluster's")?;
     }
-    let machines = list(&mgmt, &machines_resource()).await?;
+    let machines = list(&mgmt, &sim::world::objects::machines()).await?;
     let protected = Protected {
         cluster_id: CLUSTER_ID.to_owned(),
         machines: machines
