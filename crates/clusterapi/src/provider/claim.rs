@@ -28,6 +28,10 @@ use super::{
 /// How long a claim waits after a 429 before looking again.
 const THROTTLE_BACKOFF: Duration = Duration::from_secs(1);
 
+/// Fresh reads (and PATCHes) of one candidate after its claim met a conflict, before the
+/// claim moves on and waits for the cache.
+const FRESH_READS: u32 = 2;
+
 /// A Machine one create of this process is claiming; released on drop.
 struct Claiming<'a> {
     set: &'a Mutex<HashSet<ObjectRef>>,
@@ -137,37 +141,55 @@ impl ClusterApiProvider {
                 let Some(_claiming) = Claiming::take(&self.claiming, &r) else {
                     continue;
                 };
-                let rv = m.metadata.resource_version.clone().unwrap_or_default();
-                let patch = json!({"metadata": {
-                    "resourceVersion": rv,
-                    "labels": {KARPENTER_MEMBER: ""},
-                    "annotations": {
-                        CLAIMED_BY: name, CLAIMED_BY_UID: uid, CLAIMED_BY_CLUSTER: cluster,
-                    },
-                }});
-                match self
-                    .machines_api(&r.namespace)
-                    .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
-                    Ok(claimed) => {
-                        self.claimed
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(r);
-                        return Ok(claimed);
+                let cached_rv = m.metadata.resource_version.clone().unwrap_or_default();
+                let mut rv = cached_rv.clone();
+                let mut fresh_reads = 0;
+                loop {
+                    match self.claim_at(&r, &rv, name, uid, cluster).await {
+                        Ok(claimed) => {
+                            self.claimed
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .insert(r);
+                            return Ok(claimed);
+                        }
+                        // Changed since our copy (Cluster API writes Machines too: finalizer,
+                        // phase, conditions, right after creation). Under load the cache is
+                        // several versions behind, and waiting for it cost one conflict per
+                        // stale version: read it fresh and try again at its current version.
+                        Err(e) if status_code(&e) == Some(409) && fresh_reads < FRESH_READS => {
+                            fresh_reads += 1;
+                            let fresh = self
+                                .machines_api(&r.namespace)
+                                .get_opt(&r.name)
+                                .await
+                                .map_err(|e| transient("get Machine", e))?;
+                            match fresh {
+                                Some(f) if claimable(&f, md) => {
+                                    rv = f.metadata.resource_version.clone().unwrap_or_default();
+                                }
+                                // Claimed by someone else, terminating or gone meanwhile.
+                                _ => {
+                                    tried.insert(r, cached_rv);
+                                    break;
+                                }
+                            }
+                        }
+                        // Still changing, or gone: not again at the cache's version.
+                        Err(e) if matches!(status_code(&e), Some(409 | 404)) => {
+                            tried.insert(r, cached_rv);
+                            break;
+                        }
+                        // Throttled: back off, then look again.
+                        Err(e) if status_code(&e) == Some(429) => {
+                            throttled = true;
+                            break;
+                        }
+                        Err(e) => return Err(transient("claim Machine", e)),
                     }
-                    // Changed since the cache saw it (CAPI writes Machines too) or gone: not
-                    // again at this resourceVersion.
-                    Err(e) if matches!(status_code(&e), Some(409 | 404)) => {
-                        tried.insert(r, rv);
-                    }
-                    // Throttled: back off, then look again.
-                    Err(e) if status_code(&e) == Some(429) => {
-                        throttled = true;
-                        break;
-                    }
-                    Err(e) => return Err(transient("claim Machine", e)),
+                }
+                if throttled {
+                    break;
                 }
             }
             if throttled {
@@ -193,6 +215,27 @@ impl ClusterApiProvider {
                 }
             }
         }
+    }
+
+    /// The claim PATCH of Machine `r` at resourceVersion `rv` (compare-and-set).
+    async fn claim_at(
+        &self,
+        r: &ObjectRef,
+        rv: &str,
+        name: &str,
+        uid: &str,
+        cluster: &str,
+    ) -> Result<Machine, kube::Error> {
+        let patch = json!({"metadata": {
+            "resourceVersion": rv,
+            "labels": {KARPENTER_MEMBER: ""},
+            "annotations": {
+                CLAIMED_BY: name, CLAIMED_BY_UID: uid, CLAIMED_BY_CLUSTER: cluster,
+            },
+        }});
+        self.machines_api(&r.namespace)
+            .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
     }
 
     /// Undo a claim whose NodeClaim disappeared (best effort; the Machine becomes reusable).
