@@ -193,6 +193,7 @@ impl FakeCloudProvider {
             capacity: it.capacity().clone(),
             allocatable: it.allocatable().clone(),
             labels,
+            annotations: BTreeMap::new(),
             deleting: false,
         };
         state.launches.insert(name, launch.clone());

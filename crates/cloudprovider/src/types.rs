@@ -64,6 +64,9 @@ pub struct Launch {
     pub allocatable: Resources,
     /// The labels the node will carry (instance type, zone, capacity type, …).
     pub labels: BTreeMap<String, String>,
+    /// Annotations the NodeClaim must carry (for Cluster API: its Machine), written by the
+    /// lifecycle together with the labels.
+    pub annotations: BTreeMap<String, String>,
     /// Whether the instance is being terminated.
     pub deleting: bool,
 }
@@ -82,6 +85,7 @@ impl Launch {
             capacity: Resources::new(),
             allocatable: Resources::new(),
             labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
             deleting: false,
         }
     }

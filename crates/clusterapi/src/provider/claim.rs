@@ -1,5 +1,4 @@
-//! Claim: bind a fresh Machine to a NodeClaim by compare-and-set, record the binding on the
-//! NodeClaim, and undo a claim whose NodeClaim disappeared.
+//! Claim: bind a fresh Machine to a NodeClaim by compare-and-set.
 //!
 //! Responsibility: the claim protocol (member label + [`super::CLAIMED_BY`] /
 //! [`super::CLAIMED_BY_UID`] / [`super::CLAIMED_BY_CLUSTER`] written with the Machine's
@@ -11,11 +10,10 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use api::well_known::annotations::MACHINE;
+use api::Machine;
 use api::well_known::capi::KARPENTER_MEMBER;
-use api::{Machine, NodeClaim};
 use cloudprovider::{CloudProviderError, ObjectRef};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 use crate::instance_types::MachineDeploymentRef;
@@ -61,18 +59,6 @@ impl Drop for Claiming<'_> {
 }
 
 impl ClusterApiProvider {
-    pub(super) async fn record(
-        &self,
-        nc_name: &str,
-        machine: &ObjectRef,
-    ) -> Result<(), kube::Error> {
-        let api: Api<NodeClaim> = Api::all(self.workload.clone());
-        let patch = json!({"metadata": {"annotations": {MACHINE: machine.to_string()}}});
-        api.patch(nc_name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map(|_| ())
-    }
-
     pub(crate) fn claimed_locally(&self, r: &ObjectRef) -> bool {
         self.claimed
             .lock()
@@ -236,34 +222,5 @@ impl ClusterApiProvider {
         self.machines_api(&r.namespace)
             .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-    }
-
-    /// Undo a claim whose NodeClaim disappeared (best effort; the Machine becomes reusable).
-    pub(super) async fn release(&self, m: &Machine) {
-        let r = cache::machine_ref(m);
-        let patch = json!({"metadata": {
-            "resourceVersion": m.metadata.resource_version,
-            "labels": {KARPENTER_MEMBER: null},
-            "annotations": {CLAIMED_BY: null, CLAIMED_BY_UID: null, CLAIMED_BY_CLUSTER: null},
-        }});
-        match self
-            .machines_api(&r.namespace)
-            .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => {
-                self.claimed
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&r);
-            }
-            // Never silent: the Machine stays claimed by a NodeClaim that is gone; the Machine
-            // collector removes it as an orphan after its grace period.
-            Err(e) => tracing::warn!(
-                machine = %r,
-                error = %e,
-                "could not release the claim of a Machine whose NodeClaim is gone"
-            ),
-        }
     }
 }

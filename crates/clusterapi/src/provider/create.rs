@@ -18,9 +18,7 @@ use scheduling::instance_type::InstanceType;
 use crate::instance_types::MachineDeploymentRef;
 
 use super::scale::{Attempts, MdWrite, max_size, too_many_conflicts};
-use super::{
-    ClusterApiProvider, bound_machine, cache, claimed_by, launch_of, status_code, transient,
-};
+use super::{ClusterApiProvider, bound_machine, claimed_by, launch_of, transient};
 
 /// Create batching state of one MachineDeployment.
 #[derive(Debug, Default)]
@@ -192,12 +190,11 @@ impl ClusterApiProvider {
             return Ok(Some(self.launch_for(&m, spec.as_ref()).await));
         }
         self.ready().await?;
+        // Claimed before a restart (or a failed status write) but not recorded yet: the
+        // lifecycle writes the binding annotation from the launch.
         let Some(m) = self.claimed_for(uid) else {
             return Ok(None);
         };
-        self.record(name, &cache::machine_ref(&m))
-            .await
-            .map_err(|e| transient("annotate NodeClaim", e))?;
         let spec = self.spec_of(nc).await;
         Ok(Some(self.launch_for(&m, spec.as_ref()).await))
     }
@@ -239,18 +236,9 @@ impl ClusterApiProvider {
             let claimed = self.claim(&md, &baseline, &name, &uid, &cluster).await;
             self.unreserve(&md);
             let machine = claimed?;
-            let r = cache::machine_ref(&machine);
-            if let Err(e) = self.record(&name, &r).await {
-                self.release(&machine).await;
-                return Err(if status_code(&e) == Some(404) {
-                    CloudProviderError::Create {
-                        reason: "NodeClaimGone".into(),
-                        message: format!("NodeClaim {name} disappeared; released Machine {r}"),
-                    }
-                } else {
-                    transient("annotate NodeClaim", e)
-                });
-            }
+            // The binding annotation ([`MACHINE`]) reaches the NodeClaim with the lifecycle's
+            // launch write (one write, not two); until then, and after a restart, the claim on
+            // the Machine (the NodeClaim's UID) finds it.
             return Ok(launch_of(&machine, Some((entry, origin))));
         }
         Err(CloudProviderError::InsufficientCapacity(

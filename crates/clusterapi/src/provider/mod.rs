@@ -14,8 +14,8 @@
 //! **Create** (never waits for the providerID):
 //! 1. *Resume*: a NodeClaim annotated `karpenter.cluster.x-k8s.io/machine` (or the legacy
 //!    `cluster.x-k8s.io/machine`) returns that Machine (read fresh); a Machine whose
-//!    [`CLAIMED_BY_UID`] annotation holds the NodeClaim's UID is returned too (and the NodeClaim
-//!    annotation re-written) — a restart between claim and record scales nothing again. A bound
+//!    [`CLAIMED_BY_UID`] annotation holds the NodeClaim's UID is returned too — a restart
+//!    between the claim and the lifecycle's write scales nothing again. A bound
 //!    Machine that no longer exists is InsufficientCapacity (core deletes the NodeClaim).
 //! 2. Build the NodeClass catalogue and try the compatible available offerings **cheapest
 //!    first** (ties: instance type name, then MachineDeployment).
@@ -32,16 +32,19 @@
 //! 4. Outside the lock, claim a fresh Machine of that MD (`cluster.x-k8s.io/deployment-name`,
 //!    no `delete-machine`, not deleting, no member label, **not in the record's baseline**) by
 //!    a merge patch with its resourceVersion setting the member label and [`CLAIMED_BY`] /
-//!    [`CLAIMED_BY_UID`] / [`CLAIMED_BY_CLUSTER`]; a 409 means someone else changed it, so the
-//!    next candidate is tried. Creates of this process never PATCH the same candidate at once
+//!    [`CLAIMED_BY_UID`] / [`CLAIMED_BY_CLUSTER`]; a 409 means someone else changed it (Cluster
+//!    API writes a new Machine several times at once): it is read fresh and tried again at its
+//!    current version (twice at most), then the next candidate is tried. Creates of this process never PATCH the same candidate at once
 //!    (each takes a candidate no other is claiming), so a scale-out of N does not cost N²/2
 //!    conflicts; a 429 backs off a second and looks again. Candidates come from the [`cache`]; when none is left the create
 //!    waits for the next cache change (no polling), up to [`ProviderConfig::claim_timeout`]
 //!    (then Transient; the raised replica stays for the retry, or for the next NodeClaim, so
 //!    Machines that never come — a paused MachineSet, rejected creates — raise replicas once,
 //!    not once per retry; [`crate::gc`] lets such replicas go after its grace period).
-//! 5. Record the Machine on the NodeClaim (merge patch of the annotation). If the NodeClaim is
-//!    gone, the claim is rolled back (the Machine becomes reusable) and Create fails.
+//! 5. The launch carries the binding annotation (`karpenter.cluster.x-k8s.io/machine`), which
+//!    the lifecycle writes with the launch's labels in its one metadata patch (no write of its
+//!    own). A NodeClaim that vanished meanwhile (finalizer removed by hand) leaves a Machine
+//!    claimed by a UID that no longer exists: [`crate::gc`] collects it as an orphan.
 //!
 //! **Delete** (idempotent): find the Machine (providerID index, else the annotations, else the
 //! UID claim); gone → NodeClaimNotFound. Already `delete-machine`-annotated or deleting → `Ok`

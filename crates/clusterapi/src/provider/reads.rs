@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use api::nodeclass::ClusterAPINodeClassSpec;
+use api::well_known::annotations::MACHINE;
 use api::well_known::capi::KARPENTER_MEMBER;
 use api::{ClusterAPINodeClass, Machine, MachineDeployment, NodeClaim, NodePool};
 use cloudprovider::{CloudProviderError, Launch};
@@ -32,6 +33,9 @@ pub(super) fn launch_of(
     described: Option<(&CatalogueEntry, &OfferingOrigin)>,
 ) -> Launch {
     let mut launch = Launch::bare(cache::machine_ref(m));
+    launch
+        .annotations
+        .insert(MACHINE.to_owned(), launch.machine.to_string());
     launch.provider_id = m.spec.fields.provider_id.clone().filter(|p| !p.is_empty());
     launch.node_claim = annotation(&m.metadata, CLAIMED_BY).map(str::to_owned);
     launch.deleting = terminating(m);

@@ -47,12 +47,19 @@ pub fn quantities(resources: &Resources) -> BTreeMap<String, Quantity> {
 }
 
 /// Copies a launch onto `nc`: the provider's labels overlaid by the NodeClaim's own (which
-/// win), the providerID when known, capacity and allocatable when known.
+/// win), the provider's annotations (which win: they bind the instance), the providerID when
+/// known, capacity and allocatable when known.
 pub fn apply_launch(nc: &mut NodeClaim, launch: &Launch) {
     if !launch.labels.is_empty() {
         let mut labels = launch.labels.clone();
         labels.extend(nc.metadata.labels.take().unwrap_or_default());
         nc.metadata.labels = Some(labels);
+    }
+    if !launch.annotations.is_empty() {
+        nc.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .extend(launch.annotations.clone());
     }
     let status = nc.status.get_or_insert_with(Default::default);
     if let Some(id) = launch.provider_id.as_ref().filter(|p| !p.trim().is_empty()) {
@@ -242,6 +249,25 @@ mod tests {
             nc.status.unwrap().provider_id.as_deref(),
             Some("sim:///z1/m-1")
         );
+    }
+
+    #[test]
+    fn a_launch_s_annotations_are_written_over_the_node_claims() {
+        let mut nc = claim(json!({NODEPOOL: "default"}));
+        nc.metadata.annotations = Some(
+            [("mine", "kept"), ("binding", "stale")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        );
+        let mut launch = Launch::bare(ObjectRef::new("default", "m-1"));
+        launch
+            .annotations
+            .insert("binding".to_owned(), "default/m-1".to_owned());
+        apply_launch(&mut nc, &launch);
+        let annotations = nc.metadata.annotations.unwrap();
+        assert_eq!(annotations["binding"], "default/m-1", "the provider's win");
+        assert_eq!(annotations["mine"], "kept");
     }
 
     #[test]
