@@ -12,7 +12,8 @@
 //!
 //! Only the leader should run these (the composition root decides).
 //!
-//! Inputs: a workload `kube::Client`, [`Events`], [`Metrics`]. Outputs: NodePool annotations
+//! Inputs: a workload `kube::Client`, the shared [`ClusterState`] (the counter reads its
+//! stores), [`Events`], [`Metrics`]. Outputs: NodePool annotations
 //! and status, NodeClaim hash annotations, the `karpenter_nodepools_*` metrics.
 
 pub mod counter;
@@ -25,6 +26,7 @@ pub mod validation;
 use std::sync::Arc;
 
 use scheduling::labels::WellKnownLabels;
+use state::ClusterState;
 
 use crate::events::Events;
 use crate::metrics::Metrics;
@@ -32,6 +34,7 @@ use crate::metrics::Metrics;
 /// The NodePool hash, readiness and counter controllers.
 pub struct NodePoolControllers {
     client: kube::Client,
+    state: Arc<ClusterState>,
     // Held for the registration-health controller (spec §4.6), which publishes Events; hash,
     // readiness and counter publish none upstream.
     #[allow(dead_code)]
@@ -48,11 +51,17 @@ impl std::fmt::Debug for NodePoolControllers {
 }
 
 impl NodePoolControllers {
-    /// The controllers over the workload cluster `client`.
+    /// The controllers over the workload cluster `client` and its shared `state`.
     #[must_use]
-    pub fn new(client: kube::Client, events: Events, metrics: Arc<Metrics>) -> Self {
+    pub fn new(
+        client: kube::Client,
+        state: Arc<ClusterState>,
+        events: Events,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         Self {
             client,
+            state,
             events,
             metrics,
             well_known: WellKnownLabels::cluster_api(),
@@ -63,7 +72,7 @@ impl NodePoolControllers {
     pub async fn run(self) {
         tokio::join!(
             status::run(self.client.clone(), self.well_known),
-            usage::run(self.client, self.metrics),
+            usage::run(self.client, self.state, self.metrics),
         );
     }
 }

@@ -24,6 +24,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use sim::{Backend, World, WorldConfig};
+use state::StateConfig;
 use support::{node_pool, wait_for, world_on};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -31,8 +32,10 @@ const WAIT: Duration = Duration::from_secs(20);
 async fn started(backend: Backend) -> (World, Arc<Metrics>) {
     let world = world_on(backend, WorldConfig::default()).await;
     let metrics = Arc::new(Metrics::new());
+    let state = state::ClusterState::start(&world.workload_client(), StateConfig::default());
     let controllers = NodePoolControllers::new(
         world.workload_client(),
+        state,
         Events::recording(),
         Arc::clone(&metrics),
     );

@@ -177,7 +177,12 @@ impl Operator {
             config.termination,
         )
         .with_node_claims(state.node_claims().clone());
-        let node_pools = NodePoolControllers::new(workload.clone(), events, Arc::clone(&metrics));
+        let node_pools = NodePoolControllers::new(
+            workload.clone(),
+            Arc::clone(&state),
+            events,
+            Arc::clone(&metrics),
+        );
         let status = StatusConfig {
             scope: config.provider.scope.clone(),
             templates: Some(provider.templates()),

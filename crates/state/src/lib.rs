@@ -294,7 +294,9 @@ impl ClusterState {
         })
     }
 
-    fn ready_now(&self) -> bool {
+    /// Whether every store has listed once (no waiting).
+    #[must_use]
+    pub fn listed_now(&self) -> bool {
         // A store is ready once its first list was applied; `state()` of an unready store is
         // empty. (Never `now_or_never` on the store's own waiter: see [`listed`].)
         self.listed.iter().all(listed::is_listed)
@@ -322,7 +324,7 @@ impl ClusterState {
     /// # Errors
     /// Why not.
     pub fn synced(&self) -> Result<(), Unsynced> {
-        if !self.ready_now() {
+        if !self.listed_now() {
             return Err(Unsynced::NotListed);
         }
         let unseen = self.lock().unseen(Instant::now(), |name| {

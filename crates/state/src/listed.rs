@@ -22,6 +22,8 @@ where
     let (tx, rx) = watch::channel(None);
     let store = store.clone();
     tokio::spawn(async move {
+        // The one waiter of this store's readiness (see the module docs).
+        #[allow(clippy::disallowed_methods)]
         let outcome = store.wait_until_ready().await.is_ok();
         tx.send_replace(Some(outcome));
     });

@@ -8,7 +8,8 @@
 //!    re-stamp every NodeClaim labelled `karpenter.sh/nodepool=<pool>` ([`restamp_patch`], merge
 //!    patches with a resourceVersion precondition); then write both annotations on the pool
 //!    with a merge patch, only when they differ;
-//! 2. readiness: read the referenced NodeClass, compute the conditions and, only when they
+//! 2. readiness: read the referenced NodeClass (from a store its watch fills before it
+//!    triggers, so a NodeClass change costs no read), compute the conditions and, only when they
 //!    changed, write them with one `/status` merge patch carrying the pool's resourceVersion
 //!    (compare-and-set, so another writer's condition is never clobbered).
 //!
@@ -30,10 +31,12 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
 use scheduling::labels::WellKnownLabels;
 use serde_json::json;
+use state::backoff::WatchBackoff;
+use state::watch_errors::WatchErrors;
 
 use super::hash::{HASH_VERSION, pool_hash, restamp_patch};
 use super::readiness;
@@ -68,15 +71,10 @@ pub enum StatusError {
         #[source]
         source: kube::Error,
     },
-    /// Reading the NodeClass failed.
-    #[error("get ClusterAPINodeClass {name}: {source}")]
-    GetNodeClass {
-        /// The NodeClass.
-        name: String,
-        /// Why.
-        #[source]
-        source: kube::Error,
-    },
+    /// The ClusterAPINodeClass watch has not listed yet (e.g. RBAC denies it; its error is
+    /// logged by the watch).
+    #[error("ClusterAPINodeClasses not listed within {0:?}")]
+    NodeClassesNotListed(Duration),
     /// Writing the pool's conditions failed (409: someone wrote meanwhile).
     #[error("patch NodePool {pool} status: {source}")]
     PatchStatus {
@@ -96,15 +94,24 @@ impl StatusError {
             Self::ListNodeClaims { .. } => "list_nodeclaims",
             Self::PatchNodeClaim { .. } => "patch_nodeclaim",
             Self::PatchNodePool { .. } => "patch_nodepool",
-            Self::GetNodeClass { .. } => "get_nodeclass",
+            Self::NodeClassesNotListed(_) => "nodeclasses_not_listed",
             Self::PatchStatus { .. } => "patch_nodepool_status",
         }
     }
 }
 
+/// How long a reconcile waits for the NodeClass watch's first list before it fails (and is
+/// retried with backoff).
+const CLASSES_LISTED_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// What the reconciler needs.
 struct Context {
     client: kube::Client,
+    /// ClusterAPINodeClasses, reflected before their events trigger reconciles (so a reconcile
+    /// a NodeClass change caused sees that change).
+    classes: Store<ClusterAPINodeClass>,
+    /// The NodeClass store's first list ([`state::listed`]: many reconciles wait at once).
+    classes_listed: tokio::sync::watch::Receiver<Option<bool>>,
     well_known: WellKnownLabels,
     failures: Mutex<HashMap<String, u32>>,
 }
@@ -168,18 +175,22 @@ impl Context {
     async fn readiness(&self, pool: &NodePool) -> Result<(), StatusError> {
         let name = pool.name_any();
         let node_class = match readiness::referenced_node_class(pool) {
-            Some(class) => Api::<ClusterAPINodeClass>::all(self.client.clone())
-                .get_opt(class)
+            Some(class) => {
+                tokio::time::timeout(
+                    CLASSES_LISTED_TIMEOUT,
+                    state::listed::wait_listed(&self.classes_listed),
+                )
                 .await
-                .map_err(|source| StatusError::GetNodeClass {
-                    name: class.to_owned(),
-                    source,
-                })?,
+                .ok()
+                .and_then(Result::ok)
+                .ok_or(StatusError::NodeClassesNotListed(CLASSES_LISTED_TIMEOUT))?;
+                self.classes.get(&ObjectRef::new(class))
+            }
             None => None,
         };
         let set = readiness::conditions(
             pool,
-            node_class.as_ref(),
+            node_class.as_deref(),
             &self.well_known,
             Timestamp::now(),
         );
@@ -231,8 +242,31 @@ fn error_policy(pool: Arc<NodePool>, error: &StatusError, ctx: Arc<Context>) -> 
 
 /// Runs the hash and readiness controller until its watches end.
 pub async fn run(client: kube::Client, well_known: WellKnownLabels) {
+    let (classes, writer) = reflector::store::<ClusterAPINodeClass>();
+    // One NodeClass watch, reflected into the store before its events reach the controller:
+    // readiness reads NodeClasses from the store, not from the API server. It is polled apart
+    // from the controller, so a reconcile waiting for the store's first list never holds up the stream that
+    // fills it (both run joined: dropped together).
+    let (tx, class_events) = futures::channel::mpsc::unbounded();
+    let mut reflected = watcher(
+        Api::<ClusterAPINodeClass>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .retry_backoff()
+    .reflect(writer)
+    .touched_objects()
+    .boxed();
+    let forward = async move {
+        while let Some(event) = reflected.next().await {
+            if tx.unbounded_send(event).is_err() {
+                return;
+            }
+        }
+    };
     let ctx = Arc::new(Context {
         client: client.clone(),
+        classes_listed: state::listed::listed(&classes),
+        classes,
         well_known,
         failures: Mutex::default(),
     });
@@ -241,21 +275,29 @@ pub async fn run(client: kube::Client, well_known: WellKnownLabels) {
         watcher::Config::default(),
     );
     let pools = controller.store();
-    controller
-        .watches(
-            Api::<ClusterAPINodeClass>::all(client),
-            watcher::Config::default(),
-            move |class: ClusterAPINodeClass| {
-                let name = class.name_any();
-                pools
-                    .state()
-                    .into_iter()
-                    .filter(|p| readiness::referenced_node_class(p) == Some(name.as_str()))
-                    .map(|p| ObjectRef::from_obj(&*p))
-                    .collect::<Vec<_>>()
-            },
-        )
+    let mut watch_errors = WatchErrors::new("NodePool status");
+    let controller = controller
+        .watches_stream(class_events, move |class: ClusterAPINodeClass| {
+            let name = class.name_any();
+            pools
+                .state()
+                .into_iter()
+                .filter(|p| readiness::referenced_node_class(p) == Some(name.as_str()))
+                .map(|p| ObjectRef::from_obj(&*p))
+                .collect::<Vec<_>>()
+        })
         .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
-        .await;
+        .for_each(move |result| {
+            match result {
+                // Reconcile failures are retried by `error_policy`.
+                Err(kube::runtime::controller::Error::ReconcilerFailed(..)) => {}
+                // The controller's own watches (NodePools, NodeClasses).
+                Err(e) => {
+                    watch_errors.failed(&e);
+                }
+                Ok(_) => watch_errors.succeeded(),
+            }
+            futures::future::ready(())
+        });
+    futures::future::join(forward, controller).await;
 }

@@ -1,8 +1,8 @@
 //! The NodePool counter loop (spec §1.2 `status.resources`, `status.nodes`; §7
 //! `karpenter_nodepools_usage`, `karpenter_nodepools_limit`): I/O around [`super::counter`].
 //!
-//! Responsibility: keep reflector stores of Nodes, NodeClaims and NodePools; every
-//! [`COUNTER_PERIOD`] and after every change (events arriving together are handled in one
+//! Responsibility: over the shared [`ClusterState`]'s Node, NodeClaim and NodePool stores (no
+//! watches of its own), every [`COUNTER_PERIOD`] and after every change of the state (events arriving together are handled in one
 //! pass, and passes come at most every [`MIN_PASS_INTERVAL`], so a scale-up's stream of
 //! Node and NodeClaim events costs one status write a second, not one per event), once all
 //! three stores have listed, recount every pool: write `status.resources` and
@@ -12,23 +12,18 @@
 //!
 //! Errors: a failed patch is logged and retried on the next pass (at most one period later).
 //!
-//! Inputs: a workload `kube::Client`, the [`Metrics`]. Outputs: NodePool status, gauges.
+//! Inputs: a workload `kube::Client`, the [`ClusterState`], the [`Metrics`]. Outputs: NodePool
+//! status, gauges.
 
-use state::backoff::WatchBackoff;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use api::{NodeClaim, NodePool};
-use futures::{FutureExt, Stream, StreamExt};
-use k8s_openapi::api::core::v1::Node;
+use api::NodePool;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher;
 use scheduling::quantity::Quantity;
-use serde::de::DeserializeOwned;
-use state::watch_errors::WatchErrors;
+use state::ClusterState;
 use tokio::time::MissedTickBehavior;
 
 use super::counter::{Usage, as_f64, status_patch, usage_by_pool};
@@ -40,52 +35,18 @@ pub const COUNTER_PERIOD: Duration = Duration::from_secs(5);
 /// The least time between two passes (changes arriving meanwhile fold into the next one).
 pub const MIN_PASS_INTERVAL: Duration = Duration::from_secs(1);
 
-/// A reflector store and the stream that fills it (yielding `()` per event).
-fn reflect<K>(client: &kube::Client) -> (Store<K>, impl Stream<Item = ()> + Send + use<K>)
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let (reader, writer) = reflector::store();
-    let mut errors = WatchErrors::new(format!("{} (NodePool usage)", K::kind(&())));
-    let stream = reflector::reflector(
-        writer,
-        watcher(Api::<K>::all(client.clone()), watcher::Config::default()),
-    )
-    .retry_backoff()
-    .map(move |event| match event {
-        // `Init` starts a (re)list and comes before its outcome.
-        Ok(watcher::Event::Init) => {}
-        Ok(_) => errors.succeeded(),
-        Err(e) => {
-            errors.failed(&e);
-        }
-    });
-    (reader, stream)
-}
-
-fn ready<K: kube::Resource<DynamicType = ()> + Clone>(store: &Store<K>) -> bool {
-    store
-        .wait_until_ready()
-        .now_or_never()
-        .is_some_and(|r| r.is_ok())
-}
-
 /// The gauges this loop has set: pool → resource types (usage, limit).
 type Published = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
 
-/// Runs the counter until the watches end.
-pub async fn run(client: kube::Client, metrics: Arc<Metrics>) {
-    let (nodes, node_events) = reflect::<Node>(&client);
-    let (claims, claim_events) = reflect::<NodeClaim>(&client);
-    let (pools, pool_events) = reflect::<NodePool>(&client);
-    let mut changes = futures::stream::select(node_events, claim_events).boxed();
-    let mut pool_events = pool_events.boxed();
+/// Runs the counter over the shared `state` (its Node, NodeClaim and NodePool stores: no
+/// watches of its own) until the state's watches end.
+pub async fn run(client: kube::Client, state: Arc<ClusterState>, metrics: Arc<Metrics>) {
+    let (nodes, claims, pools) = (
+        state.nodes().clone(),
+        state.node_claims().clone(),
+        state.node_pools().clone(),
+    );
+    let mut changes = state.changes();
     let mut tick = tokio::time::interval(COUNTER_PERIOD);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut published = Published::new();
@@ -94,17 +55,15 @@ pub async fn run(client: kube::Client, metrics: Arc<Metrics>) {
     loop {
         tokio::select! {
             _ = tick.tick() => {}
-            event = changes.next() => if event.is_none() { return },
-            event = pool_events.next() => if event.is_none() { return },
+            changed = changes.changed() => if changed.is_err() { return },
         }
         if let Some(last) = last_pass {
             tokio::time::sleep_until(last + MIN_PASS_INTERVAL).await;
         }
-        // Take in everything that already arrived before counting.
-        while changes.next().now_or_never().flatten().is_some()
-            || pool_events.next().now_or_never().flatten().is_some()
-        {}
-        if !(ready(&nodes) && ready(&claims) && ready(&pools)) {
+        // Everything that arrived meanwhile is in the stores: one pass counts it all.
+        changes.borrow_and_update();
+        // (Never `now_or_never` on a store's own readiness: see `state::listed`.)
+        if !state.listed_now() {
             continue;
         }
         last_pass = Some(tokio::time::Instant::now());
@@ -125,6 +84,8 @@ pub async fn run(client: kube::Client, metrics: Arc<Metrics>) {
             let Some(patch) = status_patch(pool.status.as_ref(), &pool_usage) else {
                 continue;
             };
+            tracing::debug!(nodepool = %name, nodes = pool_usage.nodes,
+                shown = ?pool.status.as_ref().and_then(|s| s.nodes), "writing NodePool usage");
             match api
                 .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
