@@ -5,7 +5,9 @@
 //! a [`PatchError`] (malformed body → 400, a patch that cannot apply → 422, strategic merge patch
 //! on a custom resource → 415).
 //!
-//! JSON patch (RFC 6902) and JSON merge patch (RFC 7386) are the `json-patch` crate's.
+//! JSON patch (RFC 6902) and JSON merge patch (RFC 7386) are the `json-patch` crate's, except
+//! that, as in kube-apiserver, a `test` of `null` passes where the member is absent from an
+//! object that exists.
 //!
 //! Strategic merge patch is approximated: it is a merge patch in which lists named in
 //! [`MERGE_KEYS`] (containers and volumes by `name`, conditions by `type`, ports by
@@ -18,6 +20,17 @@
 //! server's order puts those before them. Every other list is replaced, as with a merge patch.
 
 use serde_json::{Map, Value};
+
+/// Whether the JSON pointer `path` names a member missing from an object that exists.
+fn absent_under_an_object(doc: &Value, path: &str) -> bool {
+    let Some((parent, key)) = path.rsplit_once('/') else {
+        return false;
+    };
+    let key = key.replace("~1", "/").replace("~0", "~");
+    doc.pointer(parent)
+        .and_then(Value::as_object)
+        .is_some_and(|o| !o.contains_key(&key))
+}
 
 /// Which kind of patch a body is, from its `Content-Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +123,20 @@ pub fn apply_patch(
             // kube-apiserver: 422, not 400.
             let patch: json_patch::Patch =
                 serde_json::from_value(v).map_err(|e| PatchError::Failed(e.to_string()))?;
-            json_patch::patch(&mut out, &patch).map_err(|e| PatchError::Failed(e.to_string()))?;
+            // One operation at a time on the copy (a failure leaves the object unchanged), so
+            // that a `test` of `null` passes where the member is absent but its parent exists,
+            // as in kube-apiserver (RFC 6902 would fail it): clients test that way that a list
+            // or key they add is not there yet.
+            for op in patch.0 {
+                if let json_patch::PatchOperation::Test(t) = &op
+                    && t.value.is_null()
+                    && absent_under_an_object(&out, t.path.as_str())
+                {
+                    continue;
+                }
+                json_patch::patch(&mut out, &json_patch::Patch(vec![op]))
+                    .map_err(|e| PatchError::Failed(e.to_string()))?;
+            }
         }
         PatchType::Merge => {
             let patch = parse_object(body)?;

@@ -6,8 +6,9 @@
 //! owner reference to the NodeClaim, NodeClaim taints and startup taints unless the Node opts
 //! out with `karpenter.sh/do-not-sync-taints=true`, NodeClaim labels and annotations over the
 //! Node's, the `karpenter.sh/unregistered:NoExecute` taint removed, `karpenter.sh/registered`)
-//! and [`node_patch`] the one merge patch that writes it with the Node's resourceVersion as
-//! precondition. Then `Registered=True`, `status.nodeName`, `nodes_created`. A Node that has
+//! and [`node_patch`] the one JSON patch that writes it, each list it replaces (finalizers,
+//! owner references, taints) guarded by a `test` of the copy it read — not the Node's
+//! resourceVersion, which the kubelet's status updates change all the time. Then `Registered=True`, `status.nodeName`, `nodes_created`. A Node that has
 //! neither the unregistered taint nor the registered label gets a `UnregisteredTaintMissing`
 //! Warning (registration proceeds).
 //! Inputs: [`Work`], the Node store. Outputs: a Node patch, edits of [`Work`], Event, metric.
@@ -27,7 +28,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
 use super::context::{Ctx, NODE_WAIT_POLL, provider_id_of};
-use super::error::Error;
+use super::error::{Error, status_code};
 use super::patch::map_diff;
 use super::work::{Flow, Work, label};
 use crate::events::Message;
@@ -132,36 +133,102 @@ pub fn sync_node(node: &Node, nc: &NodeClaim, finish: bool) -> Node {
     out
 }
 
-/// The merge patch turning `before` into `after` (finalizers, owner references, taints as
-/// whole lists; labels and annotations key by key) with `before`'s resourceVersion as
-/// precondition. `None` when nothing changed.
+/// A JSON pointer token (RFC 6901 escaping).
+fn token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// `None` for an absent or empty list (the API server leaves empty lists out).
+fn list<T: serde::Serialize>(items: Option<&[T]>) -> Value {
+    items
+        .filter(|i| !i.is_empty())
+        .map_or(Value::Null, |i| json!(i))
+}
+
+/// Replace the whole value at `path` when it changed, guarded by a `test` of the value we read
+/// (`null`: absent; kube-apiserver passes that test only while the member is absent).
+fn guarded(ops: &mut Vec<Value>, path: &str, before: Value, after: Value) {
+    if before == after {
+        return;
+    }
+    ops.push(json!({"op": "test", "path": path, "value": before}));
+    if after.is_null() {
+        ops.push(json!({"op": "remove", "path": path}));
+    } else {
+        ops.push(json!({"op": "add", "path": path, "value": after}));
+    }
+}
+
+/// Labels or annotations key by key; an absent map is added whole (guarded as absent).
+fn map_ops(
+    ops: &mut Vec<Value>,
+    path: &str,
+    before: Option<&std::collections::BTreeMap<String, String>>,
+    after: Option<&std::collections::BTreeMap<String, String>>,
+) {
+    let Some(diff) = map_diff(before, after) else {
+        return;
+    };
+    if before.is_none_or(std::collections::BTreeMap::is_empty) {
+        let whole: Map<String, Value> = diff.into_iter().filter(|(_, v)| !v.is_null()).collect();
+        if !whole.is_empty() {
+            ops.push(json!({"op": "test", "path": path, "value": null}));
+            ops.push(json!({"op": "add", "path": path, "value": whole}));
+        }
+        return;
+    }
+    for (k, v) in diff {
+        let at = format!("{path}/{}", token(&k));
+        if v.is_null() {
+            ops.push(json!({"op": "remove", "path": at}));
+        } else {
+            ops.push(json!({"op": "add", "path": at, "value": v}));
+        }
+    }
+}
+
+/// The JSON patch turning `before` into `after`: finalizers, owner references and taints as
+/// whole lists, each guarded by a `test` of the list we read, so a writer that changed one of
+/// them meanwhile fails the patch (422) while the kubelet's status updates (a new
+/// resourceVersion, nothing we replace) do not; labels and annotations key by key. `None` when
+/// nothing changed.
 #[must_use]
 pub fn node_patch(before: &Node, after: &Node) -> Option<Value> {
     let (b, a) = (&before.metadata, &after.metadata);
-    let mut metadata = Map::new();
-    if b.finalizers != a.finalizers {
-        metadata.insert("finalizers".into(), json!(a.finalizers));
+    let mut ops = Vec::new();
+    guarded(
+        &mut ops,
+        "/metadata/finalizers",
+        list(b.finalizers.as_deref()),
+        list(a.finalizers.as_deref()),
+    );
+    guarded(
+        &mut ops,
+        "/metadata/ownerReferences",
+        list(b.owner_references.as_deref()),
+        list(a.owner_references.as_deref()),
+    );
+    map_ops(
+        &mut ops,
+        "/metadata/labels",
+        b.labels.as_ref(),
+        a.labels.as_ref(),
+    );
+    map_ops(
+        &mut ops,
+        "/metadata/annotations",
+        b.annotations.as_ref(),
+        a.annotations.as_ref(),
+    );
+    if before.spec.is_some() || after.spec.is_some() {
+        guarded(
+            &mut ops,
+            "/spec/taints",
+            list(Some(node_taints(before))),
+            list(Some(node_taints(after))),
+        );
     }
-    if b.owner_references != a.owner_references {
-        metadata.insert("ownerReferences".into(), json!(a.owner_references));
-    }
-    if let Some(l) = map_diff(b.labels.as_ref(), a.labels.as_ref()) {
-        metadata.insert("labels".into(), Value::Object(l));
-    }
-    if let Some(an) = map_diff(b.annotations.as_ref(), a.annotations.as_ref()) {
-        metadata.insert("annotations".into(), Value::Object(an));
-    }
-    let taints_changed = node_taints(before) != node_taints(after);
-    if metadata.is_empty() && !taints_changed {
-        return None;
-    }
-    metadata.insert("resourceVersion".into(), json!(b.resource_version));
-    let mut patch = Map::new();
-    patch.insert("metadata".into(), Value::Object(metadata));
-    if taints_changed {
-        patch.insert("spec".into(), json!({ "taints": node_taints(after) }));
-    }
-    Some(Value::Object(patch))
+    (!ops.is_empty()).then_some(Value::Array(ops))
 }
 
 /// The registration phase.
@@ -218,9 +285,18 @@ pub(crate) async fn reconcile<P>(work: &mut Work, ctx: &Ctx<P>) -> Result<Flow, 
     let written = match node_patch(node, &synced) {
         Some(patch) => {
             let api: Api<Node> = Api::all(ctx.client.clone());
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(|e| Error::patch_node(&name, e))?
+            let patch: Patch<()> = Patch::Json(
+                serde_json::from_value(patch)
+                    .map_err(|e| Error::Conflict(format!("Node {name}: {e}")))?,
+            );
+            match api.patch(&name, &PatchParams::default(), &patch).await {
+                Ok(node) => node,
+                // A list we replace changed since our copy: read again and retry.
+                Err(e) if status_code(&e) == Some(422) => {
+                    return Err(Error::Conflict(format!("Node {name}")));
+                }
+                Err(e) => return Err(Error::patch_node(&name, e)),
+            }
         }
         None => synced,
     };
@@ -295,6 +371,33 @@ mod tests {
     }
 
     #[test]
+    fn absent_labels_are_added_whole_behind_a_test_that_they_are_still_absent() {
+        let claim = nc(json!({}), json!({"karpenter.sh/nodepool": "default"}));
+        let mut before = node(
+            json!({}),
+            json!([{"key": UNREGISTERED, "effect": "NoExecute"}]),
+        );
+        before.metadata.labels = None;
+        let after = sync_node(&before, &claim, true);
+        let patch = node_patch(&before, &after).unwrap();
+        let ops = patch.as_array().unwrap();
+        let at = ops
+            .iter()
+            .position(|o| o["op"] == "test" && o["path"] == "/metadata/labels")
+            .unwrap();
+        assert_eq!(ops[at]["value"], Value::Null);
+        assert_eq!(ops[at + 1]["op"], "add");
+        assert_eq!(ops[at + 1]["path"], "/metadata/labels");
+        assert_eq!(ops[at + 1]["value"]["karpenter.sh/nodepool"], "default");
+        // The last taint removed: the list goes, still guarded.
+        assert!(
+            ops.iter()
+                .any(|o| o["op"] == "remove" && o["path"] == "/spec/taints"),
+            "{patch}"
+        );
+    }
+
+    #[test]
     fn registration_takes_the_node_over() {
         let claim = nc(
             json!({"taints": [{"key": "team", "value": "a", "effect": "NoSchedule"}],
@@ -328,13 +431,42 @@ mod tests {
         assert_eq!(keys(&after), ["team=other:NoSchedule", "boot=:NoExecute"]);
 
         let patch = node_patch(&before, &after).unwrap();
-        assert_eq!(patch["metadata"]["resourceVersion"], "5");
+        let ops = patch.as_array().unwrap();
+        let op = |op: &str, path: &str| {
+            ops.iter()
+                .find(|o| o["op"] == op && o["path"] == path)
+                .unwrap_or_else(|| panic!("no {op} {path} in {patch}"))["value"]
+                .clone()
+        };
+        // Not the resourceVersion (the kubelet changes it all the time): each list replaced
+        // is guarded by a test of the copy it was computed from (null: absent).
+        assert!(!patch.to_string().contains("resourceVersion"), "{patch}");
+        assert_eq!(op("test", "/metadata/finalizers"), Value::Null);
+        assert_eq!(op("add", "/metadata/finalizers"), json!([TERMINATION]));
+        assert_eq!(op("test", "/metadata/ownerReferences"), Value::Null);
         assert_eq!(
-            patch["metadata"]["labels"],
-            json!({"shared": "nc", "karpenter.sh/nodepool": "default", REGISTERED_LABEL: "true"})
+            op("test", "/spec/taints"),
+            json!(before.spec.as_ref().unwrap().taints)
         );
-        assert_eq!(patch["metadata"]["annotations"], json!({"a": "from-nc"}));
-        assert_eq!(patch["spec"]["taints"].as_array().unwrap().len(), 2);
+        assert_eq!(op("add", "/spec/taints").as_array().unwrap().len(), 2);
+        // Labels and annotations key by key (keys escaped).
+        assert_eq!(op("add", "/metadata/labels/shared"), "nc");
+        assert_eq!(
+            op("add", "/metadata/labels/karpenter.sh~1nodepool"),
+            "default"
+        );
+        assert_eq!(
+            op(
+                "add",
+                &format!("/metadata/labels/{}", REGISTERED_LABEL.replace('/', "~1"))
+            ),
+            "true"
+        );
+        assert_eq!(op("add", "/metadata/annotations/a"), "from-nc");
+        assert!(
+            !patch.to_string().contains("\"own\""),
+            "unchanged keys are left alone"
+        );
         // Syncing again changes nothing.
         assert_eq!(node_patch(&after, &sync_node(&after, &claim, true)), None);
     }

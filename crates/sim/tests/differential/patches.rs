@@ -65,6 +65,36 @@ pub async fn merge_and_json_patch(t: Ctx) {
         .await,
     );
     t.record(
+        "json: test null where the member is absent, then add it",
+        &t.patch(
+            &path,
+            PatchKind::Json,
+            json!([{"op": "test", "path": "/metadata/finalizers", "value": null},
+                   {"op": "add", "path": "/metadata/finalizers", "value": ["example.com/f"]},
+                   {"op": "test", "path": "/data/absent", "value": null}]),
+        )
+        .await,
+    );
+    t.record(
+        "json: test null where the member is present",
+        &t.patch(
+            &path,
+            PatchKind::Json,
+            json!([{"op": "test", "path": "/metadata/finalizers", "value": null},
+                   {"op": "add", "path": "/metadata/finalizers", "value": []}]),
+        )
+        .await,
+    );
+    t.record(
+        "json: test null where the parent is absent",
+        &t.patch(
+            &path,
+            PatchKind::Json,
+            json!([{"op": "test", "path": "/spec/absent/x", "value": null}]),
+        )
+        .await,
+    );
+    t.record(
         "json: remove a missing path",
         &t.patch(
             &path,
