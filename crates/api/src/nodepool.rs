@@ -63,6 +63,19 @@ pub struct Budget {
     pub schedule: Option<String>,
 }
 
+impl Budget {
+    /// Upstream's default budgets: one of 10 % for every reason, always active.
+    #[must_use]
+    pub fn defaults() -> Vec<Budget> {
+        vec![Budget {
+            duration: None,
+            nodes: "10%".into(),
+            reasons: None,
+            schedule: None,
+        }]
+    }
+}
+
 /// When and how Karpenter may voluntarily disrupt the pool's nodes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -93,14 +106,7 @@ pub struct Disruption {
 impl Disruption {
     /// The budgets, or upstream's default of one budget of 10 %.
     pub fn budgets_or_default(&self) -> Vec<Budget> {
-        self.budgets.clone().unwrap_or_else(|| {
-            vec![Budget {
-                duration: None,
-                nodes: "10%".into(),
-                reasons: None,
-                schedule: None,
-            }]
-        })
+        self.budgets.clone().unwrap_or_else(Budget::defaults)
     }
 }
 

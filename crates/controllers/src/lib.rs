@@ -16,6 +16,7 @@
 
 pub mod clock;
 pub mod conditions;
+pub mod disruption;
 pub mod events;
 pub mod http;
 pub mod leader;
