@@ -16,11 +16,8 @@ use std::time::Duration;
 use api::well_known::capi::DEPLOYMENT_NAME;
 use cloudprovider::{CloudProvider, CloudProviderError};
 use clusterapi::{ClusterApiProvider, ProviderConfig};
-use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 use sim::{Backend, World, WorldConfig};
 use support::{machines, md, node_claim, replicas, wait_for};
@@ -50,54 +47,17 @@ fn rules(machines_listable: bool) -> Value {
 
 /// A ServiceAccount bound to [`ROLE`] with [`rules`]`(false)`, and a client using its token.
 async fn restricted_client(world: &World) -> kube::Client {
-    let admin = world.management_client();
     let role: ClusterRole = serde_json::from_value(json!({
         "metadata": {"name": ROLE}, "rules": rules(false),
     }))
     .unwrap();
-    Api::<ClusterRole>::all(admin.clone())
+    Api::<ClusterRole>::all(world.management_client())
         .create(&PostParams::default(), &role)
         .await
         .unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": ROLE},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ROLE},
-        "subjects": [{"kind": "ServiceAccount", "name": "karpenter", "namespace": "default"}],
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-    let sas: Api<ServiceAccount> = Api::namespaced(admin, "default");
-    let sa: ServiceAccount =
-        serde_json::from_value(json!({"metadata": {"name": "karpenter"}})).unwrap();
-    sas.create(&PostParams::default(), &sa).await.unwrap();
-    let request: TokenRequest =
-        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}}))
-            .unwrap();
-    let token = sas
-        .create_token_request("karpenter", &PostParams::default(), &request)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
     let real = world.real().expect("a real API server");
-    let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    \
-         certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\n\
-         contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
-        real.url(),
-        real.pki_dir().join("ca.crt").display(),
-    );
-    let config = kube::Config::from_custom_kubeconfig(
-        Kubeconfig::from_yaml(&kubeconfig).unwrap(),
-        &KubeConfigOptions::default(),
-    )
-    .await
-    .unwrap();
-    kube::Client::try_from(config).unwrap()
+    let token = real.service_account_token("karpenter", ROLE).await.unwrap();
+    real.client_with_token(&token).await.unwrap()
 }
 
 fn forbidden_machine_cache(err: &CloudProviderError) -> bool {

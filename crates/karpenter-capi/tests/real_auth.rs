@@ -12,43 +12,20 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine as _;
-use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use k8s_openapi::api::core::v1::Namespace;
 use karpenter_capi::connect::{Source, UrlCredentials, connect};
-use kube::api::{Api, ListParams, PostParams};
-use serde_json::json;
+use kube::api::{Api, ListParams};
 use sim::realk8s::{RealCluster, RealConfig};
 
 const T: Duration = Duration::from_secs(20);
 
 /// An admin-equivalent ServiceAccount token (a cluster-admin binding).
-async fn admin_token(admin: &kube::Client) -> String {
-    let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "default");
-    let sa: ServiceAccount =
-        serde_json::from_value(json!({"metadata": {"name": "karpenter"}})).unwrap();
-    sas.create(&PostParams::default(), &sa).await.unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "karpenter-admin"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-            "name": "cluster-admin"},
-        "subjects": [{"kind": "ServiceAccount", "name": "karpenter", "namespace": "default"}],
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-    let request: TokenRequest =
-        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}}))
-            .unwrap();
-    sas.create_token_request("karpenter", &PostParams::default(), &request)
+async fn admin_token(cluster: &RealCluster) -> String {
+    cluster
+        .service_account_token("karpenter", "cluster-admin")
         .await
         .unwrap()
-        .status
-        .unwrap()
-        .token
 }
 
 fn b64(path: &Path) -> String {
@@ -95,8 +72,7 @@ async fn via(path: &Path) -> anyhow::Result<kube::Client> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_every_kubeconfig_authentication_and_the_url_flags_work() {
     let cluster = RealCluster::start(RealConfig::default()).await.unwrap();
-    let admin = cluster.client().await.unwrap();
-    let token = admin_token(&admin).await;
+    let token = admin_token(&cluster).await;
     let dir = tempfile::tempdir().unwrap();
     let server = cluster.url();
     let pki = cluster.pki_dir();

@@ -25,7 +25,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine as _;
+use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -653,6 +655,62 @@ impl RealCluster {
     pub async fn client(&self) -> Result<kube::Client, RealK8sError> {
         let kc = Kubeconfig::read_from(&self.kubeconfig)
             .map_err(|e| RealK8sError::Client(e.to_string()))?;
+        let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| RealK8sError::Client(e.to_string()))?;
+        config.default_retry = false;
+        kube::Client::try_from(config).map_err(|e| RealK8sError::Client(e.to_string()))
+    }
+
+    /// A token of the ServiceAccount `default/<name>` (created here), bound by a
+    /// ClusterRoleBinding `<name>-<cluster_role>` to the ClusterRole `cluster_role`: an
+    /// identity whose rights a test chooses.
+    pub async fn service_account_token(
+        &self,
+        name: &str,
+        cluster_role: &str,
+    ) -> Result<String, RealK8sError> {
+        let admin = self.client().await?;
+        let err = |e: kube::Error| RealK8sError::Client(e.to_string());
+        let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("{name}-{cluster_role}")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                "name": cluster_role},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}],
+        }))
+        .map_err(|e| RealK8sError::Client(e.to_string()))?;
+        Api::<ClusterRoleBinding>::all(admin.clone())
+            .create(&PostParams::default(), &binding)
+            .await
+            .map_err(err)?;
+        let sas: Api<ServiceAccount> = Api::namespaced(admin, "default");
+        let sa: ServiceAccount =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))
+                .map_err(|e| RealK8sError::Client(e.to_string()))?;
+        sas.create(&PostParams::default(), &sa).await.map_err(err)?;
+        let request: TokenRequest = serde_json::from_value(
+            serde_json::json!({"spec": {"audiences": [], "expirationSeconds": 3600}}),
+        )
+        .map_err(|e| RealK8sError::Client(e.to_string()))?;
+        sas.create_token_request(name, &PostParams::default(), &request)
+            .await
+            .map_err(err)?
+            .status
+            .map(|s| s.token)
+            .ok_or_else(|| RealK8sError::Client(format!("no token for ServiceAccount {name}")))
+    }
+
+    /// A client of this cluster (its CA) authenticating with the bearer `token`.
+    pub async fn client_with_token(&self, token: &str) -> Result<kube::Client, RealK8sError> {
+        let yaml = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    \
+             certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\n\
+             contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n\
+             current-context: x\n",
+            self.url(),
+            self.pki.join("ca.crt").display(),
+        );
+        let kc = Kubeconfig::from_yaml(&yaml).map_err(|e| RealK8sError::Client(e.to_string()))?;
         let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
             .await
             .map_err(|e| RealK8sError::Client(e.to_string()))?;
