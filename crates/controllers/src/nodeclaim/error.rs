@@ -116,7 +116,40 @@ pub(crate) fn is_conflict(e: &kube::Error) -> bool {
     status_code(e) == Some(409)
 }
 
+/// A JSON patch whose `test` failed: kube-apiserver answers 422 without causes. A 422 with
+/// causes is a validation error (say, a label value the NodeClaim carries that a Node may not),
+/// which no retry mends: it must not pass for a lost race (those are retried quietly).
+pub(crate) fn is_failed_patch_test(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 422
+        && s.details.as_ref().is_none_or(|d| d.causes.is_empty()))
+}
+
 /// 404.
 pub(crate) fn is_not_found(e: &kube::Error) -> bool {
     status_code(e) == Some(404)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn api(code: u16, details: serde_json::Value) -> kube::Error {
+        kube::Error::Api(Box::new(
+            serde_json::from_value(json!({
+                "status": "Failure", "code": code, "message": "m", "reason": "Invalid",
+                "details": details,
+            }))
+            .unwrap(),
+        ))
+    }
+
+    #[test]
+    fn only_a_422_without_causes_is_a_failed_patch_test() {
+        assert!(is_failed_patch_test(&api(422, json!({}))));
+        let validation = json!({"causes": [{"field": "metadata.labels", "message": "bad"}]});
+        assert!(!is_failed_patch_test(&api(422, validation)), "validation");
+        assert!(!is_failed_patch_test(&api(409, json!({}))));
+    }
 }

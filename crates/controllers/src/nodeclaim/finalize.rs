@@ -32,7 +32,7 @@ use kube::runtime::controller::Action;
 use serde_json::json;
 
 use super::context::{Ctx, provider_id_of};
-use super::error::{Error, is_conflict, is_not_found, status_code};
+use super::error::{Error, is_conflict, is_failed_patch_test, is_not_found};
 use super::patch::status_patch;
 use super::work::{Work, label};
 use crate::events::Message;
@@ -215,7 +215,7 @@ async fn remove_finalizer(nc: &NodeClaim, api: &Api<NodeClaim>) -> Result<(), Er
     match api.patch(&name, &PatchParams::default(), &patch).await {
         Ok(_) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) if is_conflict(&e) || status_code(&e) == Some(422) => {
+        Err(e) if is_conflict(&e) || is_failed_patch_test(&e) => {
             Err(Error::Conflict(format!("NodeClaim {name} finalizers")))
         }
         Err(e) => Err(Error::patch_node_claim(&name, e)),

@@ -28,7 +28,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
 use super::context::{Ctx, NODE_WAIT_POLL, provider_id_of};
-use super::error::{Error, status_code};
+use super::error::{Error, is_failed_patch_test};
 use super::patch::map_diff;
 use super::work::{Flow, Work, label};
 use crate::events::Message;
@@ -292,7 +292,7 @@ pub(crate) async fn reconcile<P>(work: &mut Work, ctx: &Ctx<P>) -> Result<Flow, 
             match api.patch(&name, &PatchParams::default(), &patch).await {
                 Ok(node) => node,
                 // A list we replace changed since our copy: read again and retry.
-                Err(e) if status_code(&e) == Some(422) => {
+                Err(e) if is_failed_patch_test(&e) => {
                     return Err(Error::Conflict(format!("Node {name}")));
                 }
                 Err(e) => return Err(Error::patch_node(&name, e)),
