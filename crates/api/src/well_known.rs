@@ -230,4 +230,14 @@ pub mod events {
     pub const DISRUPTED: &str = "Disrupted";
     /// The NodeClaim's termination grace period will force pod deletion (on NodeClaim/Node).
     pub const TERMINATION_GRACE_PERIOD_EXPIRING: &str = "TerminationGracePeriodExpiring";
+    /// A node cannot be disrupted now, and why (on Node and NodeClaim).
+    pub const DISRUPTION_BLOCKED: &str = "DisruptionBlocked";
+    /// A node cannot be consolidated, and why (on Node and NodeClaim).
+    pub const UNCONSOLIDATABLE: &str = "Unconsolidatable";
+    /// Disruption launched a replacement (on the candidate's Node and NodeClaim).
+    pub const DISRUPTION_LAUNCHING: &str = "DisruptionLaunching";
+    /// Disruption waits for a replacement to initialize (on Node and NodeClaim).
+    pub const DISRUPTION_WAITING_READINESS: &str = "DisruptionWaitingReadiness";
+    /// Disruption deletes the node (on Node and NodeClaim).
+    pub const DISRUPTION_TERMINATING: &str = "DisruptionTerminating";
 }

@@ -1,9 +1,31 @@
 //! Voluntary disruption (spec §5): removing and replacing nodes within budgets.
 //!
-//! Responsibility, so far: [`budgets`], the pure evaluation of a NodePool's disruption budgets
-//! (spec §1.7) and of the per-pool budget map one disruption method works with (spec §5.4).
-//! The disruption loop, its methods and the orchestration are not built yet (issue 12).
+//! Responsibility, by module:
+//! - [`budgets`]: a NodePool's disruption budgets (spec §1.7); [`budget_map`]: the per-pool
+//!   budget one method works with (spec §5.4);
+//! - [`consolidatable`]: the `Consolidatable` condition (spec §5.1);
+//! - [`pdb`]: PodDisruptionBudgets as disruption reads them;
+//! - [`candidates`]: which nodes may be disrupted, and why the others may not (spec §5.3);
+//! - [`simulation`]: "what if these nodes were gone" through the scheduling engine (spec §5.8);
+//! - [`methods`]: emptiness, multi- and single-node consolidation, deciding [`methods::Command`]s;
+//! - [`writes`]: the taint and status patches; [`orchestration`]: carrying a command out;
+//! - [`controller`]: the loop on the leader ([`Disruption`]).
 //!
-//! Inputs: NodePools, node counts, the time. Outputs: allowed disruptions per pool and reason.
+//! Inputs: the cluster state, the cloud provider, the time. Outputs: commands carried out,
+//! conditions, Events, metrics.
 
+pub mod budget_map;
 pub mod budgets;
+pub mod candidates;
+pub mod consolidatable;
+pub mod controller;
+pub mod methods;
+pub mod orchestration;
+pub mod pdb;
+pub mod simulation;
+pub mod writes;
+
+pub use controller::{Disruption, DisruptionConfig, Record};
+
+#[cfg(test)]
+mod testing;

@@ -49,6 +49,42 @@ pub struct DisruptedLabels {
     pub capacity_type: String,
 }
 
+/// `{decision, reason, consolidation_type}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DecisionLabels {
+    /// `delete` or `replace`.
+    pub decision: String,
+    /// `empty`, `underutilized`, `drifted`.
+    pub reason: String,
+    /// `empty`, `single`, `multi` (empty for drift).
+    pub consolidation_type: String,
+}
+
+/// `{nodepool, reason}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PoolReasonLabels {
+    /// NodePool.
+    pub nodepool: String,
+    /// Disruption reason.
+    pub reason: String,
+}
+
+/// `{consolidation_type}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ConsolidationTypeLabels {
+    /// `empty`, `single`, `multi`.
+    pub consolidation_type: String,
+}
+
+/// `{method, consolidation_type}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EvaluationLabels {
+    /// `emptiness`, `consolidation`, `drift`.
+    pub method: String,
+    /// `empty`, `single`, `multi`.
+    pub consolidation_type: String,
+}
+
 /// `{nodepool, zone}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PoolZoneLabels {
@@ -191,6 +227,22 @@ pub struct Metrics {
     pub cloudprovider_errors: Family<MethodErrorLabels, Counter>,
     /// `karpenter_build_info`.
     pub build_info: Family<BuildLabels, Gauge>,
+    /// `karpenter_voluntary_disruption_decisions_total`.
+    pub disruption_decisions: Family<DecisionLabels, Counter>,
+    /// `karpenter_voluntary_disruption_eligible_nodes{reason}`.
+    pub disruption_eligible_nodes: Family<ReasonLabels, Gauge>,
+    /// `karpenter_voluntary_disruption_decision_evaluation_duration_seconds`.
+    pub disruption_evaluation_duration: Hist<EvaluationLabels>,
+    /// `karpenter_voluntary_disruption_failed_validations_total`.
+    pub disruption_failed_validations: Family<ConsolidationTypeLabels, Counter>,
+    /// `karpenter_voluntary_disruption_queue_failures_total`.
+    pub disruption_queue_failures: Family<DecisionLabels, Counter>,
+    /// `karpenter_nodepools_allowed_disruptions`.
+    pub nodepools_allowed_disruptions: Family<PoolReasonLabels, Gauge>,
+    /// `karpenter_nodepools_nodes_consuming_budgets`.
+    pub nodepools_nodes_consuming_budgets: Family<PoolReasonLabels, Gauge>,
+    /// `karpenter_pods_disruption_initiated_total` (per reason).
+    pub pods_disruption_initiated: Family<ReasonLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -227,6 +279,14 @@ impl Metrics {
             cloudprovider_duration: Family::new_with_constructor(duration_buckets),
             cloudprovider_errors: Family::default(),
             build_info: Family::default(),
+            disruption_decisions: Family::default(),
+            disruption_eligible_nodes: Family::default(),
+            disruption_evaluation_duration: Family::new_with_constructor(duration_buckets),
+            disruption_failed_validations: Family::default(),
+            disruption_queue_failures: Family::default(),
+            nodepools_allowed_disruptions: Family::default(),
+            nodepools_nodes_consuming_budgets: Family::default(),
+            pods_disruption_initiated: Family::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -328,6 +388,46 @@ impl Metrics {
             m.cloudprovider_errors.clone(),
         );
         r.register("build_info", "Build information", m.build_info.clone());
+        r.register(
+            "voluntary_disruption_decisions",
+            "Disruption decisions made",
+            m.disruption_decisions.clone(),
+        );
+        r.register(
+            "voluntary_disruption_eligible_nodes",
+            "Nodes eligible for disruption, per reason",
+            m.disruption_eligible_nodes.clone(),
+        );
+        r.register(
+            "voluntary_disruption_decision_evaluation_duration_seconds",
+            "Time to compute a disruption decision",
+            m.disruption_evaluation_duration.clone(),
+        );
+        r.register(
+            "voluntary_disruption_failed_validations",
+            "Consolidation commands abandoned at validation",
+            m.disruption_failed_validations.clone(),
+        );
+        r.register(
+            "voluntary_disruption_queue_failures",
+            "Disruption commands that failed and were rolled back",
+            m.disruption_queue_failures.clone(),
+        );
+        r.register(
+            "nodepools_allowed_disruptions",
+            "Disruptions a NodePool's budgets allow, per reason",
+            m.nodepools_allowed_disruptions.clone(),
+        );
+        r.register(
+            "nodepools_nodes_consuming_budgets",
+            "Nodes of a NodePool already disrupting, per reason",
+            m.nodepools_nodes_consuming_budgets.clone(),
+        );
+        r.register(
+            "pods_disruption_initiated",
+            "Pods whose node voluntary disruption started removing",
+            m.pods_disruption_initiated.clone(),
+        );
         m.build_info
             .get_or_create(&BuildLabels {
                 version: env!("CARGO_PKG_VERSION").into(),

@@ -3,7 +3,7 @@
 //! Responsibility: [`Operator::start`] composes the concrete parts — the cluster
 //! [`state`], the Cluster API provider with its NodeClass status controller and Machine
 //! garbage collector, the provisioner, the NodeClaim lifecycle and garbage collector, Node
-//! termination and the NodePool controllers — on the current tokio runtime, and keeps their tasks; dropping the
+//! termination, the NodePool controllers and the disruption loop — on the current tokio runtime, and keeps their tasks; dropping the
 //! [`Operator`] stops them. `run`, `simulate`, `bench e2e` and the end-to-end tests all start the
 //! controller through here, so they exercise exactly the same wiring.
 //! Inputs: two `kube::Client`s and an [`OperatorConfig`]. Outputs: running tasks, metrics,
@@ -16,6 +16,7 @@ use api::NodePool;
 use clusterapi::gc::{GcConfig, MachineGc};
 use clusterapi::nodeclass_status::{self, StatusConfig};
 use clusterapi::provider::{ClusterApiProvider, ProviderConfig};
+use controllers::disruption::{Disruption, DisruptionConfig, Record};
 use controllers::events::Events;
 use controllers::metrics::Metrics;
 use controllers::nodeclaim::{Lifecycle, LifecycleConfig};
@@ -44,6 +45,8 @@ pub struct OperatorConfig {
     pub gc: GcConfig,
     /// The NodeClaim garbage collector (instances gone).
     pub node_claim_gc: controllers::nodeclaim::garbage_collection::GcConfig,
+    /// The disruption loop.
+    pub disruption: DisruptionConfig,
     /// The Event reporter instance (pod name or host).
     pub instance: Option<String>,
 }
@@ -101,6 +104,7 @@ pub struct Operator {
     provider: Arc<ClusterApiProvider>,
     metrics: Arc<Metrics>,
     decisions: Arc<Mutex<Vec<Decision>>>,
+    disruptions: Arc<Mutex<Vec<Record>>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -177,6 +181,16 @@ impl Operator {
             config.termination,
         )
         .with_node_claims(state.node_claims().clone());
+        let disruption = Disruption::new(
+            workload.clone(),
+            Arc::clone(&provider),
+            Arc::clone(&state),
+            events.clone(),
+            Arc::clone(&metrics),
+            config.disruption.clone(),
+            stamp,
+        );
+        let disruptions = disruption.records();
         let node_pools = NodePoolControllers::new(
             workload.clone(),
             Arc::clone(&state),
@@ -203,12 +217,14 @@ impl Operator {
             tokio::spawn(nodeclass_status::run(workload, management, status)),
             tokio::spawn(gc.run()),
             tokio::spawn(node_claim_gc.run()),
+            tokio::spawn(disruption.run()),
         ];
         Self {
             state,
             provider,
             metrics,
             decisions,
+            disruptions,
             tasks,
         }
     }
@@ -223,6 +239,15 @@ impl Operator {
     #[must_use]
     pub fn metrics(&self) -> Arc<Metrics> {
         Arc::clone(&self.metrics)
+    }
+
+    /// The disruption decisions so far.
+    #[must_use]
+    pub fn disruptions(&self) -> Vec<Record> {
+        self.disruptions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The provisioner's decisions so far.

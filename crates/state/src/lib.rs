@@ -3,7 +3,8 @@
 //! Responsibility:
 //! - [`ClusterState::start`] runs one kube-runtime watcher + reflector per kind the core
 //!   controllers read (Nodes, Pods, NodeClaims, NodePools, DaemonSets, Namespaces,
-//!   ClusterAPINodeClasses) and keeps the stores;
+//!   ClusterAPINodeClasses, PodDisruptionBudgets) and keeps the stores;
+//! - per node, the last pod event ([`pod_events`]) for `status.lastPodEventTime`;
 //! - [`ClusterState::snapshot`] copies them for one provisioning loop (nodes are copied before
 //!   pods, so a loop undershoots rather than overshoots: spec §3.4 item 1);
 //! - [`ClusterState::synced`] is upstream's gate (spec §3.19), adapted to a launch that does
@@ -23,6 +24,7 @@
 pub mod backoff;
 pub mod bookkeeping;
 pub mod listed;
+pub mod pod_events;
 pub mod watch_errors;
 
 use crate::backoff::WatchBackoff;
@@ -36,6 +38,8 @@ use api::{ClusterAPINodeClass, NodeClaim, NodePool};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -46,6 +50,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 pub use bookkeeping::Bookkeeping;
+pub use pod_events::{PodEvents, Seen};
 
 /// Something that should make the provisioner look at the cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -91,6 +96,8 @@ pub struct Snapshot {
     pub node_pools: Vec<NodePool>,
     /// ClusterAPINodeClasses.
     pub node_classes: Vec<ClusterAPINodeClass>,
+    /// PodDisruptionBudgets.
+    pub pdbs: Vec<PodDisruptionBudget>,
 }
 
 /// Why the state is not synced (for logs and `readyz`).
@@ -127,9 +134,11 @@ pub struct ClusterState {
     daemon_sets: Store<DaemonSet>,
     namespaces: Store<Namespace>,
     node_classes: Store<ClusterAPINodeClass>,
+    pdbs: Store<PodDisruptionBudget>,
     /// Each store's first-list flag ([`listed`]), in the order above.
     listed: Vec<watch::Receiver<Option<bool>>>,
     bookkeeping: Mutex<Bookkeeping>,
+    pod_events: Arc<Mutex<PodEvents>>,
     changes: watch::Receiver<u64>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -152,12 +161,13 @@ impl Drop for ClusterState {
     }
 }
 
-type OnEvent<K> = Box<dyn Fn(&K) + Send + Sync>;
+type OnEvent<K> = Box<dyn Fn(Seen, &K) + Send + Sync>;
+type PodPredicateTx = (mpsc::UnboundedSender<Trigger>, PodPredicate);
 
 fn spawn_reflector<K>(
     client: &kube::Client,
     tick: Arc<watch::Sender<u64>>,
-    on_apply: Option<OnEvent<K>>,
+    on_event: Option<OnEvent<K>>,
 ) -> (Store<K>, JoinHandle<()>)
 where
     K: Resource<DynamicType = ()>
@@ -178,10 +188,22 @@ where
         let mut errors = watch_errors::WatchErrors::new(K::kind(&()));
         while let Some(event) = stream.next().await {
             match event {
-                Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
+                Ok(watcher::Event::Apply(obj)) => {
                     errors.succeeded();
-                    if let Some(f) = &on_apply {
-                        f(&obj);
+                    if let Some(f) = &on_event {
+                        f(Seen::Applied, &obj);
+                    }
+                }
+                Ok(watcher::Event::InitApply(obj)) => {
+                    errors.succeeded();
+                    if let Some(f) = &on_event {
+                        f(Seen::Listed, &obj);
+                    }
+                }
+                Ok(watcher::Event::Delete(obj)) => {
+                    errors.succeeded();
+                    if let Some(f) = &on_event {
+                        f(Seen::Deleted, &obj);
                     }
                 }
                 // `Init` starts a (re)list and comes before its outcome: not a success.
@@ -237,18 +259,15 @@ impl ClusterState {
         let (tick, changes) = watch::channel(0_u64);
         let tick = Arc::new(tick);
         let mut tasks = Vec::new();
-        let (pod_trigger, node_trigger): (Option<OnEvent<Pod>>, Option<OnEvent<Node>>) =
+        let pod_events = Arc::new(Mutex::new(PodEvents::default()));
+        let (pod_trigger, node_trigger): (Option<PodPredicateTx>, Option<OnEvent<Node>>) =
             match config.triggers {
                 Some((tx, predicate)) => {
                     let node_tx = tx.clone();
                     (
-                        Some(Box::new(move |pod: &Pod| {
-                            if predicate(pod) {
-                                let _ = tx.send(Trigger::Pod(pod.uid().unwrap_or_default()));
-                            }
-                        })),
-                        Some(Box::new(move |node: &Node| {
-                            if disrupted(node) {
+                        Some((tx, predicate)),
+                        Some(Box::new(move |seen, node: &Node| {
+                            if seen != Seen::Deleted && disrupted(node) {
                                 let _ = node_tx.send(Trigger::Node(node.name_any()));
                             }
                         })),
@@ -256,9 +275,22 @@ impl ClusterState {
                 }
                 None => (None, None),
             };
+        let events = Arc::clone(&pod_events);
+        let on_pod: OnEvent<Pod> = Box::new(move |seen, pod: &Pod| {
+            events
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .observe(pod, seen, Timestamp::now());
+            if let Some((tx, predicate)) = &pod_trigger
+                && seen != Seen::Deleted
+                && predicate(pod)
+            {
+                let _ = tx.send(Trigger::Pod(pod.uid().unwrap_or_default()));
+            }
+        });
         let (nodes, t) = spawn_reflector(&client.clone(), Arc::clone(&tick), node_trigger);
         tasks.push(t);
-        let (pods, t) = spawn_reflector(client, Arc::clone(&tick), pod_trigger);
+        let (pods, t) = spawn_reflector(client, Arc::clone(&tick), Some(on_pod));
         tasks.push(t);
         let (node_claims, t) = spawn_reflector(client, Arc::clone(&tick), None);
         tasks.push(t);
@@ -267,6 +299,8 @@ impl ClusterState {
         let (daemon_sets, t) = spawn_reflector(client, Arc::clone(&tick), None);
         tasks.push(t);
         let (namespaces, t) = spawn_reflector(client, Arc::clone(&tick), None);
+        tasks.push(t);
+        let (pdbs, t) = spawn_reflector(client, Arc::clone(&tick), None);
         tasks.push(t);
         let (node_classes, t) = spawn_reflector(client, tick, None);
         tasks.push(t);
@@ -278,6 +312,7 @@ impl ClusterState {
             listed::listed(&daemon_sets),
             listed::listed(&namespaces),
             listed::listed(&node_classes),
+            listed::listed(&pdbs),
         ];
         Arc::new(Self {
             listed,
@@ -288,7 +323,9 @@ impl ClusterState {
             daemon_sets,
             namespaces,
             node_classes,
+            pdbs,
             bookkeeping: Mutex::default(),
+            pod_events,
             changes,
             tasks,
         })
@@ -388,6 +425,7 @@ impl ClusterState {
             namespaces: copies(&self.namespaces),
             node_pools: copies(&self.node_pools),
             node_classes: copies(&self.node_classes),
+            pdbs: copies(&self.pdbs),
         }
     }
 
@@ -419,6 +457,31 @@ impl ClusterState {
     #[must_use]
     pub fn node_classes(&self) -> &Store<ClusterAPINodeClass> {
         &self.node_classes
+    }
+
+    /// The PodDisruptionBudget store.
+    #[must_use]
+    pub fn pdbs(&self) -> &Store<PodDisruptionBudget> {
+        &self.pdbs
+    }
+
+    /// The last time a pod arrived on or left `node`, as this process saw it
+    /// ([`pod_events`]); forgets nodes that are gone.
+    #[must_use]
+    pub fn last_pod_event(&self, node: &str) -> Option<Timestamp> {
+        let events = self
+            .pod_events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        events.last(node)
+    }
+
+    /// Forgets the pod events of nodes for which `exists` is false.
+    pub fn forget_pod_events(&self, exists: impl Fn(&str) -> bool) {
+        self.pod_events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain_nodes(exists);
     }
 
     /// Ticks on every watch event.

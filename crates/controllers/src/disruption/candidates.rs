@@ -1,0 +1,395 @@
+//! Which nodes voluntary disruption may consider (spec §5.3, §5.15).
+//!
+//! Responsibility: from one snapshot, every managed node that is a disruption candidate, with
+//! its NodePool, instance type, price, reschedulable pods and disruption cost; and every node
+//! that is not, with the reason (for `DisruptionBlocked` Events and `plan`). A node is a
+//! candidate when: it is not in a command in flight; it has a Node and a NodeClaim of ours
+//! (nodepool label), both Initialized and neither being deleted nor tainted
+//! `karpenter.sh/disrupted`; it is not nominated; neither carries
+//! `karpenter.sh/do-not-disrupt: "true"`; its NodePool exists and offers instance types; and,
+//! unless the class is eventual and the NodeClaim has a `terminationGracePeriod`, no active pod
+//! on it has an active do-not-disrupt annotation and every evictable pod could be evicted now
+//! ([`super::pdb`]).
+//!
+//! Inputs: [`Inputs`] (a snapshot plus instance types, the nodes in flight, nominations,
+//! consolidation state and "now"). Outputs: [`Candidate`]s and [`Blocked`] nodes. Pure.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use api::common::Conditions;
+use api::well_known::annotations::DO_NOT_DISRUPT;
+use api::well_known::conditions::INITIALIZED;
+use api::well_known::taints::DISRUPTED;
+use api::{NodeClaim, NodePool};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::jiff::Timestamp;
+use scheduling::instance_type::InstanceType;
+use scheduling::labels::{CAPACITY_TYPE, INSTANCE_TYPE, NODE_POOL, TOPOLOGY_ZONE};
+
+use super::consolidatable::{self, Consolidation};
+use super::pdb::Pdbs;
+use crate::termination::do_not_disrupt::do_not_disrupt;
+use crate::termination::pods::{
+    is_daemon_set_pod, is_mirror, is_terminal, is_terminating, tolerates_disrupted,
+};
+
+/// How a method disrupts (spec §5.2): graceful methods respect pod-level blocks; eventual
+/// ones (drift) ignore them for NodeClaims with a `terminationGracePeriod`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Emptiness, consolidation.
+    Graceful,
+    /// Drift.
+    Eventual,
+}
+
+/// What candidates are computed from.
+#[derive(Clone, Copy)]
+pub struct Inputs<'a> {
+    /// Nodes.
+    pub nodes: &'a [Node],
+    /// NodeClaims.
+    pub node_claims: &'a [NodeClaim],
+    /// Pods.
+    pub pods: &'a [Pod],
+    /// PodDisruptionBudgets.
+    pub pdbs: &'a [PodDisruptionBudget],
+    /// NodePools.
+    pub node_pools: &'a [NodePool],
+    /// Instance types per NodePool (pools whose lookup failed are absent).
+    pub instance_types: &'a BTreeMap<String, Vec<Arc<InstanceType>>>,
+    /// Nodes in a command in flight.
+    pub in_flight: &'a BTreeSet<String>,
+    /// Whether a node is nominated for pods now.
+    pub nominated: &'a dyn Fn(&str) -> bool,
+    /// The last pod event seen on a node.
+    pub last_pod_event: &'a dyn Fn(&str) -> Option<Timestamp>,
+    /// Now.
+    pub now: Timestamp,
+}
+
+impl std::fmt::Debug for Inputs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inputs")
+            .field("nodes", &self.nodes.len())
+            .field("pods", &self.pods.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A node disruption may consider.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The Node.
+    pub node: String,
+    /// Its NodeClaim.
+    pub node_claim: String,
+    /// The NodeClaim's UID (the command deletes exactly this object).
+    pub node_claim_uid: Option<String>,
+    /// Its NodePool.
+    pub node_pool: String,
+    /// Its instance type, if the NodePool still offers it.
+    pub instance_type: Option<Arc<InstanceType>>,
+    /// Its instance-type label.
+    pub instance_type_name: Option<String>,
+    /// Its zone label.
+    pub zone: Option<String>,
+    /// Its capacity-type label.
+    pub capacity_type: Option<String>,
+    /// Its price per hour (0 when unknown).
+    pub price: f64,
+    /// Pods that must find a new home (`namespace/name` and the pod).
+    pub reschedulable: Vec<Pod>,
+    /// 1 + the positive eviction costs of the reschedulable pods.
+    pub disruption_cost: f64,
+    /// Consolidatable (spec §5.1).
+    pub consolidation: Consolidation,
+    /// The NodeClaim's Drifted condition is True.
+    pub drifted: bool,
+}
+
+impl Candidate {
+    /// No reschedulable pod with a positive eviction cost (spec §5.3 `IsEmpty`).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.disruption_cost <= 1.0
+    }
+
+    /// Price per unit of disruption: consolidation tries the highest first.
+    #[must_use]
+    pub fn savings_ratio(&self) -> f64 {
+        self.price / self.disruption_cost
+    }
+}
+
+/// A node that is not a candidate, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    /// The Node (or the NodeClaim when there is no Node).
+    pub node: String,
+    /// The NodeClaim, if any.
+    pub node_claim: Option<String>,
+    /// Why (upstream's wording where it has one).
+    pub reason: String,
+    /// Whether the reason deserves a `DisruptionBlocked` Event (not for nodes that are merely
+    /// busy: in flight, deleting, uninitialized).
+    pub notable: bool,
+}
+
+/// The eviction cost of a pod (spec §5.3): 1 + deletion cost / 2^27 + priority / 2^25, in
+/// [-10, 10].
+#[must_use]
+pub fn eviction_cost(pod: &Pod) -> f64 {
+    let deletion = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("controller.kubernetes.io/pod-deletion-cost"))
+        .and_then(|v| v.parse::<i32>().ok())
+        .map_or(0.0, f64::from);
+    let priority = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.priority)
+        .map_or(0.0, f64::from);
+    (1.0 + deletion / f64::from(1_u32 << 27) + priority / f64::from(1_u32 << 25)).clamp(-10.0, 10.0)
+}
+
+fn is_stateful_set_pod(pod: &Pod) -> bool {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.kind == "StatefulSet")
+}
+
+/// The pod must find a new home when its node goes: active (or a terminating StatefulSet
+/// pod, whose replacement keeps its name), not DaemonSet-owned, not a mirror pod.
+#[must_use]
+pub fn is_reschedulable(pod: &Pod) -> bool {
+    !is_terminal(pod)
+        && (!is_terminating(pod) || is_stateful_set_pod(pod))
+        && !is_daemon_set_pod(pod)
+        && !is_mirror(pod)
+}
+
+fn annotated_do_not_disrupt(annotations: Option<&BTreeMap<String, String>>) -> bool {
+    annotations
+        .and_then(|a| a.get(DO_NOT_DISRUPT))
+        .is_some_and(|v| v == "true")
+}
+
+fn key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Why the pods on a node keep it (graceful class), if they do.
+fn pod_block(pods: &[&Pod], pdbs: &Pdbs<'_>, now: Timestamp) -> Option<String> {
+    for pod in pods
+        .iter()
+        .filter(|p| !is_terminal(p) && !is_terminating(p))
+    {
+        if do_not_disrupt(pod).is_active(pod, now) {
+            return Some(format!(
+                "pod {:?} has \"karpenter.sh/do-not-disrupt\" annotation",
+                key(pod)
+            ));
+        }
+    }
+    for pod in pods
+        .iter()
+        .filter(|p| !is_terminal(p) && !is_terminating(p))
+        .filter(|p| !tolerates_disrupted(p) && !is_mirror(p))
+    {
+        if let Err(e) = pdbs.can_evict(pod) {
+            return Some(e);
+        }
+    }
+    None
+}
+
+fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
+    node.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .map(String::as_str)
+}
+
+/// The price of the node's offering: the instance type's offering in its zone (any zone when
+/// it has no zone label) with its capacity type; 0 when unknown.
+fn price(it: Option<&Arc<InstanceType>>, zone: Option<&str>, capacity_type: Option<&str>) -> f64 {
+    it.into_iter()
+        .flat_map(|it| it.offerings().iter())
+        .filter(|o| zone.is_none_or(|z| o.zone() == Some(z)))
+        .filter(|o| capacity_type.is_none_or(|c| o.capacity_type() == Some(c)))
+        .map(|o| o.price)
+        .fold(None, |best: Option<f64>, p| {
+            Some(best.map_or(p, |b| b.min(p)))
+        })
+        .unwrap_or(0.0)
+}
+
+/// Every candidate and every managed node that is not one.
+#[must_use]
+pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blocked>) {
+    let pdbs = Pdbs::new(inputs.pdbs);
+    let mut pods_by_node: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+    for pod in inputs.pods {
+        if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+            pods_by_node.entry(node).or_default().push(pod);
+        }
+    }
+    let claims: BTreeMap<&str, &NodeClaim> = inputs
+        .node_claims
+        .iter()
+        .filter_map(|nc| {
+            let node = nc.status.as_ref()?.node_name.as_deref()?;
+            Some((node, nc))
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut blocked = Vec::new();
+    for node in inputs.nodes {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let Some(pool_name) = label(node, NODE_POOL) else {
+            continue;
+        };
+        let nc = claims.get(name.as_str()).copied();
+        let block = |reason: String, notable: bool| Blocked {
+            node: name.clone(),
+            node_claim: nc.and_then(|c| c.metadata.name.clone()),
+            reason,
+            notable,
+        };
+        let Some(nc) = nc else {
+            blocked.push(block("node has no nodeclaim".into(), false));
+            continue;
+        };
+        if inputs.in_flight.contains(&name) {
+            blocked.push(block(
+                "node is part of a disruption in progress".into(),
+                false,
+            ));
+            continue;
+        }
+        let tainted = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .is_some_and(|t| t.iter().any(|t| t.key == DISRUPTED));
+        if node.metadata.deletion_timestamp.is_some()
+            || nc.metadata.deletion_timestamp.is_some()
+            || tainted
+        {
+            blocked.push(block(
+                "node is deleting or marked for deletion".into(),
+                false,
+            ));
+            continue;
+        }
+        let initialized = label(node, scheduling::labels::NODE_INITIALIZED) == Some("true")
+            && nc
+                .status
+                .as_ref()
+                .is_some_and(|s| s.conditions.is_true(INITIALIZED));
+        if !initialized {
+            blocked.push(block("node is not initialized".into(), false));
+            continue;
+        }
+        if (inputs.nominated)(&name) {
+            blocked.push(block("node is nominated for a pending pod".into(), true));
+            continue;
+        }
+        if annotated_do_not_disrupt(node.metadata.annotations.as_ref())
+            || annotated_do_not_disrupt(nc.metadata.annotations.as_ref())
+        {
+            blocked.push(block(
+                "node has \"karpenter.sh/do-not-disrupt\" annotation".into(),
+                true,
+            ));
+            continue;
+        }
+        let Some(pool) = inputs
+            .node_pools
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(pool_name))
+        else {
+            blocked.push(block(format!("nodepool {pool_name:?} not found"), true));
+            continue;
+        };
+        let Some(its) = inputs
+            .instance_types
+            .get(pool_name)
+            .filter(|i| !i.is_empty())
+        else {
+            blocked.push(block(
+                format!("nodepool {pool_name:?} has no resolvable instance types"),
+                true,
+            ));
+            continue;
+        };
+        let pods = pods_by_node.get(name.as_str()).cloned().unwrap_or_default();
+        let tgp = nc.spec.termination_grace_period.is_some();
+        if (class == Class::Graceful || !tgp)
+            && let Some(reason) = pod_block(&pods, &pdbs, inputs.now)
+        {
+            blocked.push(block(reason, true));
+            continue;
+        }
+        let instance_type_name = label(node, INSTANCE_TYPE).map(str::to_owned);
+        let instance_type = instance_type_name
+            .as_deref()
+            .and_then(|n| its.iter().find(|it| it.name() == n))
+            .cloned();
+        let zone = label(node, TOPOLOGY_ZONE).map(str::to_owned);
+        let capacity_type = label(node, CAPACITY_TYPE).map(str::to_owned);
+        let reschedulable: Vec<Pod> = pods
+            .iter()
+            .filter(|p| is_reschedulable(p))
+            .map(|p| (*p).clone())
+            .collect();
+        let disruption_cost = 1.0
+            + reschedulable
+                .iter()
+                .map(|p| eviction_cost(p).max(0.0))
+                .sum::<f64>();
+        out.push(Candidate {
+            price: price(
+                instance_type.as_ref(),
+                zone.as_deref(),
+                capacity_type.as_deref(),
+            ),
+            node: name.clone(),
+            node_claim: nc.metadata.name.clone().unwrap_or_default(),
+            node_claim_uid: nc.metadata.uid.clone(),
+            node_pool: pool_name.to_owned(),
+            instance_type,
+            instance_type_name,
+            zone,
+            capacity_type,
+            reschedulable,
+            disruption_cost,
+            consolidation: consolidatable::evaluate(
+                nc,
+                pool,
+                (inputs.last_pod_event)(&name),
+                inputs.now,
+            ),
+            drifted: nc
+                .status
+                .as_ref()
+                .is_some_and(|s| s.conditions.is_true(api::well_known::conditions::DRIFTED)),
+        });
+    }
+    (out, blocked)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,164 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use super::*;
+use crate::disruption::testing::{Fixture, instance_type};
+
+fn fixture() -> Fixture {
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    f.node("n1", "default", &big).node("n2", "default", &big);
+    f.pod("a", Some("n1"), "1");
+    f
+}
+
+fn reasons(blocked: &[Blocked]) -> Vec<(String, String)> {
+    blocked
+        .iter()
+        .map(|b| (b.node.clone(), b.reason.clone()))
+        .collect()
+}
+
+#[test]
+fn managed_initialized_nodes_are_candidates_with_price_and_pods() {
+    let (c, blocked) = fixture().candidates(Class::Graceful);
+    assert!(blocked.is_empty(), "{blocked:?}");
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[0].node, "n1");
+    assert_eq!(c[0].node_claim, "n1-claim");
+    assert!((c[0].price - 0.8).abs() < 1e-9);
+    assert_eq!(c[0].reschedulable.len(), 1);
+    assert!(!c[0].is_empty());
+    assert!(c[1].is_empty());
+    assert!(c[0].consolidation.is_consolidatable());
+}
+
+#[test]
+fn do_not_disrupt_on_node_claim_or_pod_blocks_and_names_it() {
+    let mut f = fixture();
+    f.nodes[1]
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(DO_NOT_DISRUPT.into(), "true".into());
+    f.pods[0]
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(DO_NOT_DISRUPT.into(), "true".into());
+    let (c, blocked) = f.candidates(Class::Graceful);
+    assert!(c.is_empty());
+    assert_eq!(
+        reasons(&blocked),
+        vec![
+            (
+                "n1".into(),
+                "pod \"default/a\" has \"karpenter.sh/do-not-disrupt\" annotation".into()
+            ),
+            (
+                "n2".into(),
+                "node has \"karpenter.sh/do-not-disrupt\" annotation".into()
+            ),
+        ]
+    );
+    assert!(blocked.iter().all(|b| b.notable));
+}
+
+#[test]
+fn a_pdb_without_allowed_disruptions_blocks_graceful_but_not_eventual_with_a_grace_period() {
+    let mut f = fixture();
+    f.pdb("a", 0);
+    let (c, blocked) = f.candidates(Class::Graceful);
+    assert_eq!(c.len(), 1, "only the other node");
+    assert_eq!(
+        reasons(&blocked),
+        vec![(
+            "n1".into(),
+            "pdb \"default/a\" prevents pod evictions".into()
+        )]
+    );
+    let (_, blocked) = f.candidates(Class::Eventual);
+    assert_eq!(
+        blocked.len(),
+        1,
+        "eventual without a terminationGracePeriod is blocked too"
+    );
+    f.node_claims[0].spec.termination_grace_period = Some("1h".into());
+    let (c, blocked) = f.candidates(Class::Eventual);
+    assert!(blocked.is_empty());
+    assert_eq!(c.len(), 2);
+    // A pod that already terminates does not block.
+    f.node_claims[0].spec.termination_grace_period = None;
+    f.pods[0].metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(crate::disruption::testing::now()),
+    );
+    let (c, _) = f.candidates(Class::Graceful);
+    assert_eq!(c.len(), 2);
+    assert!(c[0].is_empty(), "a terminating pod needs no new home");
+}
+
+#[test]
+fn busy_nodes_are_left_alone_quietly() {
+    let mut f = fixture();
+    f.in_flight.insert("n1".into());
+    f.nodes[1].spec.get_or_insert_with(Default::default).taints =
+        Some(vec![k8s_openapi::api::core::v1::Taint {
+            key: DISRUPTED.into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        }]);
+    let (c, blocked) = f.candidates(Class::Graceful);
+    assert!(c.is_empty());
+    assert!(blocked.iter().all(|b| !b.notable), "{blocked:?}");
+    let mut f = fixture();
+    f.nominated.insert("n2".into());
+    f.node_claims[0].status.as_mut().unwrap().conditions = None;
+    let (c, blocked) = f.candidates(Class::Graceful);
+    assert!(c.is_empty());
+    assert_eq!(
+        reasons(&blocked),
+        vec![
+            ("n1".into(), "node is not initialized".into()),
+            ("n2".into(), "node is nominated for a pending pod".into()),
+        ]
+    );
+}
+
+#[test]
+fn unmanaged_nodes_are_not_considered_and_missing_pools_are_named() {
+    let mut f = fixture();
+    f.nodes[0]
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .remove(NODE_POOL);
+    f.node_pools.clear();
+    let (c, blocked) = f.candidates(Class::Graceful);
+    assert!(c.is_empty());
+    assert_eq!(
+        reasons(&blocked),
+        vec![("n2".into(), "nodepool \"default\" not found".into())]
+    );
+}
+
+#[test]
+fn eviction_cost_follows_deletion_cost_and_priority() {
+    let mut f = fixture();
+    let pod = f.pod("p", Some("n2"), "1");
+    assert!((eviction_cost(pod) - 1.0).abs() < 1e-9);
+    pod.spec.as_mut().unwrap().priority = Some(1 << 25);
+    assert!((eviction_cost(pod) - 2.0).abs() < 1e-9);
+    pod.spec.as_mut().unwrap().priority = Some(-(1 << 30));
+    assert!((eviction_cost(pod) + 10.0).abs() < 1e-9, "clamped");
+    let (c, _) = f.candidates(Class::Graceful);
+    assert!(
+        c[1].is_empty(),
+        "a pod with a negative cost does not make a node busy"
+    );
+}

@@ -1,0 +1,669 @@
+//! The disruption loop (spec §5.2): a singleton that runs on the leader.
+//!
+//! Responsibility, each pass:
+//! 1. wait for the state's synced gate;
+//! 2. clean up after interrupted commands: a managed Node tainted `karpenter.sh/disrupted`
+//!    that is in no command of this process and is not being deleted gets the taint removed
+//!    and its NodeClaim's `DisruptionReason` cleared (after a restart nothing stays cordoned);
+//! 3. write each managed NodeClaim's `Consolidatable` condition and `status.lastPodEventTime`
+//!    ([`super::consolidatable`], from the pod events the state saw), only when they change;
+//! 4. the methods in upstream's order — emptiness, multi-node consolidation, single-node
+//!    consolidation — each with its budget map; the first that decides a command acts: a
+//!    consolidation command is validated again after the validation delay against a fresh
+//!    snapshot (still candidates, still within budget, the same decision); then the command is
+//!    carried out in its own task ([`super::orchestration`]) and the loop goes on (its nodes
+//!    are in flight, so they are not candidates again);
+//! 5. without a command, the next pass comes after the poll interval or the next change of
+//!    the state, whichever is later.
+//!
+//! Drift (`Drifted`) and expiration are not decided here yet.
+//! Every decision is kept as a [`Record`] for `simulate` and `bench`.
+//!
+//! Inputs: [`ClusterState`], a [`CloudProvider`] (instance types and prices). Outputs:
+//! commands carried out, conditions, Events, metrics, records.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use api::common::{ConditionStatus, Conditions};
+use api::nodepool::DisruptionReason;
+use api::well_known::conditions::{CONSOLIDATABLE, DISRUPTION_REASON};
+use api::well_known::events::{DISRUPTION_BLOCKED, UNCONSOLIDATABLE};
+use api::{NodeClaim, NodePool};
+use cloudprovider::CloudProvider;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use scheduling::instance_type::InstanceType;
+use scheduling::labels::{NODE_POOL, WellKnownLabels};
+use state::{ClusterState, Snapshot};
+use tokio::time::Instant;
+
+use super::budget_map::{BudgetMap, budget_map};
+use super::candidates::{Blocked, Candidate, Class, Inputs, candidates};
+use super::consolidatable::{self, Consolidation};
+use super::methods::{self, Command, Decision, Method, reason_name};
+use super::orchestration::{Orchestrator, Outcome};
+use super::simulation::{Objects, World};
+use super::writes;
+use crate::events::{Events, Message};
+use crate::metrics::{
+    ConsolidationTypeLabels, EvaluationLabels, Metrics, PoolReasonLabels, ReasonLabels,
+};
+use crate::provisioning::inputs::ClusterObjects;
+use crate::provisioning::node_claim::PoolHash;
+
+/// Settings of the disruption loop.
+#[derive(Debug, Clone)]
+pub struct DisruptionConfig {
+    /// The pause after a pass that did nothing (upstream: 10 s).
+    pub poll: Duration,
+    /// The wait before a consolidation command is validated again (upstream: 15 s).
+    pub validation_delay: Duration,
+    /// How long replacements may take to initialize before the command is rolled back.
+    pub replacement_timeout: Duration,
+}
+
+impl Default for DisruptionConfig {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_secs(10),
+            validation_delay: Duration::from_secs(15),
+            replacement_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// One decision, as `simulate` and `bench` report it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// When it was decided.
+    pub at: Instant,
+    /// The method.
+    pub method: Method,
+    /// Delete or replace.
+    pub decision: Decision,
+    /// The nodes removed.
+    pub nodes: Vec<String>,
+    /// The replacements' cheapest instance types.
+    pub replacements: Vec<String>,
+    /// Price per hour saved.
+    pub savings: f64,
+    /// Time to compute it.
+    pub computed: Duration,
+    /// `None` while running; then whether it went through.
+    pub outcome: Option<Result<(), String>>,
+}
+
+/// The disruption controller.
+pub struct Disruption<P> {
+    client: kube::Client,
+    provider: Arc<P>,
+    state: Arc<ClusterState>,
+    events: Events,
+    metrics: Arc<Metrics>,
+    config: DisruptionConfig,
+    well_known: WellKnownLabels,
+    orchestrator: Orchestrator,
+    records: Arc<Mutex<Vec<Record>>>,
+}
+
+impl<P> std::fmt::Debug for Disruption<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Disruption")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn ready(pool: &NodePool) -> bool {
+    pool.metadata.deletion_timestamp.is_none()
+        && !pool.spec.is_static()
+        && pool
+            .status
+            .as_ref()
+            .is_some_and(|s| s.conditions.is_true(api::well_known::conditions::READY))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Dedupe window of `DisruptionBlocked` / `Unconsolidatable` Events per object and message.
+const EVENT_DEDUPE: Duration = Duration::from_secs(300);
+
+impl<P: CloudProvider + 'static> Disruption<P> {
+    /// A disruption loop writing to `client` (the workload cluster). `hash` stamps replacements
+    /// with their NodePool's hash.
+    #[must_use]
+    pub fn new(
+        client: kube::Client,
+        provider: Arc<P>,
+        state: Arc<ClusterState>,
+        events: Events,
+        metrics: Arc<Metrics>,
+        config: DisruptionConfig,
+        hash: fn(&NodePool) -> PoolHash,
+    ) -> Self {
+        let well_known = WellKnownLabels::cluster_api();
+        let orchestrator = Orchestrator {
+            client: client.clone(),
+            state: Arc::clone(&state),
+            events: events.clone(),
+            metrics: Arc::clone(&metrics),
+            in_flight: Arc::default(),
+            hash,
+            well_known: well_known.clone(),
+            replacement_timeout: config.replacement_timeout,
+        };
+        Self {
+            client,
+            provider,
+            state,
+            events,
+            metrics,
+            config,
+            well_known,
+            orchestrator,
+            records: Arc::default(),
+        }
+    }
+
+    /// Every decision so far (shared handle).
+    #[must_use]
+    pub fn records(&self) -> Arc<Mutex<Vec<Record>>> {
+        Arc::clone(&self.records)
+    }
+
+    /// Runs until dropped.
+    pub async fn run(self) {
+        let this = Arc::new(self);
+        loop {
+            this.wait_synced().await;
+            let acted = Arc::clone(&this).pass().await;
+            if !acted {
+                tokio::time::sleep(this.config.poll).await;
+            }
+        }
+    }
+
+    async fn wait_synced(&self) {
+        let mut changes = self.state.changes();
+        while self.state.synced().is_err() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
+        }
+    }
+
+    async fn instance_types(&self, pools: &[NodePool]) -> BTreeMap<String, Vec<Arc<InstanceType>>> {
+        let mut out = BTreeMap::new();
+        for pool in pools.iter().filter(|p| ready(p)) {
+            match self.provider.get_instance_types(pool).await {
+                Ok(its) if !its.is_empty() => {
+                    out.insert(pool.name_any(), its);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!(nodepool = %pool.name_any(), error = %e, "instance types unavailable for disruption");
+                }
+            }
+        }
+        out
+    }
+
+    /// One pass; whether a command started.
+    async fn pass(self: Arc<Self>) -> bool {
+        let snapshot = self.state.snapshot();
+        let now = Timestamp::now();
+        self.clean_up(&snapshot).await;
+        self.write_conditions(&snapshot, now).await;
+        let its = self.instance_types(&snapshot.node_pools).await;
+        let in_flight = lock(&self.orchestrator.in_flight).clone();
+        let (cands, blocked) = self.candidates(&snapshot, &its, &in_flight, now);
+        self.report_blocked(&snapshot, &blocked);
+        self.metrics
+            .disruption_eligible_nodes
+            .get_or_create(&ReasonLabels {
+                reason: "empty".into(),
+            })
+            .set(i64::try_from(cands.iter().filter(|c| c.is_empty()).count()).unwrap_or(0));
+        self.metrics
+            .disruption_eligible_nodes
+            .get_or_create(&ReasonLabels {
+                reason: "underutilized".into(),
+            })
+            .set(i64::try_from(cands.iter().filter(|c| !c.is_empty()).count()).unwrap_or(0));
+        if cands.is_empty() {
+            return false;
+        }
+
+        // Emptiness.
+        let mut budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Empty, now);
+        let started = Instant::now();
+        let empty = methods::emptiness(&cands, &mut budgets);
+        self.observe("emptiness", Method::Emptiness, started);
+        if let Some(cmd) = empty {
+            return self
+                .validate_and_start(cmd, snapshot.node_pools.clone())
+                .await;
+        }
+
+        // Consolidation.
+        let any_underutilized = cands
+            .iter()
+            .any(|c| methods::underutilized(c, &snapshot.node_pools).is_ok());
+        if !any_underutilized {
+            return false;
+        }
+        let budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Underutilized, now);
+        let this = Arc::clone(&self);
+        let pools = snapshot.node_pools.clone();
+        let computed = tokio::task::spawn_blocking(move || {
+            let world = this.world(&snapshot, &its, now);
+            let started = Instant::now();
+            let multi = methods::multi_node(&world, &cands, &snapshot.node_pools, &budgets);
+            this.observe("consolidation", Method::MultiNode, started);
+            if let Some(cmd) = multi {
+                return (Some(cmd), Vec::new());
+            }
+            let started = Instant::now();
+            let single = methods::single_node(&world, &cands, &snapshot.node_pools, &budgets);
+            this.observe("consolidation", Method::SingleNode, started);
+            single
+        })
+        .await;
+        let (cmd, reasons) = match computed {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "consolidation computation failed");
+                return false;
+            }
+        };
+        for r in reasons {
+            self.event_on_node(
+                &r.node,
+                Message::normal(UNCONSOLIDATABLE, r.reason).dedupe_for(EVENT_DEDUPE),
+            );
+        }
+        match cmd {
+            Some(cmd) => self.validate_and_start(cmd, pools).await,
+            None => false,
+        }
+    }
+
+    fn observe(&self, method: &str, m: Method, started: Instant) {
+        self.metrics
+            .disruption_evaluation_duration
+            .get_or_create(&EvaluationLabels {
+                method: method.into(),
+                consolidation_type: m.label().into(),
+            })
+            .observe(started.elapsed().as_secs_f64());
+    }
+
+    fn world(
+        &self,
+        snapshot: &Snapshot,
+        its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
+        now: Timestamp,
+    ) -> World {
+        World::new(
+            &Objects {
+                cluster: ClusterObjects {
+                    nodes: &snapshot.nodes,
+                    node_claims: &snapshot.node_claims,
+                    pods: &snapshot.pods,
+                    daemon_sets: &snapshot.daemon_sets,
+                    namespaces: &snapshot.namespaces,
+                },
+                node_pools: &snapshot.node_pools,
+                pdbs: &snapshot.pdbs,
+                instance_types: its,
+                now,
+            },
+            &self.well_known,
+        )
+    }
+
+    fn candidates(
+        &self,
+        snapshot: &Snapshot,
+        its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
+        in_flight: &BTreeSet<String>,
+        now: Timestamp,
+    ) -> (Vec<Candidate>, Vec<Blocked>) {
+        let state = Arc::clone(&self.state);
+        let nominated = move |n: &str| state.is_nominated(n);
+        let state = Arc::clone(&self.state);
+        let last = move |n: &str| state.last_pod_event(n);
+        candidates(
+            &Inputs {
+                nodes: &snapshot.nodes,
+                node_claims: &snapshot.node_claims,
+                pods: &snapshot.pods,
+                pdbs: &snapshot.pdbs,
+                node_pools: &snapshot.node_pools,
+                instance_types: its,
+                in_flight,
+                nominated: &nominated,
+                last_pod_event: &last,
+                now,
+            },
+            Class::Graceful,
+        )
+    }
+
+    fn budgets(
+        &self,
+        snapshot: &Snapshot,
+        in_flight: &BTreeSet<String>,
+        reason: DisruptionReason,
+        now: Timestamp,
+    ) -> BudgetMap {
+        let map = budget_map(
+            &snapshot.nodes,
+            &snapshot.node_claims,
+            &snapshot.node_pools,
+            in_flight,
+            reason,
+            now,
+        );
+        let name = reason_name(reason);
+        for (pool, b) in &map.pools {
+            let labels = PoolReasonLabels {
+                nodepool: pool.clone(),
+                reason: name.to_lowercase(),
+            };
+            self.metrics
+                .nodepools_allowed_disruptions
+                .get_or_create(&labels)
+                .set(i64::from(b.allowed));
+            self.metrics
+                .nodepools_nodes_consuming_budgets
+                .get_or_create(&labels)
+                .set(i64::try_from(b.disrupting).unwrap_or(0));
+        }
+        for (pool, e) in &map.errors {
+            tracing::warn!(nodepool = %pool, error = %e, "invalid disruption budget (allows nothing)");
+        }
+        map
+    }
+
+    fn report_blocked(&self, snapshot: &Snapshot, blocked: &[Blocked]) {
+        for b in blocked.iter().filter(|b| b.notable) {
+            if let Some(node) = snapshot
+                .nodes
+                .iter()
+                .find(|n| n.metadata.name.as_deref() == Some(&b.node))
+            {
+                self.events.publish(
+                    node,
+                    Message::normal(DISRUPTION_BLOCKED, b.reason.clone()).dedupe_for(EVENT_DEDUPE),
+                );
+            }
+            if let Some(nc) = b.node_claim.as_deref().and_then(|name| {
+                snapshot
+                    .node_claims
+                    .iter()
+                    .find(|c| c.metadata.name.as_deref() == Some(name))
+            }) {
+                self.events.publish(
+                    nc,
+                    Message::normal(DISRUPTION_BLOCKED, b.reason.clone()).dedupe_for(EVENT_DEDUPE),
+                );
+            }
+        }
+    }
+
+    fn event_on_node(&self, node: &str, message: Message) {
+        if let Some(n) = self
+            .state
+            .nodes()
+            .get(&kube::runtime::reflector::ObjectRef::new(node))
+        {
+            self.events.publish(&*n, message);
+        }
+    }
+
+    /// Validates a command after the delay (consolidation and emptiness), then starts it.
+    async fn validate_and_start(self: &Arc<Self>, cmd: Command, pools: Vec<NodePool>) -> bool {
+        let cmd = match self.validate(cmd).await {
+            Ok(cmd) => cmd,
+            Err((method, why)) => {
+                tracing::info!(reason = %why, "disruption command abandoned at validation");
+                self.metrics
+                    .disruption_failed_validations
+                    .get_or_create(&ConsolidationTypeLabels {
+                        consolidation_type: method.label().into(),
+                    })
+                    .inc();
+                return false;
+            }
+        };
+        if !self.orchestrator.reserve(&cmd) {
+            return false;
+        }
+        self.metrics
+            .disruption_decisions
+            .get_or_create(&crate::metrics::DecisionLabels {
+                decision: cmd.decision().to_string(),
+                reason: reason_name(cmd.reason()).to_lowercase(),
+                consolidation_type: cmd.method.label().into(),
+            })
+            .inc();
+        tracing::info!(
+            method = ?cmd.method,
+            decision = %cmd.decision(),
+            nodes = ?cmd.nodes(),
+            replacements = ?cmd.replacement_types(),
+            savings = cmd.savings,
+            computed_ms = cmd.took.as_millis() as u64,
+            "disrupting node(s)"
+        );
+        let index = {
+            let mut records = lock(&self.records);
+            if records.len() >= 10_000 {
+                records.remove(0);
+            }
+            records.push(Record {
+                at: Instant::now(),
+                method: cmd.method,
+                decision: cmd.decision(),
+                nodes: cmd.nodes(),
+                replacements: cmd.replacement_types(),
+                savings: cmd.savings,
+                computed: cmd.took,
+                outcome: None,
+            });
+            records.len() - 1
+        };
+        let orchestrator = self.orchestrator.clone();
+        let records = Arc::clone(&self.records);
+        tokio::spawn(async move {
+            let outcome = orchestrator.execute(cmd, pools).await;
+            let mut records = lock(&records);
+            if let Some(r) = records.get_mut(index) {
+                r.outcome = Some(match outcome {
+                    Outcome::Deleted { .. } => Ok(()),
+                    Outcome::RolledBack(why) => Err(why),
+                });
+            }
+        });
+        true
+    }
+
+    /// After the validation delay: the candidates are still candidates of the same kind
+    /// within a fresh budget, and (consolidation) a fresh simulation decides the same.
+    async fn validate(self: &Arc<Self>, cmd: Command) -> Result<Command, (Method, String)> {
+        let method = cmd.method;
+        tokio::time::sleep(self.config.validation_delay).await;
+        self.wait_synced().await;
+        let snapshot = self.state.snapshot();
+        let now = Timestamp::now();
+        let its = self.instance_types(&snapshot.node_pools).await;
+        let in_flight = lock(&self.orchestrator.in_flight).clone();
+        let (cands, _) = self.candidates(&snapshot, &its, &in_flight, now);
+        let mut budgets = self.budgets(&snapshot, &in_flight, cmd.reason(), now);
+        let mut fresh = Vec::new();
+        for c in &cmd.candidates {
+            let Some(now_c) = cands
+                .iter()
+                .find(|f| f.node == c.node && f.node_claim == c.node_claim)
+            else {
+                return Err((
+                    method,
+                    format!("node {} is no longer a candidate (churn)", c.node),
+                ));
+            };
+            if now_c.consolidation != Consolidation::Consolidatable
+                || (method == Method::Emptiness && !now_c.is_empty())
+            {
+                return Err((method, format!("node {} changed (churn)", c.node)));
+            }
+            if !budgets.take(&now_c.node_pool) {
+                return Err((method, format!("no budget left for node {}", c.node)));
+            }
+            fresh.push(now_c.clone());
+        }
+        if method == Method::Emptiness {
+            return Ok(Command {
+                candidates: fresh,
+                ..cmd
+            });
+        }
+        let this = Arc::clone(self);
+        let expected = cmd.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let world = this.world(&snapshot, &its, now);
+            let refs: Vec<&Candidate> = fresh.iter().collect();
+            methods::consolidation(&world, &refs, method)
+        })
+        .await
+        .map_err(|e| (method, e.to_string()))?;
+        let again = result.map_err(|why| (method, format!("scheduling: {why}")))?;
+        match (expected.decision(), again.decision()) {
+            (Decision::Delete, Decision::Delete) => Ok(Command {
+                took: expected.took,
+                ..again
+            }),
+            (Decision::Replace, Decision::Replace) => {
+                let names: BTreeSet<&str> = again
+                    .replacements
+                    .iter()
+                    .flat_map(|r| r.instance_types.iter().map(|it| it.name()))
+                    .collect();
+                let subset = expected
+                    .replacements
+                    .iter()
+                    .flat_map(|r| r.instance_types.iter())
+                    .all(|it| names.contains(it.name()));
+                if subset {
+                    Ok(Command {
+                        took: expected.took,
+                        ..again
+                    })
+                } else {
+                    Err((method, "the replacement's options changed".into()))
+                }
+            }
+            _ => Err((method, "the decision changed".into())),
+        }
+    }
+
+    /// Removes the disrupted taint and `DisruptionReason` from managed nodes no command of
+    /// this process holds (left behind by a restart or a failed command).
+    async fn clean_up(&self, snapshot: &Snapshot) {
+        let in_flight = lock(&self.orchestrator.in_flight).clone();
+        for node in &snapshot.nodes {
+            let name = node.name_any();
+            let managed = node.labels().contains_key(NODE_POOL);
+            if !managed || in_flight.contains(&name) || node.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let nc = snapshot
+                .node_claims
+                .iter()
+                .find(|c| c.status.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&name));
+            if nc.is_some_and(|c| c.metadata.deletion_timestamp.is_some()) {
+                continue;
+            }
+            let marked = nc.is_some_and(|c| {
+                c.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.condition(DISRUPTION_REASON))
+                    .is_some()
+            });
+            if !writes::is_tainted(node) && !marked {
+                continue;
+            }
+            let nc_name = nc.map(ResourceExt::name_any).unwrap_or_default();
+            tracing::info!(node = %name, "removing a disruption mark no command holds");
+            if let Err(e) = self.orchestrator.mark(&name, &nc_name, None).await {
+                tracing::warn!(node = %name, error = %e, "disruption mark not removed");
+            }
+        }
+    }
+
+    /// Writes `Consolidatable` and `lastPodEventTime` where they changed.
+    async fn write_conditions(&self, snapshot: &Snapshot, now: Timestamp) {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for nc in &snapshot.node_claims {
+            if nc.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let Some(pool) = nc.labels().get(NODE_POOL).and_then(|p| {
+                snapshot
+                    .node_pools
+                    .iter()
+                    .find(|n| n.metadata.name.as_deref() == Some(p))
+            }) else {
+                continue;
+            };
+            let node = nc.status.as_ref().and_then(|s| s.node_name.as_deref());
+            let last = node.and_then(|n| self.state.last_pod_event(n));
+            let stored = nc
+                .status
+                .as_ref()
+                .and_then(|s| s.last_pod_event_time.as_ref())
+                .map(|t| t.0);
+            // Written at most every 10 s per NodeClaim (upstream's rate).
+            let write_last = last.filter(|l| {
+                stored.is_none_or(|s| {
+                    s.checked_add(k8s_openapi::jiff::SignedDuration::from_secs(10))
+                        .is_ok_and(|due| *l >= due)
+                })
+            });
+            let consolidation = consolidatable::evaluate(nc, pool, last, now);
+            let patch = writes::status_patch(nc, now, write_last, |set| match &consolidation {
+                Consolidation::Consolidatable => {
+                    set.set(CONSOLIDATABLE, ConditionStatus::True, CONSOLIDATABLE, "")
+                }
+                _ => set.clear(CONSOLIDATABLE),
+            });
+            let Some(patch) = patch else {
+                continue;
+            };
+            match api
+                .patch_status(
+                    &nc.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+            {
+                Ok(_) => {}
+                // Another writer was first: the next pass sees its version.
+                Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => {}
+                Err(e) => {
+                    tracing::debug!(nodeclaim = %nc.name_any(), error = %e, "disruption conditions not written")
+                }
+            }
+        }
+        let nodes: BTreeSet<&str> = snapshot
+            .nodes
+            .iter()
+            .filter_map(|n| n.metadata.name.as_deref())
+            .collect();
+        self.state.forget_pod_events(|n| nodes.contains(n));
+    }
+}

@@ -1,0 +1,501 @@
+//! The voluntary disruption methods and the commands they decide (spec §5.5, §5.9–5.11).
+//!
+//! Responsibility: given candidates, a budget map and a simulation [`World`], decide one
+//! [`Command`] — which nodes go, which new NodeClaims replace them — as a plain value:
+//! - [`emptiness`]: every empty, consolidatable candidate within its pool's budget, in one
+//!   DELETE command (all consolidation policies);
+//! - [`multi_node`]: the longest prefix (by savings ratio, at most 100) of underutilized
+//!   candidates whose pods fit on the remaining nodes plus at most one new, strictly cheaper
+//!   node, found by binary search;
+//! - [`single_node`]: the first underutilized candidate (by savings ratio, pools interleaved)
+//!   that can be deleted, or replaced by one strictly cheaper node;
+//! - [`consolidation`]: the decision for one set of candidates (shared by both and by the
+//!   validation after the delay).
+//!
+//! A replacement keeps only the instance types whose worst launch price is strictly below the
+//! candidates' summed price, still satisfying minValues; when it may launch as spot or
+//! on-demand it is restricted to spot (the price comparison assumed spot); spot candidates are
+//! never replaced by spot (upstream's `SpotToSpotConsolidation` gate, off by default).
+//! Candidates that were not acted on get a reason ([`Unconsolidatable`]).
+//!
+//! Inputs: [`Candidate`]s, [`BudgetMap`], [`World`]. Outputs: [`Command`]s and reasons. Pure.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use api::NodePool;
+use api::nodepool::{ConsolidationPolicy, DisruptionReason};
+use scheduling::instance_type::{OfferingIterExt, satisfies_min_values};
+use scheduling::labels::{CAPACITY_TYPE, CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT};
+use scheduling::requirements::Requirement;
+use scheduling::scheduler::PlannedNodeClaim;
+
+use super::budget_map::BudgetMap;
+use super::candidates::Candidate;
+use super::consolidatable::Consolidation;
+use super::simulation::World;
+
+/// Which method decided a command (the `consolidation_type` metric label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Method {
+    /// Empty nodes.
+    Emptiness,
+    /// Drifted nodes.
+    Drift,
+    /// Several underutilized nodes at once.
+    MultiNode,
+    /// One underutilized node.
+    SingleNode,
+}
+
+impl Method {
+    /// The reason budgets are evaluated for.
+    #[must_use]
+    pub fn reason(self) -> DisruptionReason {
+        match self {
+            Self::Emptiness => DisruptionReason::Empty,
+            Self::Drift => DisruptionReason::Drifted,
+            Self::MultiNode | Self::SingleNode => DisruptionReason::Underutilized,
+        }
+    }
+
+    /// Upstream's `consolidation_type` label value.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Emptiness => "empty",
+            Self::Drift => "",
+            Self::MultiNode => "multi",
+            Self::SingleNode => "single",
+        }
+    }
+}
+
+/// DELETE or REPLACE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The candidates go; their pods fit elsewhere.
+    Delete,
+    /// The candidates go once their replacements are initialized.
+    Replace,
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Delete => "delete",
+            Self::Replace => "replace",
+        })
+    }
+}
+
+/// What one method decided.
+#[derive(Debug, Clone)]
+pub struct Command {
+    /// The method.
+    pub method: Method,
+    /// The nodes to remove.
+    pub candidates: Vec<Candidate>,
+    /// The NodeClaims to create first.
+    pub replacements: Vec<PlannedNodeClaim>,
+    /// Price per hour saved (candidates' prices minus the replacement's cheapest option).
+    pub savings: f64,
+    /// How long the decision took to compute.
+    pub took: Duration,
+}
+
+impl Command {
+    /// DELETE or REPLACE.
+    #[must_use]
+    pub fn decision(&self) -> Decision {
+        if self.replacements.is_empty() {
+            Decision::Delete
+        } else {
+            Decision::Replace
+        }
+    }
+
+    /// The reason (for budgets, the `DisruptionReason` condition and metrics).
+    #[must_use]
+    pub fn reason(&self) -> DisruptionReason {
+        self.method.reason()
+    }
+
+    /// The candidates' node names.
+    #[must_use]
+    pub fn nodes(&self) -> Vec<String> {
+        self.candidates.iter().map(|c| c.node.clone()).collect()
+    }
+
+    /// The replacements' cheapest instance types.
+    #[must_use]
+    pub fn replacement_types(&self) -> Vec<String> {
+        self.replacements
+            .iter()
+            .filter_map(|r| r.instance_types.first().map(|it| it.name().to_owned()))
+            .collect()
+    }
+}
+
+/// A candidate not acted on, and why (for `Unconsolidatable` Events and `plan`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unconsolidatable {
+    /// The node.
+    pub node: String,
+    /// Why.
+    pub reason: String,
+}
+
+fn pool_of<'a>(pools: &'a [NodePool], name: &str) -> Option<&'a NodePool> {
+    pools
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(name))
+}
+
+fn policy(pool: &NodePool) -> ConsolidationPolicy {
+    pool.spec
+        .disruption_or_default()
+        .consolidation_policy
+        .unwrap_or_default()
+}
+
+/// The empty, consolidatable candidates within budget: one DELETE command (spec §5.5).
+#[must_use]
+pub fn emptiness(candidates: &[Candidate], budgets: &mut BudgetMap) -> Option<Command> {
+    let started = Instant::now();
+    let mut empty: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| c.is_empty() && c.consolidation.is_consolidatable())
+        .collect();
+    empty.sort_by(|a, b| b.savings_ratio().total_cmp(&a.savings_ratio()));
+    let taken: Vec<Candidate> = empty
+        .into_iter()
+        .filter(|c| budgets.take(&c.node_pool))
+        .cloned()
+        .collect();
+    (!taken.is_empty()).then(|| Command {
+        method: Method::Emptiness,
+        savings: taken.iter().map(|c| c.price).sum(),
+        candidates: taken,
+        replacements: Vec::new(),
+        took: started.elapsed(),
+    })
+}
+
+/// Whether `c` may be consolidated as underutilized (spec §5.7); the reason when not.
+///
+/// # Errors
+/// Why not, in upstream's words.
+pub fn underutilized(c: &Candidate, pools: &[NodePool]) -> Result<(), String> {
+    if c.instance_type.is_none() {
+        return Err(format!(
+            "Instance Type {:?} not found",
+            c.instance_type_name.as_deref().unwrap_or_default()
+        ));
+    }
+    if c.capacity_type.is_none() {
+        return Err(format!("Node does not have label {CAPACITY_TYPE:?}"));
+    }
+    match &c.consolidation {
+        Consolidation::Disabled(why) => {
+            return Err(format!(
+                "NodePool {:?} has consolidation disabled ({why})",
+                c.node_pool
+            ));
+        }
+        Consolidation::NotInitialized => return Err("node is not initialized".into()),
+        Consolidation::NotYet(at) => return Err(format!("node is not consolidatable until {at}")),
+        Consolidation::Consolidatable => {}
+    }
+    if c.is_empty() {
+        return Err("node is empty (emptiness removes it)".into());
+    }
+    match pool_of(pools, &c.node_pool).map(policy) {
+        Some(ConsolidationPolicy::WhenEmpty) => Err(format!(
+            "NodePool {:?} has consolidation policy WhenEmpty",
+            c.node_pool
+        )),
+        Some(_) => Ok(()),
+        None => Err(format!("NodePool {:?} not found", c.node_pool)),
+    }
+}
+
+/// The decision for removing `candidates` together (spec §5.9); the reason when there is none.
+///
+/// # Errors
+/// Why they cannot go (pods would not fit; more than one new node; not cheaper; spot to spot).
+pub fn consolidation(
+    world: &World,
+    candidates: &[&Candidate],
+    method: Method,
+) -> Result<Command, String> {
+    let started = Instant::now();
+    let sim = world.simulate(candidates);
+    if !sim.all_moved() {
+        return Err(sim.why_not());
+    }
+    let source: f64 = candidates.iter().map(|c| c.price).sum();
+    let owned: Vec<Candidate> = candidates.iter().map(|c| (*c).clone()).collect();
+    let mut new = sim.results.new_node_claims;
+    match new.len() {
+        0 => Ok(Command {
+            method,
+            candidates: owned,
+            replacements: Vec::new(),
+            savings: source,
+            took: started.elapsed(),
+        }),
+        1 => {
+            let mut replacement = new.remove(0);
+            cheaper(world, &mut replacement, candidates, source, method)?;
+            let cost = replacement
+                .instance_types
+                .first()
+                .map(|it| {
+                    it.offerings()
+                        .cheapest_compatible_price(&replacement.requirements, world.well_known())
+                })
+                .unwrap_or(f64::INFINITY);
+            Ok(Command {
+                method,
+                candidates: owned,
+                replacements: vec![replacement],
+                savings: source - cost,
+                took: started.elapsed(),
+            })
+        }
+        n => Err(format!("Can't remove without creating {n} candidates")),
+    }
+}
+
+/// Narrows `replacement` to strictly cheaper options (spec §5.9 item 4).
+fn cheaper(
+    world: &World,
+    replacement: &mut PlannedNodeClaim,
+    candidates: &[&Candidate],
+    source: f64,
+    method: Method,
+) -> Result<(), String> {
+    let wk = world.well_known();
+    let may_be_spot = replacement
+        .requirements
+        .get(CAPACITY_TYPE)
+        .is_none_or(|r| r.has(CAPACITY_TYPE_SPOT));
+    let all_spot = candidates
+        .iter()
+        .all(|c| c.capacity_type.as_deref() == Some(CAPACITY_TYPE_SPOT));
+    if all_spot && may_be_spot {
+        return Err(
+            "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+                .into(),
+        );
+    }
+    let mut options: Vec<_> = replacement
+        .instance_types
+        .iter()
+        .filter(|it| {
+            it.offerings()
+                .iter()
+                .filter(|o| o.available)
+                .worst_launch_price(&replacement.requirements, wk)
+                < source
+        })
+        .cloned()
+        .collect();
+    if method == Method::MultiNode {
+        same_type_filter(&mut options, candidates, replacement, world);
+    }
+    if options.is_empty() {
+        return Err("Can't replace with a cheaper node".into());
+    }
+    if let Err(e) = satisfies_min_values(&options, &replacement.requirements) {
+        return Err(format!("Filtering by price: {e}"));
+    }
+    let may_be_on_demand = replacement
+        .requirements
+        .get(CAPACITY_TYPE)
+        .is_none_or(|r| r.has(CAPACITY_TYPE_ON_DEMAND));
+    if may_be_spot && may_be_on_demand {
+        let spot_offered = options.iter().any(|it| {
+            it.offerings()
+                .iter()
+                .any(|o| o.available && o.capacity_type() == Some(CAPACITY_TYPE_SPOT))
+        });
+        if spot_offered {
+            replacement
+                .requirements
+                .add(Requirement::in_values(CAPACITY_TYPE, [CAPACITY_TYPE_SPOT]));
+        }
+    }
+    replacement.instance_types = options;
+    Ok(())
+}
+
+/// Multi-node: when a replacement option is the instance type of a candidate, keep only
+/// options strictly cheaper than the cheapest such candidate (no "replace 3 nodes by one of the
+/// same kind" churn).
+fn same_type_filter(
+    options: &mut Vec<std::sync::Arc<scheduling::instance_type::InstanceType>>,
+    candidates: &[&Candidate],
+    replacement: &PlannedNodeClaim,
+    world: &World,
+) {
+    let same: Vec<f64> = candidates
+        .iter()
+        .filter(|c| {
+            options
+                .iter()
+                .any(|o| Some(o.name()) == c.instance_type_name.as_deref())
+        })
+        .map(|c| c.price)
+        .collect();
+    let Some(limit) = same.into_iter().reduce(f64::min) else {
+        return;
+    };
+    options.retain(|it| {
+        it.offerings()
+            .iter()
+            .filter(|o| o.available)
+            .worst_launch_price(&replacement.requirements, world.well_known())
+            < limit
+    });
+}
+
+/// Candidates eligible for consolidation, by savings ratio (highest first), with the reasons
+/// of the others.
+#[must_use]
+pub fn eligible<'a>(
+    candidates: &'a [Candidate],
+    pools: &[NodePool],
+) -> (Vec<&'a Candidate>, Vec<Unconsolidatable>) {
+    let mut ok = Vec::new();
+    let mut not = Vec::new();
+    for c in candidates {
+        match underutilized(c, pools) {
+            Ok(()) => ok.push(c),
+            Err(reason) => not.push(Unconsolidatable {
+                node: c.node.clone(),
+                reason,
+            }),
+        }
+    }
+    ok.sort_by(|a, b| {
+        b.savings_ratio()
+            .total_cmp(&a.savings_ratio())
+            .then_with(|| a.node.cmp(&b.node))
+    });
+    (ok, not)
+}
+
+/// The most candidates multi-node consolidation considers at once.
+pub const MULTI_NODE_MAX: usize = 100;
+
+/// Multi-node consolidation (spec §5.10): the longest valid prefix, by binary search.
+#[must_use]
+pub fn multi_node(
+    world: &World,
+    candidates: &[Candidate],
+    pools: &[NodePool],
+    budgets: &BudgetMap,
+) -> Option<Command> {
+    let (eligible, _) = eligible(candidates, pools);
+    let mut budgets = budgets.clone();
+    let within: Vec<&Candidate> = eligible
+        .into_iter()
+        .filter(|c| budgets.take(&c.node_pool))
+        .take(MULTI_NODE_MAX)
+        .collect();
+    if within.len() < 2 {
+        return None;
+    }
+    let started = Instant::now();
+    let (mut lo, mut hi) = (1_usize, within.len() - 1);
+    let mut best = None;
+    while lo <= hi {
+        let mid = usize::midpoint(lo, hi);
+        let Some(prefix) = within.get(..=mid) else {
+            break;
+        };
+        match consolidation(world, prefix, Method::MultiNode) {
+            Ok(cmd) => {
+                best = Some(cmd);
+                lo = mid + 1;
+            }
+            Err(_) => {
+                if mid == 0 {
+                    break;
+                }
+                hi = mid - 1;
+            }
+        }
+    }
+    best.map(|mut c| {
+        c.took = started.elapsed();
+        c
+    })
+}
+
+/// Single-node consolidation (spec §5.11): the first candidate that can go; the reasons of the
+/// candidates tried before it.
+#[must_use]
+pub fn single_node(
+    world: &World,
+    candidates: &[Candidate],
+    pools: &[NodePool],
+    budgets: &BudgetMap,
+) -> (Option<Command>, Vec<Unconsolidatable>) {
+    let started = Instant::now();
+    let (eligible, mut reasons) = eligible(candidates, pools);
+    // Round-robin across NodePools, each pool's candidates in savings order.
+    let mut by_pool: BTreeMap<&str, Vec<&Candidate>> = BTreeMap::new();
+    for c in eligible {
+        by_pool.entry(c.node_pool.as_str()).or_default().push(c);
+    }
+    let mut queues: Vec<std::collections::VecDeque<&Candidate>> =
+        by_pool.into_values().map(Into::into).collect();
+    let mut ordered = Vec::new();
+    while queues.iter().any(|q| !q.is_empty()) {
+        for q in &mut queues {
+            if let Some(c) = q.pop_front() {
+                ordered.push(c);
+            }
+        }
+    }
+    for c in ordered {
+        if budgets.remaining(&c.node_pool) == 0 {
+            reasons.push(Unconsolidatable {
+                node: c.node.clone(),
+                reason: format!(
+                    "No allowed disruptions for disruption reason {} due to blocking budget",
+                    reason_name(DisruptionReason::Underutilized)
+                ),
+            });
+            continue;
+        }
+        match consolidation(world, &[c], Method::SingleNode) {
+            Ok(mut cmd) => {
+                cmd.took = started.elapsed();
+                return (Some(cmd), reasons);
+            }
+            Err(reason) => reasons.push(Unconsolidatable {
+                node: c.node.clone(),
+                reason,
+            }),
+        }
+    }
+    (None, reasons)
+}
+
+/// The reason's name as NodePools spell it.
+#[must_use]
+pub fn reason_name(reason: DisruptionReason) -> &'static str {
+    match reason {
+        DisruptionReason::Underutilized => "Underutilized",
+        DisruptionReason::Empty => "Empty",
+        DisruptionReason::Drifted => "Drifted",
+    }
+}
+
+#[cfg(test)]
+mod tests;

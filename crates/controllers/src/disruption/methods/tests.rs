@@ -1,0 +1,273 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::disruption::budget_map::budget_map;
+use crate::disruption::candidates::Class;
+use crate::disruption::testing::{Fixture, instance_type, now};
+
+fn budgets(f: &Fixture, reason: DisruptionReason) -> BudgetMap {
+    budget_map(
+        &f.nodes,
+        &f.node_claims,
+        &f.node_pools,
+        &BTreeSet::new(),
+        reason,
+        now(),
+    )
+}
+
+fn names(cmd: &Command) -> Vec<String> {
+    cmd.nodes()
+}
+
+fn set_budget(f: &mut Fixture, nodes: &str) {
+    let d = f.node_pools[0].spec.disruption.as_mut().unwrap();
+    d.budgets = Some(vec![api::nodepool::Budget {
+        nodes: nodes.into(),
+        ..api::nodepool::Budget::defaults()[0].clone()
+    }]);
+}
+
+/// Five empty nodes and one busy one.
+fn empties() -> Fixture {
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    for i in 0..6 {
+        f.node(&format!("n{i}"), "default", &big);
+    }
+    f.pod("busy", Some("n0"), "1");
+    f
+}
+
+#[test]
+fn emptiness_takes_every_empty_node_within_the_budget() {
+    let f = empties();
+    let (c, _) = f.candidates(Class::Graceful);
+    let cmd = emptiness(&c, &mut budgets(&f, DisruptionReason::Empty)).unwrap();
+    assert_eq!(names(&cmd), ["n1", "n2", "n3", "n4", "n5"]);
+    assert_eq!(cmd.decision(), Decision::Delete);
+    assert!((cmd.savings - 4.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_budget_of_zero_blocks_and_twenty_percent_limits() {
+    let mut f = empties();
+    set_budget(&mut f, "0");
+    let (c, _) = f.candidates(Class::Graceful);
+    assert!(emptiness(&c, &mut budgets(&f, DisruptionReason::Empty)).is_none());
+    set_budget(&mut f, "20%");
+    // 20 % of 6 nodes, rounded up: 2.
+    let cmd = emptiness(&c, &mut budgets(&f, DisruptionReason::Empty)).unwrap();
+    assert_eq!(cmd.candidates.len(), 2);
+    // A node already disrupting (not Ready) uses up one of them.
+    f.nodes[0]
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions
+        .as_mut()
+        .unwrap()[0]
+        .status = "False".into();
+    let cmd = emptiness(&c, &mut budgets(&f, DisruptionReason::Empty)).unwrap();
+    assert_eq!(cmd.candidates.len(), 1);
+}
+
+#[test]
+fn emptiness_waits_for_consolidate_after_and_respects_never() {
+    let mut f = empties();
+    f.node_pools[0]
+        .spec
+        .disruption
+        .as_mut()
+        .unwrap()
+        .consolidate_after = api::common::NillableDuration("Never".into());
+    let (c, _) = f.candidates(Class::Graceful);
+    assert!(emptiness(&c, &mut budgets(&f, DisruptionReason::Empty)).is_none());
+    f.node_pools[0]
+        .spec
+        .disruption
+        .as_mut()
+        .unwrap()
+        .consolidate_after = api::common::NillableDuration("10m".into());
+    for nc in &mut f.node_claims {
+        nc.status.as_mut().unwrap().last_pod_event_time =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                now()
+                    .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(60))
+                    .unwrap(),
+            ));
+    }
+    let (c, _) = f.candidates(Class::Graceful);
+    assert!(
+        emptiness(&c, &mut budgets(&f, DisruptionReason::Empty)).is_none(),
+        "a pod left a minute ago"
+    );
+}
+
+#[test]
+fn a_half_empty_pair_becomes_one_node() {
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    f.node("n1", "default", &big).node("n2", "default", &big);
+    f.pod("a", Some("n1"), "3");
+    f.pod("b", Some("n2"), "2");
+    let (c, _) = f.candidates(Class::Graceful);
+    let world = f.world();
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    assert!(
+        multi_node(&world, &c, &f.node_pools, &b).is_none(),
+        "one node of the same type is not cheaper than two? it is, but the same type must be strictly cheaper than the cheapest candidate"
+    );
+    let (cmd, _) = single_node(&world, &c, &f.node_pools, &b);
+    let cmd = cmd.unwrap();
+    assert_eq!(cmd.decision(), Decision::Delete);
+    assert_eq!(cmd.candidates.len(), 1);
+    assert_eq!(cmd.method, Method::SingleNode);
+}
+
+#[test]
+fn a_node_is_replaced_by_a_cheaper_type_but_never_by_an_equal_one() {
+    let big = instance_type("big", 8, 0.8);
+    let small = instance_type("small", 2, 0.2);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone(), small]);
+    f.node("n1", "default", &big);
+    f.pod("a", Some("n1"), "1");
+    let (c, _) = f.candidates(Class::Graceful);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let (cmd, _) = single_node(&f.world(), &c, &f.node_pools, &b);
+    let cmd = cmd.unwrap();
+    assert_eq!(cmd.decision(), Decision::Replace);
+    assert_eq!(cmd.replacement_types(), ["small"]);
+    assert!((cmd.savings - 0.6).abs() < 1e-9, "{}", cmd.savings);
+    assert!(
+        cmd.replacements[0]
+            .instance_types
+            .iter()
+            .all(|it| it.name() != "big"),
+        "only strictly cheaper options"
+    );
+
+    let mut f = Fixture::default();
+    let small = instance_type("small", 2, 0.2);
+    f.pool("default", vec![small.clone()]);
+    f.node("n1", "default", &small);
+    f.pod("a", Some("n1"), "1");
+    let (c, _) = f.candidates(Class::Graceful);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let (cmd, reasons) = single_node(&f.world(), &c, &f.node_pools, &b);
+    assert!(cmd.is_none());
+    assert_eq!(
+        reasons,
+        vec![Unconsolidatable {
+            node: "n1".into(),
+            reason: "Can't replace with a cheaper node".into()
+        }]
+    );
+}
+
+#[test]
+fn multi_node_deletes_the_longest_prefix_that_fits() {
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    for i in 0..3 {
+        f.node(&format!("n{i}"), "default", &big);
+        f.pod(&format!("p{i}"), Some(&format!("n{i}")), "2");
+    }
+    let (c, _) = f.candidates(Class::Graceful);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let cmd = multi_node(&f.world(), &c, &f.node_pools, &b).unwrap();
+    assert_eq!(cmd.decision(), Decision::Delete);
+    assert_eq!(cmd.candidates.len(), 2, "the third node takes both pods");
+    assert_eq!(cmd.method.label(), "multi");
+}
+
+#[test]
+fn pods_that_fit_nowhere_keep_their_node_but_pending_pods_do_not_block() {
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    f.node("n1", "default", &big).node("n2", "default", &big);
+    f.pod("a", Some("n1"), "6");
+    f.pod("b", Some("n2"), "6");
+    f.pod("huge", None, "64");
+    let (c, _) = f.candidates(Class::Graceful);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let (cmd, reasons) = single_node(&f.world(), &c, &f.node_pools, &b);
+    assert!(cmd.is_none());
+    assert!(
+        reasons[0]
+            .reason
+            .starts_with("Can't replace with a cheaper node"),
+        "{reasons:?}"
+    );
+    f.pods[1].spec.as_mut().unwrap().containers[0]
+        .resources
+        .as_mut()
+        .unwrap()
+        .requests
+        .as_mut()
+        .unwrap()
+        .insert(
+            "cpu".into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("1".into()),
+        );
+    let (c, _) = f.candidates(Class::Graceful);
+    let (cmd, _) = single_node(&f.world(), &c, &f.node_pools, &b);
+    assert_eq!(
+        cmd.unwrap().nodes(),
+        ["n1"],
+        "a's 6 cpu now fit beside b on n2; the pending 64-cpu pod, which fits nowhere, does not block"
+    );
+}
+
+#[test]
+fn when_empty_spot_and_budget_reasons_are_named() {
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    f.node("n1", "default", &big);
+    f.pod("a", Some("n1"), "1");
+    f.node_pools[0]
+        .spec
+        .disruption
+        .as_mut()
+        .unwrap()
+        .consolidation_policy = Some(ConsolidationPolicy::WhenEmpty);
+    let (c, _) = f.candidates(Class::Graceful);
+    assert_eq!(
+        underutilized(&c[0], &f.node_pools).unwrap_err(),
+        "NodePool \"default\" has consolidation policy WhenEmpty"
+    );
+    f.node_pools[0]
+        .spec
+        .disruption
+        .as_mut()
+        .unwrap()
+        .consolidation_policy = None;
+    set_budget(&mut f, "0");
+    let (c, _) = f.candidates(Class::Graceful);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let (cmd, reasons) = single_node(&f.world(), &c, &f.node_pools, &b);
+    assert!(cmd.is_none());
+    assert!(reasons[0].reason.contains("blocking budget"), "{reasons:?}");
+
+    let mut c = c;
+    c[0].capacity_type = Some("spot".into());
+    let world = f.world();
+    let err = consolidation(&world, &[&c[0]], Method::SingleNode);
+    assert!(
+        err.is_err_and(|e| e.contains("SpotToSpotConsolidation")),
+        "a spot node is never replaced by spot"
+    );
+}

@@ -1,0 +1,401 @@
+//! Carrying out one disruption command (spec §5.14).
+//!
+//! Responsibility, in order: mark every candidate — taint its Node `karpenter.sh/disrupted`
+//! ([`super::writes::taint_patch`]) and set its NodeClaim's `DisruptionReason` — and give up
+//! (rolling back what was marked) if any fails while the command needs replacements; create the
+//! replacement NodeClaims through the provisioner's NodeClaim builder; wait until each is
+//! Initialized (a replacement that disappears, or the time limit, rolls the command back:
+//! taint removed, condition cleared); then delete each candidate NodeClaim (UID precondition:
+//! exactly the object decided on), which the existing termination path drains (PDBs respected)
+//! and turns into the deletion of exactly its Machine. Events and metrics as upstream names
+//! them. The nodes stay "in flight" (not candidates again) until the command ends.
+//!
+//! Inputs: a [`Command`], clients, the state. Outputs: writes, Events, metrics, an [`Outcome`].
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use api::common::{ConditionStatus, Conditions};
+use api::well_known::conditions::{DISRUPTION_REASON, INITIALIZED};
+use api::well_known::events::{
+    DISRUPTION_LAUNCHING, DISRUPTION_TERMINATING, DISRUPTION_WAITING_READINESS,
+};
+use api::{NodeClaim, NodePool};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::reflector::ObjectRef;
+use scheduling::labels::WellKnownLabels;
+use state::ClusterState;
+use tokio::time::Instant;
+
+use super::methods::{Command, reason_name};
+use super::writes;
+use crate::events::{Events, Message};
+use crate::metrics::{DecisionLabels, DisruptedLabels, Metrics, ReasonLabels};
+use crate::provisioning::node_claim::{PoolHash, node_claim};
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The candidates' NodeClaims were deleted.
+    Deleted {
+        /// The replacements created.
+        replacements: Vec<String>,
+    },
+    /// Rolled back, and why.
+    RolledBack(String),
+}
+
+/// What the orchestration needs.
+#[derive(Clone)]
+pub struct Orchestrator {
+    /// The workload cluster.
+    pub client: kube::Client,
+    /// The state (to see replacements initialize).
+    pub state: Arc<ClusterState>,
+    /// Events.
+    pub events: Events,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Nodes in commands.
+    pub in_flight: Arc<Mutex<BTreeSet<String>>>,
+    /// The NodePool hash stamped on replacements.
+    pub hash: fn(&NodePool) -> PoolHash,
+    /// Labels.
+    pub well_known: WellKnownLabels,
+    /// How long replacements may take to initialize.
+    pub replacement_timeout: Duration,
+}
+
+impl std::fmt::Debug for Orchestrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Orchestrator")
+            .field("replacement_timeout", &self.replacement_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock(set: &Mutex<BTreeSet<String>>) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+    set.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Orchestrator {
+    /// Claims the command's nodes; false when one is already in a command.
+    pub fn reserve(&self, command: &Command) -> bool {
+        let mut set = lock(&self.in_flight);
+        if command.candidates.iter().any(|c| set.contains(&c.node)) {
+            return false;
+        }
+        set.extend(command.nodes());
+        true
+    }
+
+    fn release(&self, command: &Command) {
+        let mut set = lock(&self.in_flight);
+        for n in command.nodes() {
+            set.remove(&n);
+        }
+    }
+
+    /// Carries the command out (its nodes must be [`Self::reserve`]d).
+    pub async fn execute(&self, command: Command, pools: Vec<NodePool>) -> Outcome {
+        let outcome = self.run(&command, &pools).await;
+        if let Outcome::RolledBack(why) = &outcome {
+            tracing::warn!(nodes = ?command.nodes(), reason = %why, "disruption command rolled back");
+            self.metrics
+                .disruption_queue_failures
+                .get_or_create(&self.decision_labels(&command))
+                .inc();
+        }
+        self.release(&command);
+        outcome
+    }
+
+    fn decision_labels(&self, command: &Command) -> DecisionLabels {
+        DecisionLabels {
+            decision: command.decision().to_string(),
+            reason: reason_name(command.reason()).to_lowercase(),
+            consolidation_type: command.method.label().into(),
+        }
+    }
+
+    async fn run(&self, command: &Command, pools: &[NodePool]) -> Outcome {
+        let reason = reason_name(command.reason());
+        let mut marked = Vec::new();
+        let mut failed = None;
+        for c in &command.candidates {
+            match self.mark(&c.node, &c.node_claim, Some(reason)).await {
+                Ok(()) => marked.push(c),
+                Err(e) => {
+                    failed = Some(format!("marking node {}: {e}", c.node));
+                    break;
+                }
+            }
+        }
+        if let Some(why) = failed {
+            self.unmark_all(marked.iter().map(|c| (&*c.node, &*c.node_claim)))
+                .await;
+            return Outcome::RolledBack(why);
+        }
+        let mut replacements = Vec::new();
+        for planned in &command.replacements {
+            match self.create(planned, pools).await {
+                Ok(name) => replacements.push(name),
+                Err(why) => {
+                    self.unmark_all(
+                        command
+                            .candidates
+                            .iter()
+                            .map(|c| (&*c.node, &*c.node_claim)),
+                    )
+                    .await;
+                    return Outcome::RolledBack(why);
+                }
+            }
+        }
+        if !replacements.is_empty() {
+            for c in &command.candidates {
+                self.event(
+                    &c.node,
+                    &c.node_claim,
+                    Message::normal(
+                        DISRUPTION_LAUNCHING,
+                        format!(
+                            "Launching NodeClaim: {} ({reason})",
+                            replacements.join(", ")
+                        ),
+                    ),
+                );
+            }
+            if let Err(why) = self.await_initialized(command, &replacements).await {
+                self.unmark_all(
+                    command
+                        .candidates
+                        .iter()
+                        .map(|c| (&*c.node, &*c.node_claim)),
+                )
+                .await;
+                return Outcome::RolledBack(why);
+            }
+        }
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for c in &command.candidates {
+            self.event(
+                &c.node,
+                &c.node_claim,
+                Message::normal(
+                    DISRUPTION_TERMINATING,
+                    format!("Disrupting Node: {reason}/{}", command.decision()),
+                ),
+            );
+            let params = DeleteParams {
+                preconditions: c.node_claim_uid.clone().map(|uid| Preconditions {
+                    uid: Some(uid),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            match api.delete(&c.node_claim, &params).await {
+                Ok(_) => {
+                    self.metrics
+                        .nodeclaims_disrupted
+                        .get_or_create(&DisruptedLabels {
+                            reason: reason.to_lowercase(),
+                            nodepool: c.node_pool.clone(),
+                            capacity_type: c.capacity_type.clone().unwrap_or_default(),
+                        })
+                        .inc_by(1);
+                    self.metrics
+                        .pods_disruption_initiated
+                        .get_or_create(&ReasonLabels {
+                            reason: reason.to_lowercase(),
+                        })
+                        .inc_by(c.reschedulable.len() as u64);
+                }
+                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                Err(e) => {
+                    tracing::warn!(nodeclaim = %c.node_claim, error = %e, "disrupted nodeclaim not deleted");
+                    // Taint and condition stay until the next loop's clean-up notices the node
+                    // is no longer in a command (then they are removed).
+                }
+            }
+        }
+        tracing::info!(
+            reason,
+            decision = %command.decision(),
+            nodes = ?command.nodes(),
+            replacements = ?replacements,
+            savings = command.savings,
+            "disrupted nodes"
+        );
+        Outcome::Deleted { replacements }
+    }
+
+    fn event(&self, node: &str, node_claim: &str, message: Message) {
+        if let Some(n) = self.state.nodes().get(&ObjectRef::new(node)) {
+            self.events.publish(&*n, message.clone());
+        }
+        if let Some(nc) = self.state.node_claims().get(&ObjectRef::new(node_claim)) {
+            self.events.publish(&*nc, message);
+        }
+    }
+
+    /// Taints the node and sets (or, with `None`, clears) the NodeClaim's `DisruptionReason`.
+    ///
+    /// # Errors
+    /// The API error, as text.
+    pub async fn mark(
+        &self,
+        node: &str,
+        node_claim: &str,
+        reason: Option<&str>,
+    ) -> Result<(), String> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        let mut n = match self.state.nodes().get(&ObjectRef::new(node)) {
+            Some(n) => (*n).clone(),
+            None => nodes.get(node).await.map_err(|e| e.to_string())?,
+        };
+        // The cache may be behind: on a failed test, once more on a fresh read.
+        for fresh in [false, true] {
+            let Some(patch) = writes::taint_patch(&n, reason.is_some()) else {
+                break;
+            };
+            match nodes
+                .patch(
+                    node,
+                    &PatchParams::default(),
+                    &Patch::Json::<()>(serde_json::from_value(patch).map_err(|e| e.to_string())?),
+                )
+                .await
+            {
+                Ok(_) => break,
+                Err(kube::Error::Api(s)) if s.code == 404 && reason.is_none() => break,
+                Err(kube::Error::Api(s)) if !fresh && (s.code == 422 || s.code == 409) => {
+                    n = nodes.get(node).await.map_err(|e| e.to_string())?;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        let mut nc = match self.state.node_claims().get(&ObjectRef::new(node_claim)) {
+            Some(nc) => (*nc).clone(),
+            None => claims.get(node_claim).await.map_err(|e| e.to_string())?,
+        };
+        let now = Timestamp::now();
+        for fresh in [false, true] {
+            let patch = writes::status_patch(&nc, now, None, |set| match reason {
+                Some(r) => set.set(DISRUPTION_REASON, ConditionStatus::True, r, r),
+                None => set.clear(DISRUPTION_REASON),
+            });
+            let Some(patch) = patch else {
+                return Ok(());
+            };
+            match claims
+                .patch_status(node_claim, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 404 && reason.is_none() => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 && !fresh => {
+                    nc = claims.get(node_claim).await.map_err(|e| e.to_string())?;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
+    }
+
+    async fn unmark_all(&self, nodes: impl Iterator<Item = (&str, &str)>) {
+        for (node, nc) in nodes {
+            if let Err(e) = self.mark(node, nc, None).await {
+                tracing::warn!(node, error = %e, "disruption mark not removed (the next loop retries)");
+            }
+        }
+    }
+
+    async fn create(
+        &self,
+        planned: &scheduling::scheduler::PlannedNodeClaim,
+        pools: &[NodePool],
+    ) -> Result<String, String> {
+        let pool = pools
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(&*planned.node_pool))
+            .ok_or_else(|| format!("nodepool {} not found", planned.node_pool))?;
+        let hash = (self.hash)(pool);
+        let nc =
+            node_claim(planned, pool, &self.well_known, Some(&hash)).map_err(|e| e.to_string())?;
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let created = api
+            .create(&PostParams::default(), &nc)
+            .await
+            .map_err(|e| format!("creating replacement: {e}"))?;
+        let name = created.name_any();
+        self.state.node_claim_created(&name);
+        self.metrics
+            .nodeclaims_created
+            .get_or_create(&crate::metrics::CreatedLabels {
+                reason: "disrupted".into(),
+                nodepool: pool.name_any(),
+                min_values_relaxed: planned.min_values_relaxed.to_string(),
+            })
+            .inc();
+        tracing::info!(nodeclaim = %name, nodepool = %pool.name_any(), "created replacement nodeclaim");
+        Ok(name)
+    }
+
+    async fn await_initialized(&self, command: &Command, names: &[String]) -> Result<(), String> {
+        let started = Instant::now();
+        let mut changes = self.state.changes();
+        let mut waiting_reported = false;
+        loop {
+            let mut all = true;
+            for name in names {
+                match self.state.node_claims().get(&ObjectRef::new(name)) {
+                    Some(nc) if nc.metadata.deletion_timestamp.is_some() => {
+                        return Err(format!("replacement {name} was deleted"));
+                    }
+                    Some(nc) => {
+                        if !nc
+                            .status
+                            .as_ref()
+                            .is_some_and(|s| s.conditions.is_true(INITIALIZED))
+                        {
+                            all = false;
+                        }
+                    }
+                    None if started.elapsed() > state::bookkeeping::UNSEEN_GRACE => {
+                        return Err(format!("replacement {name} was deleted"));
+                    }
+                    None => all = false,
+                }
+            }
+            if all {
+                return Ok(());
+            }
+            if !waiting_reported && started.elapsed() > Duration::from_secs(5) {
+                waiting_reported = true;
+                for c in &command.candidates {
+                    self.event(
+                        &c.node,
+                        &c.node_claim,
+                        Message::normal(
+                            DISRUPTION_WAITING_READINESS,
+                            "Waiting on readiness to continue disruption",
+                        ),
+                    );
+                }
+            }
+            if started.elapsed() > self.replacement_timeout {
+                return Err(format!(
+                    "replacements not initialized within {:?}",
+                    self.replacement_timeout
+                ));
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The scheduling simulation every consolidation decision is made with (spec §5.8).
+//!
+//! Responsibility: "what if these nodes were gone?" through the same scheduling engine the
+//! provisioner uses. [`World::new`] converts one snapshot once (the scheduler's cluster, the
+//! NodePools with their instance types, the pending pods); [`World::simulate`] removes the
+//! candidates' nodes (and the pods bound to them) from a copy of the cluster and schedules the
+//! pending pods plus the candidates' pods that can move — not those with an active
+//! do-not-disrupt annotation or covered by a PDB that never allows a disruption. The answer
+//! says which moved pods found no place (pending pods that fit nowhere do not count: they did
+//! not fit before either), which moved pods would land on an uninitialized node, and the new
+//! NodeClaims needed.
+//!
+//! Inputs: a snapshot's objects, instance types per NodePool, candidates. Outputs:
+//! [`Simulation`]. Pure (the solve is CPU-bound; callers run it on a blocking thread).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use api::NodePool;
+use k8s_openapi::jiff::Timestamp;
+use scheduling::instance_type::{InstanceType, MinValuesPolicy};
+use scheduling::labels::WellKnownLabels;
+use scheduling::scheduler::{Cluster, Options, PodError, PreferencePolicy, Results, Scheduler};
+
+use super::candidates::Candidate;
+use super::pdb::Pdbs;
+use crate::provisioning::inputs::{self, ClusterObjects};
+use crate::termination::do_not_disrupt::do_not_disrupt;
+
+/// What a simulation is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct Objects<'a> {
+    /// The cluster's objects.
+    pub cluster: ClusterObjects<'a>,
+    /// NodePools.
+    pub node_pools: &'a [NodePool],
+    /// PDBs.
+    pub pdbs: &'a [k8s_openapi::api::policy::v1::PodDisruptionBudget],
+    /// Instance types per NodePool name.
+    pub instance_types: &'a BTreeMap<String, Vec<Arc<InstanceType>>>,
+    /// Now.
+    pub now: Timestamp,
+}
+
+/// One snapshot, converted once for many simulations.
+#[derive(Debug, Clone)]
+pub struct World {
+    cluster: Cluster,
+    pools: Vec<scheduling::scheduler::NodePool>,
+    pending: Vec<scheduling::pod::Pod>,
+    options: Options,
+    /// Pods of candidates that cannot move (by UID): do-not-disrupt or a fully blocking PDB.
+    immovable: BTreeSet<String>,
+    /// Warnings from the conversion (objects skipped).
+    pub warnings: Vec<String>,
+}
+
+/// The outcome of one simulation.
+#[derive(Debug, Clone, Default)]
+pub struct Simulation {
+    /// The engine's results.
+    pub results: Results,
+    /// Moved pods that found no place.
+    pub unscheduled: Vec<PodError>,
+    /// Moved pods the engine put on an uninitialized node (`pod → node`).
+    pub on_uninitialized: Vec<(String, String)>,
+}
+
+impl Simulation {
+    /// Every pod of the candidates found a place, none on an uninitialized node.
+    #[must_use]
+    pub fn all_moved(&self) -> bool {
+        self.unscheduled.is_empty() && self.on_uninitialized.is_empty()
+    }
+
+    /// Why not [`Self::all_moved`], in upstream's words (at most 5 pods named).
+    #[must_use]
+    pub fn why_not(&self) -> String {
+        if let Some((pod, node)) = self.on_uninitialized.first() {
+            return format!("pod {pod:?} would schedule against uninitialized node/{node}");
+        }
+        let named: Vec<String> = self
+            .unscheduled
+            .iter()
+            .take(5)
+            .map(|e| format!("{:?}: {}", e.pod, e.message))
+            .collect();
+        format!("not all pods would schedule, {}", named.join("; "))
+    }
+}
+
+impl World {
+    /// Converts the snapshot. Pools without instance types, or invalid, are left out.
+    #[must_use]
+    pub fn new(objects: &Objects<'_>, well_known: &WellKnownLabels) -> Self {
+        let (cluster, mut warnings) = inputs::cluster(&objects.cluster);
+        let mut pools = Vec::new();
+        for pool in objects.node_pools {
+            let name = pool.metadata.name.clone().unwrap_or_default();
+            let Some(its) = objects.instance_types.get(&name) else {
+                continue;
+            };
+            match inputs::scheduler_node_pool(pool, its.clone(), well_known) {
+                Ok(p) => pools.push(p),
+                Err(e) => warnings.push(format!("NodePool {name} skipped: {e}")),
+            }
+        }
+        let pending = objects
+            .cluster
+            .pods
+            .iter()
+            .filter(|p| inputs::provisionable(p))
+            .filter_map(|p| inputs::validate_pod(p, well_known).ok())
+            .collect();
+        let pdbs = Pdbs::new(objects.pdbs);
+        let immovable = objects
+            .cluster
+            .pods
+            .iter()
+            .filter(|p| do_not_disrupt(p).is_active(p, objects.now) || pdbs.fully_blocks(p))
+            .filter_map(|p| p.metadata.uid.clone())
+            .collect();
+        Self {
+            cluster,
+            pools,
+            pending,
+            options: Options {
+                preference_policy: PreferencePolicy::Respect,
+                min_values_policy: MinValuesPolicy::Strict,
+                well_known: well_known.clone(),
+                ..Options::default()
+            },
+            immovable,
+            warnings,
+        }
+    }
+
+    /// The engine's options (the provisioner's policies).
+    #[must_use]
+    pub fn with_policies(
+        mut self,
+        preference: PreferencePolicy,
+        min_values: MinValuesPolicy,
+    ) -> Self {
+        self.options.preference_policy = preference;
+        self.options.min_values_policy = min_values;
+        self
+    }
+
+    /// The well-known labels.
+    #[must_use]
+    pub fn well_known(&self) -> &WellKnownLabels {
+        &self.options.well_known
+    }
+
+    /// Schedules everything as if `candidates` were gone.
+    #[must_use]
+    pub fn simulate(&self, candidates: &[&Candidate]) -> Simulation {
+        let gone: BTreeSet<&str> = candidates.iter().map(|c| c.node.as_str()).collect();
+        let mut cluster = self.cluster.clone();
+        cluster.nodes.retain(|n| !gone.contains(&*n.name));
+        cluster
+            .pods
+            .retain(|p| p.node_name.as_deref().is_none_or(|n| !gone.contains(n)));
+        let mut pods = self.pending.clone();
+        let mut moved: BTreeSet<Arc<str>> = BTreeSet::new();
+        let mut unscheduled = Vec::new();
+        for c in candidates {
+            for pod in &c.reschedulable {
+                if pod
+                    .metadata
+                    .uid
+                    .as_ref()
+                    .is_some_and(|u| self.immovable.contains(u))
+                {
+                    continue;
+                }
+                match scheduling::k8s::pod(pod) {
+                    Ok(mut p) => {
+                        p.node_name = None;
+                        p.terminal_or_terminating = false;
+                        moved.insert(p.uid.clone());
+                        pods.push(p);
+                    }
+                    Err(e) => unscheduled.push(PodError {
+                        uid: Arc::from(pod.metadata.uid.as_deref().unwrap_or_default()),
+                        pod: format!(
+                            "{}/{}",
+                            pod.metadata.namespace.as_deref().unwrap_or_default(),
+                            pod.metadata.name.as_deref().unwrap_or_default()
+                        ),
+                        message: e.to_string(),
+                    }),
+                }
+            }
+        }
+        let uninitialized: BTreeSet<&str> = cluster
+            .nodes
+            .iter()
+            .filter(|n| !n.initialized)
+            .map(|n| &*n.name)
+            .collect();
+        let results = if self.pools.is_empty() && pods.is_empty() {
+            Results::default()
+        } else {
+            Scheduler::new(&self.pools, &cluster, &pods, self.options.clone()).solve(&pods)
+        };
+        unscheduled.extend(
+            results
+                .errors
+                .iter()
+                .filter(|e| moved.contains(&e.uid))
+                .cloned(),
+        );
+        let names: BTreeMap<&str, String> = pods.iter().map(|p| (&*p.uid, p.key())).collect();
+        let on_uninitialized = results
+            .existing_nodes
+            .iter()
+            .filter(|b| uninitialized.contains(&*b.node))
+            .flat_map(|b| {
+                b.pods
+                    .iter()
+                    .filter(|u| moved.contains(*u))
+                    .map(|u| {
+                        (
+                            names.get(&**u).cloned().unwrap_or_default(),
+                            b.node.to_string(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        Simulation {
+            results,
+            unscheduled,
+            on_uninitialized,
+        }
+    }
+
+    /// The NodePools the world schedules with.
+    #[must_use]
+    pub fn pools(&self) -> &[scheduling::scheduler::NodePool] {
+        &self.pools
+    }
+}

@@ -1,0 +1,180 @@
+//! Test fixtures for the disruption modules: a small cluster of managed nodes built from fake
+//! instance types, with bound pods, PDBs and NodePools.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use api::{NodeClaim, NodePool};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::jiff::Timestamp;
+use scheduling::fixtures::{FakeInstanceType, fake_well_known_labels};
+use scheduling::instance_type::{InstanceType, Offering};
+use scheduling::quantity::Quantity;
+use serde_json::json;
+
+use super::candidates::{Candidate, Class, Inputs, candidates};
+use super::simulation::{Objects, World};
+use crate::provisioning::inputs::ClusterObjects;
+
+/// The fixtures' "now".
+pub fn now() -> Timestamp {
+    Timestamp::from_second(1_800_000_000).unwrap()
+}
+
+fn from<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    serde_json::from_value(value).unwrap()
+}
+
+/// An on-demand instance type in zone `z1` with `cpu` cores, 64Gi and 110 pods.
+pub fn instance_type(name: &str, cpu: i64, price: f64) -> Arc<InstanceType> {
+    Arc::new(
+        FakeInstanceType::new(name)
+            .resource("cpu", Quantity::from_value(cpu))
+            .resource("memory", Quantity::from_bytes(64 << 30))
+            .resource("pods", Quantity::from_value(110))
+            .offering(Offering::new("on-demand", "z1", price))
+            .build()
+            .unwrap(),
+    )
+}
+
+/// A cluster under test.
+#[derive(Debug, Default, Clone)]
+pub struct Fixture {
+    pub nodes: Vec<Node>,
+    pub node_claims: Vec<NodeClaim>,
+    pub pods: Vec<Pod>,
+    pub pdbs: Vec<PodDisruptionBudget>,
+    pub node_pools: Vec<NodePool>,
+    pub instance_types: BTreeMap<String, Vec<Arc<InstanceType>>>,
+    pub in_flight: BTreeSet<String>,
+    pub nominated: BTreeSet<String>,
+}
+
+impl Fixture {
+    /// A NodePool `name` offering `types`, consolidating at once.
+    pub fn pool(&mut self, name: &str, types: Vec<Arc<InstanceType>>) -> &mut NodePool {
+        self.node_pools.push(from(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": name, "uid": format!("uid-{name}")},
+            "spec": {
+                "disruption": {"consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]},
+                "template": {"spec": {
+                    "nodeClassRef": {"group": "karpenter.cluster.x-k8s.io", "kind": "ClusterAPINodeClass", "name": "d"},
+                    "requirements": []}}}
+        })));
+        self.instance_types.insert(name.to_owned(), types);
+        self.node_pools.last_mut().unwrap()
+    }
+
+    /// An initialized, Ready node of `pool` of instance type `it`, with its NodeClaim.
+    pub fn node(&mut self, name: &str, pool: &str, it: &InstanceType) -> &mut Self {
+        let cpu = it
+            .capacity()
+            .get_or_zero(&scheduling::resources::ResourceName::CPU);
+        let cpu = cpu.to_string();
+        self.nodes.push(from(json!({
+            "metadata": {"name": name, "labels": {
+                "karpenter.sh/nodepool": pool,
+                "karpenter.sh/initialized": "true",
+                "karpenter.sh/registered": "true",
+                "node.kubernetes.io/instance-type": it.name(),
+                "topology.kubernetes.io/zone": "z1",
+                "karpenter.sh/capacity-type": "on-demand",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64"}},
+            "spec": {"providerID": format!("capi://{name}")},
+            "status": {
+                "capacity": {"cpu": cpu, "memory": "64Gi", "pods": "110"},
+                "allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}]}
+        })));
+        self.node_claims.push(from(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": format!("{name}-claim"), "uid": format!("uid-{name}-claim"),
+                "labels": {"karpenter.sh/nodepool": pool}},
+            "spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io", "kind": "ClusterAPINodeClass", "name": "d"},
+                "requirements": []},
+            "status": {"nodeName": name, "providerID": format!("capi://{name}"),
+                "conditions": [{"type": "Initialized", "status": "True", "reason": "Initialized",
+                    "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        })));
+        self
+    }
+
+    /// A Running, Ready pod `name` requesting `cpu` on `node` (`None`: pending).
+    pub fn pod(&mut self, name: &str, node: Option<&str>, cpu: &str) -> &mut Pod {
+        let mut spec =
+            json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]});
+        let status = if let Some(node) = node {
+            spec["nodeName"] = json!(node);
+            json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                "startTime": "2026-01-01T00:00:00Z"})
+        } else {
+            json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]})
+        };
+        self.pods.push(from(json!({
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
+                "labels": {"app": name},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                    "uid": "rs", "controller": true}]},
+            "spec": spec,
+            "status": status
+        })));
+        self.pods.last_mut().unwrap()
+    }
+
+    /// A PDB selecting `app=<app>` with `allowed` disruptions allowed.
+    pub fn pdb(&mut self, app: &str, allowed: i32) {
+        self.pdbs.push(from(json!({
+            "metadata": {"name": app, "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": app}}, "maxUnavailable": 1},
+            "status": {"disruptionsAllowed": allowed, "currentHealthy": 1, "desiredHealthy": 1,
+                "expectedPods": 1}
+        })));
+    }
+
+    /// Candidates of `class` at [`now`].
+    pub fn candidates(&self, class: Class) -> (Vec<Candidate>, Vec<super::candidates::Blocked>) {
+        let nominated = |n: &str| self.nominated.contains(n);
+        let last = |_: &str| None;
+        candidates(
+            &Inputs {
+                nodes: &self.nodes,
+                node_claims: &self.node_claims,
+                pods: &self.pods,
+                pdbs: &self.pdbs,
+                node_pools: &self.node_pools,
+                instance_types: &self.instance_types,
+                in_flight: &self.in_flight,
+                nominated: &nominated,
+                last_pod_event: &last,
+                now: now(),
+            },
+            class,
+        )
+    }
+
+    /// The simulation world.
+    pub fn world(&self) -> World {
+        World::new(
+            &Objects {
+                cluster: ClusterObjects {
+                    nodes: &self.nodes,
+                    node_claims: &self.node_claims,
+                    pods: &self.pods,
+                    daemon_sets: &[],
+                    namespaces: &[],
+                },
+                node_pools: &self.node_pools,
+                pdbs: &self.pdbs,
+                instance_types: &self.instance_types,
+                now: now(),
+            },
+            &fake_well_known_labels(),
+        )
+    }
+}
