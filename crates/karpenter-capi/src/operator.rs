@@ -105,6 +105,7 @@ pub struct Operator {
     metrics: Arc<Metrics>,
     decisions: Arc<Mutex<Vec<Decision>>>,
     disruptions: Arc<Mutex<Vec<Record>>>,
+    disruption_idle: Arc<std::sync::atomic::AtomicU64>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -191,6 +192,7 @@ impl Operator {
             stamp,
         );
         let disruptions = disruption.records();
+        let disruption_idle = disruption.idle_passes();
         let node_pools = NodePoolControllers::new(
             workload.clone(),
             Arc::clone(&state),
@@ -225,6 +227,7 @@ impl Operator {
             metrics,
             decisions,
             disruptions,
+            disruption_idle,
             tasks,
         }
     }
@@ -239,6 +242,14 @@ impl Operator {
     #[must_use]
     pub fn metrics(&self) -> Arc<Metrics> {
         Arc::clone(&self.metrics)
+    }
+
+    /// Consecutive passes of the disruption loop that found nothing to do with no command in
+    /// flight.
+    #[must_use]
+    pub fn disruption_idle_passes(&self) -> u64 {
+        self.disruption_idle
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The disruption decisions so far.

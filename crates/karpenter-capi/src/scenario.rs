@@ -13,6 +13,7 @@
 //! steps:
 //!   - scale: {deployment: default/web, replicas: 18}
 //!   - waitForPods: {timeout: 90s}   # every pod of every Deployment Running
+//!   - waitForConsolidation: {timeout: 120s}   # the disruption loop has nothing left to do
 //!   - sleep: 3s
 //! ```
 //! Inputs: YAML text, clients. Outputs: [`Scenario`] values, created objects.
@@ -63,6 +64,12 @@ pub enum Step {
         /// Give up (the scenario fails) after this long (Go duration, e.g. `90s`).
         timeout: String,
     },
+    /// Wait until the disruption loop has nothing left to do: no command in flight and
+    /// three passes in a row that decided nothing.
+    WaitForConsolidation {
+        /// Give up (the scenario fails) after this long.
+        timeout: String,
+    },
     /// Let time pass (Go duration).
     Sleep(String),
 }
@@ -75,6 +82,9 @@ impl std::fmt::Display for Step {
                 replicas,
             } => write!(f, "scale {deployment} to {replicas}"),
             Self::WaitForPods { timeout } => write!(f, "wait for pods (timeout {timeout})"),
+            Self::WaitForConsolidation { timeout } => {
+                write!(f, "wait for consolidation (timeout {timeout})")
+            }
             Self::Sleep(d) => write!(f, "sleep {d}"),
         }
     }
@@ -90,7 +100,7 @@ pub fn parse(text: &str) -> anyhow::Result<Scenario> {
         .map_err(|e| anyhow::anyhow!("scenario: {}: {}", e.path(), e.inner()))?;
     for (i, step) in scenario.steps.iter().enumerate() {
         let duration = match step {
-            Step::WaitForPods { timeout } => Some(timeout),
+            Step::WaitForPods { timeout } | Step::WaitForConsolidation { timeout } => Some(timeout),
             Step::Sleep(d) => Some(d),
             Step::Scale { deployment, .. } => {
                 if deployment.split_once('/').is_none() {

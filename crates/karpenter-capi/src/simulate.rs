@@ -26,12 +26,29 @@ use sim::world::objects::{list_json, machine_deployments, machines};
 use sim::{ServeWorldConfig, WorldConfig};
 use tokio::time::Instant;
 
+use controllers::disruption::methods::{self, Method};
+
 use crate::connect::client_from_kubeconfig;
 use crate::operator::{Operator, OperatorConfig};
 use crate::scenario::{self, Scenario, Step};
 
+/// The controller's settings in `simulate`: the defaults, except that the disruption loop
+/// validates a consolidation after 2 s instead of 15 s and looks again after 1 s instead of
+/// 10 s (the simulated infrastructure is fast; the decisions are the same).
+#[must_use]
+pub fn operator_config() -> OperatorConfig {
+    OperatorConfig {
+        disruption: controllers::disruption::DisruptionConfig {
+            poll: Duration::from_secs(1),
+            validation_delay: Duration::from_secs(2),
+            ..controllers::disruption::DisruptionConfig::default()
+        },
+        ..OperatorConfig::default()
+    }
+}
+
 /// How `simulate` runs.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SimulateOptions {
     /// Write `management.kubeconfig` and `workload.kubeconfig` here (else a temporary dir).
     pub kubeconfig_dir: Option<PathBuf>,
@@ -41,6 +58,17 @@ pub struct SimulateOptions {
     pub world: WorldConfig,
     /// The controller's settings.
     pub operator: OperatorConfig,
+}
+
+impl Default for SimulateOptions {
+    fn default() -> Self {
+        Self {
+            kubeconfig_dir: None,
+            progress: false,
+            world: WorldConfig::default(),
+            operator: operator_config(),
+        }
+    }
 }
 
 /// Nodes of one MachineDeployment at the end.
@@ -75,6 +103,30 @@ pub struct DecisionSummary {
     pub latency_ms: u64,
     /// Time in the scheduling engine (ms).
     pub solve_ms: u64,
+}
+
+/// One disruption decision.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DisruptionSummary {
+    /// Seconds since the scenario started, when it was decided.
+    pub at_seconds: f64,
+    /// `Empty` or `Underutilized` (the budget reason).
+    pub reason: String,
+    /// `emptiness`, `multi-node consolidation`, `single-node consolidation`.
+    pub method: String,
+    /// `delete` or `replace`.
+    pub decision: String,
+    /// The nodes removed.
+    pub nodes: Vec<String>,
+    /// The replacements' instance types.
+    pub replacements: Vec<String>,
+    /// Price per hour saved (estimate at decision time).
+    pub savings_per_hour: f64,
+    /// Time to compute the decision (ms).
+    pub computed_ms: u64,
+    /// `done`, `running`, or why it was rolled back.
+    pub outcome: String,
 }
 
 /// One step's outcome.
@@ -115,6 +167,12 @@ pub struct Summary {
     pub memory_utilization_percent: f64,
     /// Sum of node prices per hour.
     pub cost_per_hour: f64,
+    /// The most nodes seen after a step.
+    pub peak_nodes: usize,
+    /// The highest cost per hour seen after a step.
+    pub peak_cost_per_hour: f64,
+    /// Disruption decisions.
+    pub disruptions: Vec<DisruptionSummary>,
     /// Provisioning decisions.
     pub decisions: Vec<DecisionSummary>,
     /// The timeline.
@@ -223,22 +281,43 @@ async fn timeline(
         })
     });
     let mut done = Vec::new();
-    let result = run_steps(workload, steps, start, &mut done).await;
+    let mut peak = (0, 0.0);
+    let result = run_steps(
+        (workload, management),
+        operator,
+        steps,
+        start,
+        &mut done,
+        &mut peak,
+    )
+    .await;
     if let Some(p) = printer {
         p.abort();
     }
     let wall = start.elapsed();
-    let summary = summarize(name, workload, management, operator, start, wall, done).await;
+    let summary = summarize(
+        name,
+        (workload, management),
+        operator,
+        start,
+        wall,
+        done,
+        peak,
+    )
+    .await;
     result?;
     summary
 }
 
 async fn run_steps(
-    workload: &kube::Client,
+    clients: (&kube::Client, &kube::Client),
+    operator: &Operator,
     steps: &[Step],
     start: Instant,
     out: &mut Vec<StepSummary>,
+    peak: &mut (usize, f64),
 ) -> anyhow::Result<()> {
+    let (workload, management) = clients;
     for step in steps {
         let began = Instant::now();
         match step {
@@ -274,7 +353,26 @@ async fn run_steps(
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
             }
+            Step::WaitForConsolidation { timeout } => {
+                let timeout = api::common::parse_duration(timeout)?;
+                let deadline = Instant::now() + timeout;
+                // Idle passes counted from now: the loop must look at the current cluster.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                while operator.disruption_idle_passes() < 3 {
+                    if Instant::now() >= deadline {
+                        bail!(
+                            "step `{step}`: after {timeout:?}, the disruption loop is still busy"
+                        );
+                    }
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
             Step::Sleep(d) => tokio::time::sleep(api::common::parse_duration(d)?).await,
+        }
+        if let Ok((nodes, cost)) = nodes_and_cost(management).await
+            && cost > peak.1
+        {
+            *peak = (nodes, cost);
         }
         out.push(StepSummary {
             step: step.to_string(),
@@ -343,45 +441,21 @@ fn quantity(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>)
         .map_or(0.0, |q| q.as_nanos() as f64 / 1e9)
 }
 
-async fn summarize(
-    name: &str,
-    workload: &kube::Client,
+/// Nodes (Machines with a Node) and their cost per hour, from the MachineDeployments' prices.
+async fn nodes_and_cost(management: &kube::Client) -> anyhow::Result<(usize, f64)> {
+    let per_md = per_machine_deployment(management).await?;
+    Ok((
+        per_md.values().map(|m| m.nodes).sum(),
+        per_md
+            .values()
+            .map(|m| m.price_per_hour * m.nodes as f64)
+            .sum(),
+    ))
+}
+
+async fn per_machine_deployment(
     management: &kube::Client,
-    operator: &Operator,
-    start: Instant,
-    wall: Duration,
-    steps: Vec<StepSummary>,
-) -> anyhow::Result<Summary> {
-    let pods = workload_pods(workload).await?;
-    let running = pods
-        .iter()
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .count();
-    let nodes: Api<Node> = Api::all(workload.clone());
-    let nodes = nodes.list(&ListParams::default()).await?.items;
-    let ncs: Api<NodeClaim> = Api::all(workload.clone());
-    let ncs = ncs.list(&ListParams::default()).await?.items;
-
-    let (mut cpu_alloc, mut mem_alloc) = (0.0, 0.0);
-    for n in &nodes {
-        let alloc = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
-        cpu_alloc += quantity(alloc.and_then(|a| a.get("cpu")));
-        mem_alloc += quantity(alloc.and_then(|a| a.get("memory")));
-    }
-    let (mut cpu_req, mut mem_req) = (0.0, 0.0);
-    for p in pods.iter().filter(|p| {
-        p.spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .is_some_and(|n| !n.is_empty())
-    }) {
-        for c in p.spec.iter().flat_map(|s| &s.containers) {
-            let req = c.resources.as_ref().and_then(|r| r.requests.as_ref());
-            cpu_req += quantity(req.and_then(|r| r.get("cpu")));
-            mem_req += quantity(req.and_then(|r| r.get("memory")));
-        }
-    }
-
+) -> anyhow::Result<BTreeMap<String, MachineDeploymentSummary>> {
     let mds = list_json(&sim::world::objects::all(
         management,
         &machine_deployments(),
@@ -435,6 +509,51 @@ async fn summarize(
             s.nodes += 1;
         }
     }
+    Ok(per_md)
+}
+
+#[allow(clippy::too_many_lines)]
+async fn summarize(
+    name: &str,
+    clients: (&kube::Client, &kube::Client),
+    operator: &Operator,
+    start: Instant,
+    wall: Duration,
+    steps: Vec<StepSummary>,
+    peak: (usize, f64),
+) -> anyhow::Result<Summary> {
+    let (workload, management) = clients;
+    let pods = workload_pods(workload).await?;
+    let running = pods
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .count();
+    let nodes: Api<Node> = Api::all(workload.clone());
+    let nodes = nodes.list(&ListParams::default()).await?.items;
+    let ncs: Api<NodeClaim> = Api::all(workload.clone());
+    let ncs = ncs.list(&ListParams::default()).await?.items;
+
+    let (mut cpu_alloc, mut mem_alloc) = (0.0, 0.0);
+    for n in &nodes {
+        let alloc = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
+        cpu_alloc += quantity(alloc.and_then(|a| a.get("cpu")));
+        mem_alloc += quantity(alloc.and_then(|a| a.get("memory")));
+    }
+    let (mut cpu_req, mut mem_req) = (0.0, 0.0);
+    for p in pods.iter().filter(|p| {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty())
+    }) {
+        for c in p.spec.iter().flat_map(|s| &s.containers) {
+            let req = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+            cpu_req += quantity(req.and_then(|r| r.get("cpu")));
+            mem_req += quantity(req.and_then(|r| r.get("memory")));
+        }
+    }
+
+    let per_md = per_machine_deployment(management).await?;
     let cost: f64 = per_md
         .values()
         .map(|m| m.price_per_hour * m.nodes as f64)
@@ -481,6 +600,33 @@ async fn summarize(
         cpu_utilization_percent: percent(cpu_req, cpu_alloc),
         memory_utilization_percent: percent(mem_req, mem_alloc),
         cost_per_hour: (cost * 1000.0_f64).round() / 1000.0,
+        peak_nodes: peak.0.max(nodes.len()),
+        peak_cost_per_hour: (peak.1.max(cost) * 1000.0_f64).round() / 1000.0,
+        disruptions: operator
+            .disruptions()
+            .into_iter()
+            .map(|r| DisruptionSummary {
+                at_seconds: r.at.saturating_duration_since(start).as_secs_f64(),
+                reason: methods::reason_name(r.method.reason()).to_owned(),
+                method: match r.method {
+                    Method::Emptiness => "emptiness",
+                    Method::Drift => "drift",
+                    Method::MultiNode => "multi-node consolidation",
+                    Method::SingleNode => "single-node consolidation",
+                }
+                .to_owned(),
+                decision: r.decision.to_string(),
+                nodes: r.nodes,
+                replacements: r.replacements,
+                savings_per_hour: (r.savings * 1000.0).round() / 1000.0,
+                computed_ms: r.computed.as_millis() as u64,
+                outcome: match r.outcome {
+                    None => "running".to_owned(),
+                    Some(Ok(())) => "done".to_owned(),
+                    Some(Err(why)) => format!("rolled back: {why}"),
+                },
+            })
+            .collect(),
         decisions,
         steps,
     })
@@ -510,6 +656,26 @@ pub fn render(summary: &Summary) -> String {
         "utilization: cpu {:.1}%  memory {:.1}%   cost: ${:.3}/hour",
         summary.cpu_utilization_percent, summary.memory_utilization_percent, summary.cost_per_hour
     );
+    if summary.peak_nodes != summary.nodes
+        || (summary.peak_cost_per_hour - summary.cost_per_hour).abs() > 1e-9
+    {
+        let removed: usize = summary.disruptions.iter().map(|d| d.nodes.len()).sum();
+        let replaced: usize = summary
+            .disruptions
+            .iter()
+            .map(|d| d.replacements.len())
+            .sum();
+        let _ = writeln!(
+            out,
+            "peak: {} nodes at ${:.3}/hour   now: {} nodes at ${:.3}/hour   disruption removed {} node(s), launched {} replacement(s)",
+            summary.peak_nodes,
+            summary.peak_cost_per_hour,
+            summary.nodes,
+            summary.cost_per_hour,
+            removed,
+            replaced
+        );
+    }
     let _ = writeln!(
         out,
         "\nMACHINEDEPLOYMENT          NODES  REPLICAS  $/NODE-HOUR"
@@ -537,6 +703,31 @@ pub fn render(summary: &Summary) -> String {
             d.latency_ms,
             d.solve_ms
         );
+    }
+    if !summary.disruptions.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nDISRUPTION AT  REASON         METHOD                     DECISION  NODES  REPLACEMENTS  SAVES $/H  COMPUTED  OUTCOME"
+        );
+        for d in &summary.disruptions {
+            let _ = writeln!(
+                out,
+                "{:>12.1}s  {:<13}  {:<25}  {:<8}  {:>5}  {:<12}  {:>9.3}  {:>6}ms  {}",
+                d.at_seconds,
+                d.reason,
+                d.method,
+                d.decision,
+                d.nodes.len(),
+                if d.replacements.is_empty() {
+                    "-".to_owned()
+                } else {
+                    d.replacements.join(",")
+                },
+                d.savings_per_hour,
+                d.computed_ms,
+                d.outcome
+            );
+        }
     }
     let _ = writeln!(
         out,

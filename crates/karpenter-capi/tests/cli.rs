@@ -117,6 +117,23 @@ fn simulate_runs_the_built_in_scenario_to_every_pod_running() {
     assert!(summary["nodes"].as_u64().unwrap() >= 1);
     assert!(summary["costPerHour"].as_f64().unwrap() > 0.0);
     assert!(!summary["decisions"].as_array().unwrap().is_empty());
+    // After the scale-in, disruption makes the cluster smaller and cheaper, and says how.
+    assert!(
+        summary["nodes"].as_u64().unwrap() < summary["peakNodes"].as_u64().unwrap(),
+        "{summary:#}"
+    );
+    assert!(
+        summary["costPerHour"].as_f64().unwrap() < summary["peakCostPerHour"].as_f64().unwrap(),
+        "{summary:#}"
+    );
+    let disruptions = summary["disruptions"].as_array().unwrap();
+    assert!(!disruptions.is_empty(), "{summary:#}");
+    assert!(
+        disruptions.iter().all(|d| d["outcome"] == "done"
+            && !d["nodes"].as_array().unwrap().is_empty()
+            && d["reason"].is_string()),
+        "{summary:#}"
+    );
     assert!(dir.join("workload.kubeconfig").exists());
     std::fs::remove_dir_all(dir).unwrap();
 }

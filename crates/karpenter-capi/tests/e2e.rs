@@ -68,8 +68,21 @@ fn deployment(name: &str, replicas: i32, cpu: &str, memory: &str, extra: Value) 
     })
 }
 
-/// The world on `backend` (two separate sim servers, or one real kube-apiserver as both) with the Karpenter CRDs, the given MDs, a NodeClass and a NodePool.
+/// The world on `backend` (two separate sim servers, or one real kube-apiserver as both) with
+/// the Karpenter CRDs, the given MDs, a NodeClass and a NodePool that never consolidates (the
+/// provisioning tests count the nodes they made; the disruption tests use
+/// [`setup_consolidating`]).
 async fn setup(backend: Backend, mds: &[Value]) -> World {
+    setup_with_disruption(backend, mds, json!({"consolidateAfter": "Never"})).await
+}
+
+/// [`setup`] with a NodePool that consolidates as soon as a node is quiet (upstream's
+/// default `consolidateAfter: 0s`).
+async fn setup_consolidating(backend: Backend, mds: &[Value]) -> World {
+    setup_with_disruption(backend, mds, json!({"consolidateAfter": "0s"})).await
+}
+
+async fn setup_with_disruption(backend: Backend, mds: &[Value], disruption: Value) -> World {
     let world = World::start_on(backend, fast_world()).await.unwrap();
     sim::world::crds::install_karpenter_crds(&world.workload_client())
         .await
@@ -83,7 +96,8 @@ async fn setup(backend: Backend, mds: &[Value]) -> World {
             json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
                 "metadata": {"name": "default"}, "spec": {}}),
             json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
-                "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+                "spec": {"disruption": disruption,
+                    "template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
                     "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}),
         ],
     )
@@ -604,4 +618,337 @@ sim::backend_tests!(
     scaling_a_deployment_uses_the_existing_node_first,
     the_node_pool_counts_each_node_once,
     a_machine_deleted_by_hand_takes_its_node_claim_and_the_pods_come_back,
+);
+
+/// [`fast_operator`] with a quick disruption loop (validation after 1 s instead of 15 s).
+fn disruptive_operator() -> OperatorConfig {
+    let mut config = fast_operator();
+    config.disruption = controllers::disruption::DisruptionConfig {
+        poll: Duration::from_millis(500),
+        validation_delay: Duration::from_secs(1),
+        replacement_timeout: Duration::from_secs(120),
+    };
+    config
+}
+
+fn start_disruptive(world: &World) -> Operator {
+    if let Ok(filter) = std::env::var("E2E_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_test_writer()
+            .try_init();
+    }
+    Operator::start(
+        world.workload_client(),
+        world.management_client(),
+        disruptive_operator(),
+    )
+}
+
+async fn scale(world: &World, deployment: &str, replicas: i32) {
+    Api::<Deployment>::namespaced(world.workload_client(), "default")
+        .patch(
+            deployment,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .unwrap();
+}
+
+async fn node_count(world: &World, want: usize, timeout: Duration) {
+    wait_for(&format!("{want} node(s)"), timeout, || async {
+        let n = nodes(world).await.len();
+        let m = machines(world).await.len();
+        (n == want && m == want).then_some(())
+    })
+    .await;
+}
+
+/// Emptiness: after a scale-in, the empty nodes go (drained, their exact Machines deleted,
+/// replicas lowered) and the busy one stays.
+async fn empty_nodes_are_removed_after_a_scale_in(backend: Backend) {
+    let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 3, "3", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 3, Duration::from_secs(90)).await;
+    assert_eq!(nodes(&world).await.len(), 3);
+    scale(&world, "app", 1).await;
+    node_count(&world, 1, Duration::from_secs(90)).await;
+    let pods = all_running(&world, 1, Duration::from_secs(30)).await;
+    let node = &nodes(&world).await[0];
+    assert_eq!(
+        pods[0].spec.as_ref().unwrap().node_name.as_deref(),
+        Some(node.name_any().as_str()),
+        "the busy node stays"
+    );
+    assert_eq!(replicas(&world).await, 1);
+    let records = operator.disruptions();
+    assert!(
+        records
+            .iter()
+            .all(|r| r.method == controllers::disruption::methods::Method::Emptiness),
+        "{records:?}"
+    );
+    assert_eq!(
+        records.iter().map(|r| r.nodes.len()).sum::<usize>(),
+        2,
+        "{records:?}"
+    );
+}
+
+/// Two nodes each left with one small pod become one: one node is deleted, its pod moves.
+async fn a_half_empty_pair_is_consolidated_into_one_node(backend: Backend) {
+    let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let _operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("big", 2, "3", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(90)).await;
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("small", 2, "500m", "256Mi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 4, Duration::from_secs(60)).await;
+    assert_eq!(
+        nodes(&world).await.len(),
+        2,
+        "the small pods fit beside the big ones"
+    );
+    scale(&world, "big", 0).await;
+    node_count(&world, 1, Duration::from_secs(120)).await;
+    let pods = all_running(&world, 2, Duration::from_secs(60)).await;
+    let node = nodes(&world).await[0].name_any();
+    assert!(
+        pods.iter()
+            .all(|p| p.spec.as_ref().unwrap().node_name.as_deref() == Some(node.as_str()))
+    );
+    assert_eq!(replicas(&world).await, 1);
+}
+
+/// A node whose pods would fit on a cheaper MachineDeployment is replaced: the replacement is
+/// launched and initialized first, then the old node drains and its Machine goes.
+async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
+    let world = setup_consolidating(
+        backend,
+        &[
+            md("big", 8, 32, "zone-a", 0.8),
+            md("small", 2, 8, "zone-a", 0.2),
+        ],
+    )
+    .await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("huge", 1, "6", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("tiny", 1, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(60)).await;
+    let before = nodes(&world).await;
+    assert_eq!(before.len(), 1);
+    assert_eq!(label(&before[0], "node.kubernetes.io/instance-type"), "big");
+    scale(&world, "huge", 0).await;
+    wait_for(
+        "the tiny pod on a small node",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            let pods = pods(&world).await;
+            (nodes.len() == 1
+                && label(&nodes[0], "node.kubernetes.io/instance-type") == "small"
+                && pods.len() == 1
+                && running(&pods[0])
+                && pods[0].spec.as_ref().unwrap().node_name.as_deref()
+                    == Some(nodes[0].name_any().as_str()))
+            .then_some(())
+        },
+    )
+    .await;
+    node_count(&world, 1, Duration::from_secs(60)).await;
+    let records = operator.disruptions();
+    assert!(
+        records.iter().any(
+            |r| r.decision == controllers::disruption::methods::Decision::Replace
+                && r.replacements == ["small"]
+        ),
+        "{records:?}"
+    );
+}
+
+/// The node is neither deleting nor tainted `karpenter.sh/disrupted`.
+async fn untouched(world: &World, node: &str) -> bool {
+    let n = Api::<Node>::all(world.workload_client())
+        .get(node)
+        .await
+        .unwrap();
+    let tainted = n
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| t.iter().any(|t| t.key == "karpenter.sh/disrupted"));
+    n.metadata.deletion_timestamp.is_none() && !tainted
+}
+
+/// The node stays [`untouched`] for 6 s (a decision takes ~2 s with a 1 s validation delay).
+async fn hold(world: &World, node: &str, why: &str) {
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            untouched(world, node).await,
+            "{why}: node {node} was disrupted"
+        );
+    }
+}
+
+/// What blocks disruption: a PDB allowing no disruption, then a do-not-disrupt pod, then a
+/// budget of 0. A node that would otherwise be replaced by a cheaper one stays, untainted,
+/// until each is lifted in turn; a `karpenter.sh/disrupted` taint left on it by hand (as a
+/// crash in the middle of a command would leave it) is removed.
+async fn pdbs_do_not_disrupt_and_budgets_block_until_lifted(backend: Backend) {
+    let world = setup_consolidating(
+        backend,
+        &[
+            md("m", 4, 16, "zone-a", 0.2),
+            md("tiny", 1, 4, "zone-a", 0.05),
+        ],
+    )
+    .await;
+    let _operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("big", 2, "3", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(90)).await;
+    scenario::apply(
+        &world.workload_client(),
+        &[
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "guarded", "namespace": "default"},
+                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}}}),
+            deployment("guarded", 1, "500m", "256Mi", json!({})),
+        ],
+    )
+    .await
+    .unwrap();
+    let running_pods = all_running(&world, 3, Duration::from_secs(60)).await;
+    let guarded = running_pods
+        .iter()
+        .find(|p| p.labels().get("app").map(String::as_str) == Some("guarded"))
+        .unwrap()
+        .clone();
+    let node = guarded.spec.as_ref().unwrap().node_name.clone().unwrap();
+    assert_eq!(
+        nodes(&world).await.len(),
+        2,
+        "the small pod fits beside a big one"
+    );
+    scale(&world, "big", 0).await;
+    // The other node is empty and goes; this one would be replaced by a "tiny" one.
+    node_count(&world, 1, Duration::from_secs(90)).await;
+    hold(&world, &node, "a PDB allowing no disruption").await;
+    // A taint left behind on a blocked node is cleaned up.
+    Api::<Node>::all(world.workload_client())
+        .patch(
+            &node,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}})),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        "the leftover taint removed",
+        Duration::from_secs(30),
+        || async { untouched(&world, &node).await.then_some(()) },
+    )
+    .await;
+    // do-not-disrupt on the pod holds it once the PDB is gone.
+    let pod_api = Api::<Pod>::namespaced(world.workload_client(), "default");
+    pod_api
+        .patch(
+            &guarded.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    Api::<k8s_openapi::api::policy::v1::PodDisruptionBudget>::namespaced(
+        world.workload_client(),
+        "default",
+    )
+    .delete("guarded", &DeleteParams::default())
+    .await
+    .unwrap();
+    hold(&world, &node, "a do-not-disrupt pod").await;
+    // A budget of 0 holds it once the annotation is gone.
+    Api::<api::NodePool>::all(world.workload_client())
+        .patch(
+            "default",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"disruption": {"budgets": [{"nodes": "0"}]}}})),
+        )
+        .await
+        .unwrap();
+    pod_api
+        .patch(
+            &guarded.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": null}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    hold(&world, &node, "a budget of 0").await;
+    // Lifted: the node is replaced by a cheaper one and the pod moves there.
+    Api::<api::NodePool>::all(world.workload_client())
+        .patch(
+            "default",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"disruption": {"budgets": [{"nodes": "100%"}]}}})),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        "the pod on a tiny node",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            let pods = pods(&world).await;
+            (nodes.len() == 1
+                && label(&nodes[0], "node.kubernetes.io/instance-type") == "tiny"
+                && pods.len() == 1
+                && running(&pods[0]))
+            .then_some(())
+        },
+    )
+    .await;
+}
+
+sim::backend_tests!(
+    empty_nodes_are_removed_after_a_scale_in,
+    a_half_empty_pair_is_consolidated_into_one_node,
+    a_node_is_replaced_by_a_cheaper_machine_deployment,
+    pdbs_do_not_disrupt_and_budgets_block_until_lifted,
 );

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use api::common::Conditions as _;
 
-use karpenter_capi::operator::{Operator, OperatorConfig};
+use karpenter_capi::operator::Operator;
 use karpenter_capi::scenario;
 use karpenter_capi::simulate::{Summary, run_timeline};
 use sim::{Backend, World, WorldConfig};
@@ -121,7 +121,7 @@ async fn basic(backend: Backend) -> (Summary, (usize, usize, usize, usize, i64))
     let operator = Operator::start(
         world.workload_client(),
         world.management_client(),
-        OperatorConfig::default(),
+        karpenter_capi::simulate::operator_config(),
     );
     operator.wait_ready(Duration::from_secs(30)).await.unwrap();
     let summary = run_timeline(

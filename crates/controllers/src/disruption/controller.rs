@@ -23,6 +23,7 @@
 //! commands carried out, conditions, Events, metrics, records.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -107,6 +108,9 @@ pub struct Disruption<P> {
     well_known: WellKnownLabels,
     orchestrator: Orchestrator,
     records: Arc<Mutex<Vec<Record>>>,
+    idle: Arc<AtomicU64>,
+    /// The consolidation state in which consolidation last found nothing to do.
+    unchanged: Mutex<Option<u64>>,
 }
 
 impl<P> std::fmt::Debug for Disruption<P> {
@@ -128,6 +132,57 @@ fn ready(pool: &NodePool) -> bool {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A hash of everything consolidation's answer depends on: the nodes and their taints, where
+/// each pod is (or that it is pending), the candidates and whether each is consolidatable, the
+/// NodePools and PDBs (by resourceVersion), the budgets left, and the instance types' offerings.
+fn fingerprint(
+    snapshot: &Snapshot,
+    candidates: &[Candidate],
+    budgets: &BudgetMap,
+    its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
+) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for n in &snapshot.nodes {
+        n.metadata.name.hash(&mut h);
+        writes::is_tainted(n).hash(&mut h);
+        n.metadata.deletion_timestamp.is_some().hash(&mut h);
+    }
+    for p in &snapshot.pods {
+        p.metadata.uid.hash(&mut h);
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .hash(&mut h);
+        p.metadata.deletion_timestamp.is_some().hash(&mut h);
+    }
+    for c in candidates {
+        c.node.hash(&mut h);
+        c.consolidation.is_consolidatable().hash(&mut h);
+    }
+    for p in &snapshot.node_pools {
+        p.metadata.resource_version.hash(&mut h);
+    }
+    for p in &snapshot.pdbs {
+        p.metadata.resource_version.hash(&mut h);
+    }
+    for (pool, b) in &budgets.pools {
+        pool.hash(&mut h);
+        b.remaining.hash(&mut h);
+    }
+    for (pool, list) in its {
+        pool.hash(&mut h);
+        for it in list {
+            it.name().hash(&mut h);
+            for o in it.offerings().iter() {
+                o.price.to_bits().hash(&mut h);
+                o.available.hash(&mut h);
+            }
+        }
+    }
+    h.finish()
 }
 
 /// Dedupe window of `DisruptionBlocked` / `Unconsolidatable` Events per object and message.
@@ -167,6 +222,8 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             well_known,
             orchestrator,
             records: Arc::default(),
+            idle: Arc::default(),
+            unchanged: Mutex::default(),
         }
     }
 
@@ -176,12 +233,25 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         Arc::clone(&self.records)
     }
 
+    /// Consecutive passes that started no command while none was in flight (shared handle):
+    /// `simulate` waits on it for the cluster to settle.
+    #[must_use]
+    pub fn idle_passes(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.idle)
+    }
+
     /// Runs until dropped.
     pub async fn run(self) {
         let this = Arc::new(self);
         loop {
             this.wait_synced().await;
             let acted = Arc::clone(&this).pass().await;
+            let busy = !lock(&this.orchestrator.in_flight).is_empty();
+            if acted || busy {
+                this.idle.store(0, Ordering::Relaxed);
+            } else {
+                this.idle.fetch_add(1, Ordering::Relaxed);
+            }
             if !acted {
                 tokio::time::sleep(this.config.poll).await;
             }
@@ -256,6 +326,12 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             return false;
         }
         let budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Underutilized, now);
+        // Upstream's "consolidation state": nothing that could change the answer changed since
+        // consolidation last found nothing, so the simulations are not run again.
+        let state = fingerprint(&snapshot, &cands, &budgets, &its);
+        if *lock(&self.unchanged) == Some(state) {
+            return false;
+        }
         let this = Arc::clone(&self);
         let pools = snapshot.node_pools.clone();
         let computed = tokio::task::spawn_blocking(move || {
@@ -287,7 +363,10 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         }
         match cmd {
             Some(cmd) => self.validate_and_start(cmd, pools).await,
-            None => false,
+            None => {
+                *lock(&self.unchanged) = Some(state);
+                false
+            }
         }
     }
 
