@@ -105,7 +105,10 @@ pub struct Operator {
     metrics: Arc<Metrics>,
     decisions: Arc<Mutex<Vec<Decision>>>,
     disruptions: Arc<Mutex<Vec<Record>>>,
-    disruption_idle: Arc<std::sync::atomic::AtomicU64>,
+    disruption_passes: (
+        Arc<std::sync::atomic::AtomicU64>,
+        Arc<std::sync::atomic::AtomicU64>,
+    ),
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -192,7 +195,7 @@ impl Operator {
             stamp,
         );
         let disruptions = disruption.records();
-        let disruption_idle = disruption.idle_passes();
+        let disruption_passes = disruption.pass_counters();
         let node_pools = NodePoolControllers::new(
             workload.clone(),
             Arc::clone(&state),
@@ -227,7 +230,7 @@ impl Operator {
             metrics,
             decisions,
             disruptions,
-            disruption_idle,
+            disruption_passes,
             tasks,
         }
     }
@@ -244,12 +247,15 @@ impl Operator {
         Arc::clone(&self.metrics)
     }
 
-    /// Consecutive passes of the disruption loop that found nothing to do with no command in
-    /// flight.
+    /// The disruption loop's passes so far, and how many of the latest in a row found
+    /// nothing to do with no command in flight.
     #[must_use]
-    pub fn disruption_idle_passes(&self) -> u64 {
-        self.disruption_idle
-            .load(std::sync::atomic::Ordering::Relaxed)
+    pub fn disruption_passes(&self) -> (u64, u64) {
+        let (passes, idle) = &self.disruption_passes;
+        (
+            passes.load(std::sync::atomic::Ordering::Relaxed),
+            idle.load(std::sync::atomic::Ordering::Relaxed),
+        )
     }
 
     /// The disruption decisions so far.

@@ -356,9 +356,16 @@ async fn run_steps(
             Step::WaitForConsolidation { timeout } => {
                 let timeout = api::common::parse_duration(timeout)?;
                 let deadline = Instant::now() + timeout;
-                // Idle passes counted from now: the loop must look at the current cluster.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                while operator.disruption_idle_passes() < 3 {
+                // Three idle passes in a row, all begun after this step began.
+                let (start_passes, _) = operator.disruption_passes();
+                loop {
+                    let (passes, idle) = operator.disruption_passes();
+                    if passes >= start_passes + 4
+                        && idle >= 3
+                        && settled(workload, management).await?
+                    {
+                        break;
+                    }
                     if Instant::now() >= deadline {
                         bail!(
                             "step `{step}`: after {timeout:?}, the disruption loop is still busy"
@@ -439,6 +446,25 @@ async fn progress_line(workload: &kube::Client, start: Instant) -> anyhow::Resul
 fn quantity(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>) -> f64 {
     q.and_then(|q| Quantity::parse(&q.0).ok())
         .map_or(0.0, |q| q.as_nanos() as f64 / 1e9)
+}
+
+/// No Node is being deleted, and every NodeClaim, Node and Machine is matched one to one (the
+/// last disruption's Machine deletion has finished).
+async fn settled(workload: &kube::Client, management: &kube::Client) -> anyhow::Result<bool> {
+    let nodes = Api::<Node>::all(workload.clone())
+        .list(&ListParams::default())
+        .await?
+        .items;
+    let claims = Api::<NodeClaim>::all(workload.clone())
+        .list(&ListParams::default())
+        .await?
+        .items;
+    let machines = list_json(&sim::world::objects::all(management, &machines())).await?;
+    Ok(nodes
+        .iter()
+        .all(|n| n.metadata.deletion_timestamp.is_none())
+        && nodes.len() == claims.len()
+        && machines.len() == nodes.len())
 }
 
 /// Nodes (Machines with a Node) and their cost per hour, from the MachineDeployments' prices.

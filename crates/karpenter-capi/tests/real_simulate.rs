@@ -147,6 +147,10 @@ fn outcome(s: &Summary) -> serde_json::Value {
         "allRunning": s.pods_running == s.pods,
         "everyMachineDeploymentConsistent": s.machine_deployments.iter()
             .all(|m| usize::try_from(m.replicas).unwrap() == m.nodes),
+        "consolidatedToFewerCheaperNodes": s.nodes < s.peak_nodes
+            && s.cost_per_hour < s.peak_cost_per_hour
+            && !s.disruptions.is_empty()
+            && s.disruptions.iter().all(|d| d.outcome == "done"),
     })
 }
 

@@ -136,6 +136,9 @@ pub struct Blocked {
     /// Whether the reason deserves a `DisruptionBlocked` Event (not for nodes that are merely
     /// busy: in flight, deleting, uninitialized).
     pub notable: bool,
+    /// Whether the reason passes by itself soon (in flight, deleting, uninitialized,
+    /// nominated): the node may become a candidate without anything else changing.
+    pub transient: bool,
 }
 
 /// The eviction cost of a pod (spec §5.3): 1 + deletion cost / 2^27 + priority / 2^25, in
@@ -267,7 +270,16 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
             node_claim: nc.and_then(|c| c.metadata.name.clone()),
             reason,
             notable,
+            transient: false,
         };
+        let passing = |reason: &str, notable: bool| Blocked {
+            transient: true,
+            ..block(reason.to_owned(), notable)
+        };
+        if node.metadata.deletion_timestamp.is_some() {
+            blocked.push(passing("node is deleting or marked for deletion", false));
+            continue;
+        }
         let Some(nc) = nc else {
             blocked.push(block("node has no nodeclaim".into(), false));
             continue;
@@ -300,11 +312,11 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
                 .as_ref()
                 .is_some_and(|s| s.conditions.is_true(INITIALIZED));
         if !initialized {
-            blocked.push(block("node is not initialized".into(), false));
+            blocked.push(passing("node is not initialized", false));
             continue;
         }
         if (inputs.nominated)(&name) {
-            blocked.push(block("node is nominated for a pending pod".into(), true));
+            blocked.push(passing("node is nominated for a pending pod", true));
             continue;
         }
         if annotated_do_not_disrupt(node.metadata.annotations.as_ref())

@@ -109,6 +109,9 @@ pub struct Disruption<P> {
     orchestrator: Orchestrator,
     records: Arc<Mutex<Vec<Record>>>,
     idle: Arc<AtomicU64>,
+    passes: Arc<AtomicU64>,
+    /// The last pass saw a node blocked for a reason that passes by itself.
+    transient: std::sync::atomic::AtomicBool,
     /// The consolidation state in which consolidation last found nothing to do.
     unchanged: Mutex<Option<u64>>,
 }
@@ -223,6 +226,8 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             orchestrator,
             records: Arc::default(),
             idle: Arc::default(),
+            passes: Arc::default(),
+            transient: std::sync::atomic::AtomicBool::default(),
             unchanged: Mutex::default(),
         }
     }
@@ -233,11 +238,11 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         Arc::clone(&self.records)
     }
 
-    /// Consecutive passes that started no command while none was in flight (shared handle):
-    /// `simulate` waits on it for the cluster to settle.
+    /// Shared counters: (passes so far, consecutive passes that started no command while none
+    /// was in flight and no node was held by a reason that passes by itself). `simulate` waits on them for the cluster to settle.
     #[must_use]
-    pub fn idle_passes(&self) -> Arc<AtomicU64> {
-        Arc::clone(&self.idle)
+    pub fn pass_counters(&self) -> (Arc<AtomicU64>, Arc<AtomicU64>) {
+        (Arc::clone(&self.passes), Arc::clone(&self.idle))
     }
 
     /// Runs until dropped.
@@ -246,7 +251,9 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         loop {
             this.wait_synced().await;
             let acted = Arc::clone(&this).pass().await;
-            let busy = !lock(&this.orchestrator.in_flight).is_empty();
+            let busy = !lock(&this.orchestrator.in_flight).is_empty()
+                || this.transient.load(Ordering::Relaxed);
+            this.passes.fetch_add(1, Ordering::Relaxed);
             if acted || busy {
                 this.idle.store(0, Ordering::Relaxed);
             } else {
@@ -291,6 +298,8 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let in_flight = lock(&self.orchestrator.in_flight).clone();
         let (cands, blocked) = self.candidates(&snapshot, &its, &in_flight, now);
         self.report_blocked(&snapshot, &blocked);
+        self.transient
+            .store(blocked.iter().any(|b| b.transient), Ordering::Relaxed);
         self.metrics
             .disruption_eligible_nodes
             .get_or_create(&ReasonLabels {
@@ -303,6 +312,12 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 reason: "underutilized".into(),
             })
             .set(i64::try_from(cands.iter().filter(|c| !c.is_empty()).count()).unwrap_or(0));
+        tracing::debug!(
+            candidates = cands.len(),
+            blocked = blocked.len(),
+            in_flight = in_flight.len(),
+            "disruption pass"
+        );
         if cands.is_empty() {
             return false;
         }
@@ -356,6 +371,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             }
         };
         for r in reasons {
+            tracing::debug!(node = %r.node, reason = %r.reason, "not consolidated");
             self.event_on_node(
                 &r.node,
                 Message::normal(UNCONSOLIDATABLE, r.reason).dedupe_for(EVENT_DEDUPE),
@@ -470,6 +486,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
 
     fn report_blocked(&self, snapshot: &Snapshot, blocked: &[Blocked]) {
         for b in blocked.iter().filter(|b| b.notable) {
+            tracing::debug!(node = %b.node, reason = %b.reason, "disruption blocked");
             if let Some(node) = snapshot
                 .nodes
                 .iter()
