@@ -95,7 +95,10 @@ pub fn compatible_offerings(
 ) -> Vec<Choice> {
     let mut choices = Vec::new();
     for (i, it) in instance_types.iter().enumerate() {
-        if !it.requirements().is_compatible(requirements, well_known) || !it.fits(requests) {
+        // Every key both define must have a common value. A key only the NodeClaim has (a
+        // NodePool template's custom label) does not make the instance type unfit: the
+        // scheduler already placed the pods with it, and the label goes on the node.
+        if it.requirements().intersects(requirements).is_err() || !it.fits(requests) {
             continue;
         }
         for (o, offering) in it.offerings().iter().enumerate() {
@@ -118,4 +121,38 @@ pub fn compatible_offerings(
             .then(a.offering.cmp(&b.offering))
     });
     choices
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use scheduling::fixtures::FakeInstanceType;
+    use scheduling::instance_type::Offering;
+    use scheduling::requirements::Requirement;
+
+    #[test]
+    fn a_node_claims_own_labels_need_not_be_defined_by_the_instance_type() {
+        let it = Arc::new(
+            FakeInstanceType::new("m")
+                .offering(Offering::new("on-demand", "z1", 0.2))
+                .build()
+                .unwrap(),
+        );
+        let wk = WellKnownLabels::default();
+        let mut reqs = Requirements::new();
+        reqs.add(Requirement::in_values("team", ["blue"]));
+        let choices =
+            compatible_offerings(std::slice::from_ref(&it), &reqs, &Resources::new(), &wk);
+        assert_eq!(
+            choices.len(),
+            1,
+            "a NodePool template label does not stop the launch"
+        );
+        reqs.add(Requirement::in_values(
+            scheduling::labels::INSTANCE_TYPE,
+            ["other"],
+        ));
+        assert!(compatible_offerings(&[it], &reqs, &Resources::new(), &wk).is_empty());
+    }
 }

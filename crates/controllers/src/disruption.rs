@@ -3,7 +3,8 @@
 //! Responsibility, by module:
 //! - [`budgets`]: a NodePool's disruption budgets (spec §1.7); [`budget_map`]: the per-pool
 //!   budget one method works with (spec §5.4);
-//! - [`consolidatable`]: the `Consolidatable` condition (spec §5.1);
+//! - [`consolidatable`]: the `Consolidatable` condition (spec §5.1); [`drift`]: static and
+//!   requirements drift and expiry;
 //! - [`pdb`]: PodDisruptionBudgets as disruption reads them;
 //! - [`candidates`]: which nodes may be disrupted, and why the others may not (spec §5.3);
 //! - [`simulation`]: "what if these nodes were gone" through the scheduling engine (spec §5.8);
@@ -19,6 +20,7 @@ pub mod budgets;
 pub mod candidates;
 pub mod consolidatable;
 pub mod controller;
+pub mod drift;
 pub mod methods;
 pub mod orchestration;
 pub mod pdb;

@@ -627,6 +627,7 @@ fn disruptive_operator() -> OperatorConfig {
         poll: Duration::from_millis(500),
         validation_delay: Duration::from_secs(1),
         replacement_timeout: Duration::from_secs(120),
+        drift_recheck: Duration::from_secs(2),
     };
     config
 }
@@ -946,7 +947,122 @@ async fn pdbs_do_not_disrupt_and_budgets_block_until_lifted(backend: Backend) {
     .await;
 }
 
+/// The node whose pod landed on it.
+async fn node_of(world: &World, app: &str) -> Option<String> {
+    pods(world)
+        .await
+        .into_iter()
+        .find(|p| p.labels().get("app").map(String::as_str) == Some(app) && running(p))
+        .and_then(|p| p.spec.and_then(|s| s.node_name))
+}
+
+/// Drift: after the NodePool's template changes (a new label), the node is replaced — the
+/// replacement launched and initialized first, carrying the new label — and the old one drains.
+async fn a_node_pool_template_change_replaces_the_drifted_node(backend: Backend) {
+    let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 1, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    let old = node_of(&world, "app").await.unwrap();
+    Api::<api::NodePool>::all(world.workload_client())
+        .patch(
+            "default",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        "the pod on a new node labelled team=blue",
+        Duration::from_secs(120),
+        || async {
+            let node = node_of(&world, "app").await?;
+            let nodes = nodes(&world).await;
+            let n = nodes.iter().find(|n| n.name_any() == node)?;
+            (node != old && label(n, "team") == "blue" && nodes.len() == 1).then_some(())
+        },
+    )
+    .await;
+    node_count(&world, 1, Duration::from_secs(60)).await;
+    let records = operator.disruptions();
+    assert!(
+        records.iter().any(
+            |r| r.method == controllers::disruption::methods::Method::Drift
+                && r.nodes == [old.clone()]
+                && r.decision == controllers::disruption::methods::Decision::Replace
+        ),
+        "{records:?}"
+    );
+}
+
+/// Expiration: a NodeClaim past the NodePool's `expireAfter` is deleted (no budget, no
+/// replacement first); its pod comes back on a new node.
+async fn an_expired_node_claim_is_deleted_and_its_pod_comes_back(backend: Backend) {
+    let world = setup_with_disruption(
+        backend,
+        &[md("m", 4, 16, "zone-a", 0.2)],
+        json!({"consolidateAfter": "Never"}),
+    )
+    .await;
+    Api::<api::NodePool>::all(world.workload_client())
+        .patch(
+            "default",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": {"spec": {"expireAfter": "20s"}}}})),
+        )
+        .await
+        .unwrap();
+    let _operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 1, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    let first = node_claims(&world).await;
+    assert_eq!(first.len(), 1);
+    let first = first[0].name_any();
+    wait_for(
+        "the expired NodeClaim gone",
+        Duration::from_secs(90),
+        || async {
+            (!node_claims(&world)
+                .await
+                .iter()
+                .any(|n| n.name_any() == first))
+            .then_some(())
+        },
+    )
+    .await;
+    wait_for(
+        "the pod Running on another NodeClaim's node",
+        Duration::from_secs(90),
+        || async {
+            let node = node_of(&world, "app").await?;
+            let ncs = node_claims(&world).await;
+            ncs.iter()
+                .any(|nc| {
+                    nc.name_any() != first
+                        && nc.status.as_ref().and_then(|s| s.node_name.as_deref())
+                            == Some(node.as_str())
+                })
+                .then_some(())
+        },
+    )
+    .await;
+}
+
 sim::backend_tests!(
+    a_node_pool_template_change_replaces_the_drifted_node,
+    an_expired_node_claim_is_deleted_and_its_pod_comes_back,
     empty_nodes_are_removed_after_a_scale_in,
     a_half_empty_pair_is_consolidated_into_one_node,
     a_node_is_replaced_by_a_cheaper_machine_deployment,

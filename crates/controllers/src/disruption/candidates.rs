@@ -106,8 +106,8 @@ pub struct Candidate {
     pub disruption_cost: f64,
     /// Consolidatable (spec §5.1).
     pub consolidation: Consolidation,
-    /// The NodeClaim's Drifted condition is True.
-    pub drifted: bool,
+    /// Since when the NodeClaim's Drifted condition is True.
+    pub drifted: Option<Timestamp>,
 }
 
 impl Candidate {
@@ -397,7 +397,9 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
             drifted: nc
                 .status
                 .as_ref()
-                .is_some_and(|s| s.conditions.is_true(api::well_known::conditions::DRIFTED)),
+                .and_then(|s| s.conditions.condition(api::well_known::conditions::DRIFTED))
+                .filter(|c| c.status == api::common::ConditionStatus::True)
+                .map(|c| c.last_transition_time.0),
         });
     }
     (out, blocked)

@@ -29,13 +29,13 @@ use std::time::Duration;
 
 use api::common::{ConditionStatus, Conditions};
 use api::nodepool::DisruptionReason;
-use api::well_known::conditions::{CONSOLIDATABLE, DISRUPTION_REASON};
+use api::well_known::conditions::{CONSOLIDATABLE, DISRUPTION_REASON, DRIFTED, LAUNCHED};
 use api::well_known::events::{DISRUPTION_BLOCKED, UNCONSOLIDATABLE};
 use api::{NodeClaim, NodePool};
 use cloudprovider::CloudProvider;
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
 use scheduling::instance_type::InstanceType;
 use scheduling::labels::{NODE_POOL, WellKnownLabels};
 use state::{ClusterState, Snapshot};
@@ -44,6 +44,7 @@ use tokio::time::Instant;
 use super::budget_map::{BudgetMap, budget_map};
 use super::candidates::{Blocked, Candidate, Class, Inputs, candidates};
 use super::consolidatable::{self, Consolidation};
+use super::drift;
 use super::methods::{self, Command, Decision, Method, reason_name};
 use super::orchestration::{Orchestrator, Outcome};
 use super::simulation::{Objects, World};
@@ -64,6 +65,8 @@ pub struct DisruptionConfig {
     pub validation_delay: Duration,
     /// How long replacements may take to initialize before the command is rolled back.
     pub replacement_timeout: Duration,
+    /// How often the provider is asked whether a NodeClaim drifted (upstream: 5 min).
+    pub drift_recheck: Duration,
 }
 
 impl Default for DisruptionConfig {
@@ -72,6 +75,7 @@ impl Default for DisruptionConfig {
             poll: Duration::from_secs(10),
             validation_delay: Duration::from_secs(15),
             replacement_timeout: Duration::from_secs(600),
+            drift_recheck: Duration::from_secs(300),
         }
     }
 }
@@ -114,6 +118,8 @@ pub struct Disruption<P> {
     transient: std::sync::atomic::AtomicBool,
     /// The consolidation state in which consolidation last found nothing to do.
     unchanged: Mutex<Option<u64>>,
+    /// The provider's last drift answer per NodeClaim UID, and when it was asked.
+    provider_drift: Mutex<BTreeMap<String, (Instant, Option<String>)>>,
 }
 
 impl<P> std::fmt::Debug for Disruption<P> {
@@ -229,6 +235,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             passes: Arc::default(),
             transient: std::sync::atomic::AtomicBool::default(),
             unchanged: Mutex::default(),
+            provider_drift: Mutex::default(),
         }
     }
 
@@ -293,6 +300,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let snapshot = self.state.snapshot();
         let now = Timestamp::now();
         self.clean_up(&snapshot).await;
+        self.expire(&snapshot, now).await;
         self.write_conditions(&snapshot, now).await;
         let its = self.instance_types(&snapshot.node_pools).await;
         let in_flight = lock(&self.orchestrator.in_flight).clone();
@@ -331,6 +339,43 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             return self
                 .validate_and_start(cmd, snapshot.node_pools.clone())
                 .await;
+        }
+
+        // Drift (eventual: pod-level blocks do not hold NodeClaims with a terminationGracePeriod;
+        // no validation delay).
+        let drifted = snapshot.node_claims.iter().any(|nc| {
+            nc.status
+                .as_ref()
+                .is_some_and(|s| s.conditions.is_true(api::well_known::conditions::DRIFTED))
+        });
+        if drifted {
+            let (eventual, _) =
+                self.candidates_of(&snapshot, &its, &in_flight, now, Class::Eventual);
+            let mut budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Drifted, now);
+            let this = Arc::clone(&self);
+            let (snap, types) = (snapshot.clone(), its.clone());
+            let computed = tokio::task::spawn_blocking(move || {
+                let world = this.world(&snap, &types, now);
+                let started = Instant::now();
+                let out = methods::drift(&world, &eventual, &mut budgets);
+                this.observe("drift", Method::Drift, started);
+                out
+            })
+            .await;
+            if let Ok((cmd, reasons)) = computed {
+                for r in reasons {
+                    tracing::debug!(node = %r.node, reason = %r.reason, "drifted node not replaced yet");
+                    self.event_on_node(
+                        &r.node,
+                        Message::normal(DISRUPTION_BLOCKED, r.reason).dedupe_for(EVENT_DEDUPE),
+                    );
+                }
+                if let Some(cmd) = cmd {
+                    return self
+                        .validate_and_start(cmd, snapshot.node_pools.clone())
+                        .await;
+                }
+            }
         }
 
         // Consolidation.
@@ -427,6 +472,17 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         in_flight: &BTreeSet<String>,
         now: Timestamp,
     ) -> (Vec<Candidate>, Vec<Blocked>) {
+        self.candidates_of(snapshot, its, in_flight, now, Class::Graceful)
+    }
+
+    fn candidates_of(
+        &self,
+        snapshot: &Snapshot,
+        its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
+        in_flight: &BTreeSet<String>,
+        now: Timestamp,
+        class: Class,
+    ) -> (Vec<Candidate>, Vec<Blocked>) {
         let state = Arc::clone(&self.state);
         let nominated = move |n: &str| state.is_nominated(n);
         let state = Arc::clone(&self.state);
@@ -444,7 +500,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 last_pod_event: &last,
                 now,
             },
-            Class::Graceful,
+            class,
         )
     }
 
@@ -592,6 +648,9 @@ impl<P: CloudProvider + 'static> Disruption<P> {
     /// within a fresh budget, and (consolidation) a fresh simulation decides the same.
     async fn validate(self: &Arc<Self>, cmd: Command) -> Result<Command, (Method, String)> {
         let method = cmd.method;
+        if method == Method::Drift {
+            return Ok(cmd);
+        }
         tokio::time::sleep(self.config.validation_delay).await;
         self.wait_synced().await;
         let snapshot = self.state.snapshot();
@@ -700,6 +759,93 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         }
     }
 
+    /// Why the NodeClaim drifted, if it did: static drift, requirements drift, then the
+    /// provider's answer (asked at most every `drift_recheck` per NodeClaim; a NodeClaim not
+    /// launched yet has not drifted).
+    async fn drift_of(&self, nc: &NodeClaim, pool: &NodePool) -> Option<String> {
+        let launched = nc
+            .status
+            .as_ref()
+            .is_some_and(|s| s.conditions.is_true(LAUNCHED));
+        if !launched {
+            return None;
+        }
+        if let Some(r) =
+            drift::static_drift(nc, pool).or_else(|| drift::requirements_drift(nc, pool))
+        {
+            return Some(r.to_owned());
+        }
+        let uid = nc.metadata.uid.clone().unwrap_or_default();
+        let cached = lock(&self.provider_drift).get(&uid).cloned();
+        if let Some((at, answer)) = &cached
+            && at.elapsed() < self.config.drift_recheck
+        {
+            return answer.clone();
+        }
+        match self.provider.is_drifted(nc).await {
+            Ok(answer) => {
+                lock(&self.provider_drift).insert(uid, (Instant::now(), answer.clone()));
+                answer
+            }
+            Err(e) => {
+                tracing::debug!(nodeclaim = %nc.name_any(), error = %e, "drift not checked");
+                // Keep the last answer (NotFound and transient errors are not drift).
+                cached.and_then(|(_, a)| a)
+            }
+        }
+    }
+
+    /// Deletes NodeClaims past `spec.expireAfter` (spec §4.9: forceful, no budgets, no
+    /// replacement first; the drain still respects PDBs unless a terminationGracePeriod ends it).
+    async fn expire(&self, snapshot: &Snapshot, now: Timestamp) {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let ours = api::ClusterAPINodeClass::group(&());
+        for nc in &snapshot.node_claims {
+            if nc.metadata.deletion_timestamp.is_some() || nc.spec.node_class_ref.group != ours {
+                continue;
+            }
+            let at = match drift::expires_at(nc) {
+                Ok(Some(at)) => at,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(nodeclaim = %nc.name_any(), error = %e, "expiry not evaluated");
+                    continue;
+                }
+            };
+            if at > now {
+                continue;
+            }
+            let params = kube::api::DeleteParams {
+                preconditions: nc.metadata.uid.clone().map(|uid| kube::api::Preconditions {
+                    uid: Some(uid),
+                    resource_version: None,
+                }),
+                ..kube::api::DeleteParams::default()
+            };
+            match api.delete(&nc.name_any(), &params).await {
+                Ok(_) => {
+                    tracing::info!(nodeclaim = %nc.name_any(), expired_at = %at, "deleting expired nodeclaim");
+                    self.metrics
+                        .nodeclaims_disrupted
+                        .get_or_create(&crate::metrics::DisruptedLabels {
+                            reason: "expired".into(),
+                            nodepool: nc.labels().get(NODE_POOL).cloned().unwrap_or_default(),
+                            capacity_type: nc
+                                .labels()
+                                .get(scheduling::labels::CAPACITY_TYPE)
+                                .cloned()
+                                .unwrap_or_default(),
+                        })
+                        .inc();
+                }
+                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                Err(e) => {
+                    tracing::warn!(nodeclaim = %nc.name_any(), error = %e, "expired nodeclaim not deleted")
+                }
+            }
+        }
+    }
+
     /// Writes `Consolidatable` and `lastPodEventTime` where they changed.
     async fn write_conditions(&self, snapshot: &Snapshot, now: Timestamp) {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
@@ -730,11 +876,18 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 })
             });
             let consolidation = consolidatable::evaluate(nc, pool, last, now);
-            let patch = writes::status_patch(nc, now, write_last, |set| match &consolidation {
-                Consolidation::Consolidatable => {
-                    set.set(CONSOLIDATABLE, ConditionStatus::True, CONSOLIDATABLE, "")
+            let drifted = self.drift_of(nc, pool).await;
+            let patch = writes::status_patch(nc, now, write_last, |set| {
+                match &consolidation {
+                    Consolidation::Consolidatable => {
+                        set.set(CONSOLIDATABLE, ConditionStatus::True, CONSOLIDATABLE, "");
+                    }
+                    _ => set.clear(CONSOLIDATABLE),
                 }
-                _ => set.clear(CONSOLIDATABLE),
+                match &drifted {
+                    Some(reason) => set.set(DRIFTED, ConditionStatus::True, reason, reason),
+                    None => set.clear(DRIFTED),
+                }
             });
             let Some(patch) = patch else {
                 continue;

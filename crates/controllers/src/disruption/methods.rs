@@ -487,6 +487,73 @@ pub fn single_node(
     (None, reasons)
 }
 
+/// Drift (spec §5.6): the first drifted candidate within the Drifted budget whose pods fit on
+/// the other nodes plus new ones; all the new NodeClaims of its simulation replace it (drift
+/// may replace one node by several, and never needs to be cheaper). Empty drifted nodes go
+/// first, then the others, each by how long they have been drifted. The candidates tried before
+/// it, with why they could not go.
+#[must_use]
+pub fn drift(
+    world: &World,
+    candidates: &[Candidate],
+    budgets: &mut BudgetMap,
+) -> (Option<Command>, Vec<Unconsolidatable>) {
+    let started = Instant::now();
+    let mut drifted: Vec<&Candidate> = candidates.iter().filter(|c| c.drifted.is_some()).collect();
+    drifted.sort_by(|a, b| {
+        (!a.reschedulable.is_empty(), a.drifted, &a.node).cmp(&(
+            !b.reschedulable.is_empty(),
+            b.drifted,
+            &b.node,
+        ))
+    });
+    let mut reasons = Vec::new();
+    for c in drifted {
+        if budgets.remaining(&c.node_pool) == 0 {
+            reasons.push(Unconsolidatable {
+                node: c.node.clone(),
+                reason: format!(
+                    "No allowed disruptions for disruption reason {} due to blocking budget",
+                    reason_name(DisruptionReason::Drifted)
+                ),
+            });
+            continue;
+        }
+        let sim = world.simulate(&[c]);
+        if !sim.all_moved() {
+            reasons.push(Unconsolidatable {
+                node: c.node.clone(),
+                reason: sim.why_not(),
+            });
+            continue;
+        }
+        budgets.take(&c.node_pool);
+        let cost: f64 = sim
+            .results
+            .new_node_claims
+            .iter()
+            .filter_map(|r| {
+                let it = r.instance_types.first()?;
+                let p = it
+                    .offerings()
+                    .cheapest_compatible_price(&r.requirements, world.well_known());
+                p.is_finite().then_some(p)
+            })
+            .sum();
+        return (
+            Some(Command {
+                method: Method::Drift,
+                savings: c.price - cost,
+                candidates: vec![c.clone()],
+                replacements: sim.results.new_node_claims,
+                took: started.elapsed(),
+            }),
+            reasons,
+        );
+    }
+    (None, reasons)
+}
+
 /// The reason's name as NodePools spell it.
 #[must_use]
 pub fn reason_name(reason: DisruptionReason) -> &'static str {
