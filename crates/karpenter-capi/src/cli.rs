@@ -127,6 +127,10 @@ pub enum BenchCommand {
     /// controller restarts, API faults and paused groups in `sim`, with the safety invariants
     /// checked after every round; prints the invariant table, fails when one broke.
     Chaos(crate::bench_chaos::ChaosArgs),
+    /// One full pass of the disruption methods' computation (candidates, budgets, emptiness,
+    /// multi-node binary search, single-node simulations) over a synthetic underutilized
+    /// cluster of `--nodes` nodes over 24 MachineDeployment shapes.
+    Disruption(crate::bench_disruption::DisruptionArgs),
 }
 
 /// Flags of `version`.

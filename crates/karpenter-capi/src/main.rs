@@ -6,6 +6,7 @@
 
 mod bench;
 mod bench_chaos;
+mod bench_disruption;
 mod bench_e2e;
 mod bench_sim;
 mod cli;
@@ -81,6 +82,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             }
             cli::BenchCommand::Chaos(args) => bench_chaos::run_all(&args),
+            cli::BenchCommand::Disruption(args) => {
+                let report = bench_disruption::run(&args)?;
+                println!("{}", bench_disruption::render(&report, args.output)?);
+                Ok(ExitCode::SUCCESS)
+            }
         },
         Command::Sim(args) => {
             sim_cmd::run(args)?;

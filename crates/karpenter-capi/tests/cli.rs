@@ -427,3 +427,30 @@ fn bench_sim_creates_and_watches_everything() {
     assert_eq!(json["watchers"], 5);
     assert!(json["watch_events_per_sec"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn bench_disruption_reports_the_pass_and_the_command_as_json() {
+    let out = karpenter_capi(&[
+        "bench",
+        "disruption",
+        "--nodes",
+        "40",
+        "--pods-per-node",
+        "5",
+        "--output",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["nodes"], 40);
+    assert_eq!(json["pods"], 200);
+    assert!(json["shapes"].as_u64().unwrap() >= 20);
+    assert_eq!(json["candidates"], 40);
+    assert!(json["meanSeconds"].as_f64().unwrap() > 0.0);
+    // Each node is a third full: some nodes can go.
+    assert!(json["command"]["nodes"].as_u64().unwrap() >= 1, "{json:#}");
+}

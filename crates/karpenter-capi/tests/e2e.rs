@@ -1060,7 +1060,73 @@ async fn an_expired_node_claim_is_deleted_and_its_pod_comes_back(backend: Backen
     .await;
 }
 
+/// A restart in the middle of a replacement: the controller stops right after it tainted the
+/// node; the next one removes the leftover mark, and the cluster still converges to one cheap
+/// node with no tainted node and no Machine left over.
+async fn a_restart_in_the_middle_of_a_replacement_leaves_nothing_behind(backend: Backend) {
+    let world = setup_consolidating(
+        backend,
+        &[
+            md("big", 8, 32, "zone-a", 0.8),
+            md("small", 2, 8, "zone-a", 0.2),
+        ],
+    )
+    .await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("huge", 1, "6", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("tiny", 1, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(60)).await;
+    let big = nodes(&world).await[0].name_any();
+    scale(&world, "huge", 0).await;
+    wait_for(
+        "the big node tainted by a command",
+        Duration::from_secs(60),
+        || async { (!untouched(&world, &big).await).then_some(()) },
+    )
+    .await;
+    drop(operator);
+    let _operator = start_disruptive(&world);
+    wait_for(
+        "one small node, the pod on it, nothing tainted",
+        Duration::from_secs(180),
+        || async {
+            let nodes = nodes(&world).await;
+            let pods = pods(&world).await;
+            let machines = machines(&world).await;
+            let ncs = node_claims(&world).await;
+            let tainted = nodes.iter().any(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .is_some_and(|t| t.iter().any(|t| t.key == "karpenter.sh/disrupted"))
+            });
+            (nodes.len() == 1
+                && machines.len() == 1
+                && ncs.len() == 1
+                && !tainted
+                && label(&nodes[0], "node.kubernetes.io/instance-type") == "small"
+                && pods.len() == 1
+                && running(&pods[0]))
+            .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(replicas(&world).await, 1);
+}
+
 sim::backend_tests!(
+    a_restart_in_the_middle_of_a_replacement_leaves_nothing_behind,
     a_node_pool_template_change_replaces_the_drifted_node,
     an_expired_node_claim_is_deleted_and_its_pod_comes_back,
     empty_nodes_are_removed_after_a_scale_in,

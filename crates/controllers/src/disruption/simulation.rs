@@ -53,6 +53,8 @@ pub struct World {
     immovable: BTreeSet<String>,
     /// Warnings from the conversion (objects skipped).
     pub warnings: Vec<String>,
+    /// Simulations run so far (for benchmarks).
+    count: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The outcome of one simulation.
@@ -132,6 +134,7 @@ impl World {
             },
             immovable,
             warnings,
+            count: Arc::default(),
         }
     }
 
@@ -156,6 +159,8 @@ impl World {
     /// Schedules everything as if `candidates` were gone.
     #[must_use]
     pub fn simulate(&self, candidates: &[&Candidate]) -> Simulation {
+        self.count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let gone: BTreeSet<&str> = candidates.iter().map(|c| c.node.as_str()).collect();
         let mut cluster = self.cluster.clone();
         cluster.nodes.retain(|n| !gone.contains(&*n.name));
@@ -235,6 +240,12 @@ impl World {
             unscheduled,
             on_uninitialized,
         }
+    }
+
+    /// How many simulations this world (and its clones) ran.
+    #[must_use]
+    pub fn simulations(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The NodePools the world schedules with.
