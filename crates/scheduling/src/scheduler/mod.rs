@@ -96,15 +96,20 @@ impl Scheduler {
                 .cmp(&a.initialized)
                 .then_with(|| a.name.cmp(&b.name))
         });
+        // Bound pods grouped by node once (not a scan of every pod per node: quadratic at
+        // thousands of nodes).
+        let mut by_node: std::collections::HashMap<&str, Vec<&Pod>> =
+            std::collections::HashMap::new();
+        for p in &cluster.pods {
+            if let Some(node) = p.node_name.as_deref() {
+                by_node.entry(node).or_default().push(p);
+            }
+        }
         let existing = nodes
             .into_iter()
             .map(|node| {
-                let bound: Vec<&Pod> = cluster
-                    .pods
-                    .iter()
-                    .filter(|p| p.node_name.as_deref() == Some(&*node.name))
-                    .collect();
-                ExistingCandidate::new(node, &bound, &daemons)
+                let bound = by_node.get(&*node.name).map_or(&[][..], Vec::as_slice);
+                ExistingCandidate::new(node, bound, &daemons)
             })
             .collect();
         let topology = topology_for(&templates, cluster, pods, &options);
