@@ -15,13 +15,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use api::common::Conditions;
 use api::nodepool::DisruptionReason;
 use api::well_known::conditions::{INITIALIZED, INSTANCE_TERMINATING};
-use api::well_known::taints::DISRUPTED;
 use api::{NodeClaim, NodePool};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use scheduling::labels::{NODE_INITIALIZED, NODE_POOL};
 
 use super::budgets::{self, BudgetError};
+use crate::termination::node::is_ready;
 
 /// One pool's budget for one reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,15 +64,6 @@ impl BudgetMap {
     }
 }
 
-fn ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
-}
-
 /// Computes the map for `reason`.
 #[must_use]
 pub fn budget_map(
@@ -105,12 +96,8 @@ pub fn budget_map(
         if !initialized || status.is_some_and(|s| s.conditions.is_true(INSTANCE_TERMINATING)) {
             continue;
         }
-        let tainted = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .is_some_and(|t| t.iter().any(|t| t.key == DISRUPTED));
-        let disrupting = !ready(node)
+        let tainted = super::writes::is_tainted(node);
+        let disrupting = !is_ready(node)
             || node.metadata.deletion_timestamp.is_some()
             || nc.metadata.deletion_timestamp.is_some()
             || tainted

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use api::common::Conditions;
 use api::well_known::annotations::DO_NOT_DISRUPT;
 use api::well_known::conditions::INITIALIZED;
-use api::well_known::taints::DISRUPTED;
 use api::{NodeClaim, NodePool};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -285,25 +284,11 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
             continue;
         };
         if inputs.in_flight.contains(&name) {
-            blocked.push(block(
-                "node is part of a disruption in progress".into(),
-                false,
-            ));
+            blocked.push(passing("node is part of a disruption in progress", false));
             continue;
         }
-        let tainted = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .is_some_and(|t| t.iter().any(|t| t.key == DISRUPTED));
-        if node.metadata.deletion_timestamp.is_some()
-            || nc.metadata.deletion_timestamp.is_some()
-            || tainted
-        {
-            blocked.push(block(
-                "node is deleting or marked for deletion".into(),
-                false,
-            ));
+        if nc.metadata.deletion_timestamp.is_some() || super::writes::is_tainted(node) {
+            blocked.push(passing("node is deleting or marked for deletion", false));
             continue;
         }
         let initialized = label(node, scheduling::labels::NODE_INITIALIZED) == Some("true")

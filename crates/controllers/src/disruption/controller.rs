@@ -55,6 +55,7 @@ use crate::metrics::{
 };
 use crate::provisioning::inputs::ClusterObjects;
 use crate::provisioning::node_claim::PoolHash;
+use crate::provisioning::provisioner::ready;
 
 /// Settings of the disruption loop.
 #[derive(Debug, Clone)]
@@ -128,15 +129,6 @@ impl<P> std::fmt::Debug for Disruption<P> {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-fn ready(pool: &NodePool) -> bool {
-    pool.metadata.deletion_timestamp.is_none()
-        && !pool.spec.is_static()
-        && pool
-            .status
-            .as_ref()
-            .is_some_and(|s| s.conditions.is_true(api::well_known::conditions::READY))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

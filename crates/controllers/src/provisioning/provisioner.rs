@@ -149,7 +149,9 @@ impl<P> std::fmt::Debug for Provisioner<P> {
     }
 }
 
-fn ready(pool: &NodePool) -> bool {
+/// A NodePool the provisioner (and disruption) plans with: `Ready`, not being deleted, not
+/// static, of our NodeClass kind.
+pub(crate) fn ready(pool: &NodePool) -> bool {
     pool.metadata.deletion_timestamp.is_none()
         && !pool.spec.is_static()
         && inputs::node_class_of(pool).is_some()

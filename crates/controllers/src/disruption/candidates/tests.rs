@@ -7,6 +7,7 @@
 
 use super::*;
 use crate::disruption::testing::{Fixture, instance_type};
+use api::well_known::taints::DISRUPTED;
 
 fn fixture() -> Fixture {
     let big = instance_type("big", 8, 0.8);
