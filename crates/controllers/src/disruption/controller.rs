@@ -5,8 +5,10 @@
 //! 2. clean up after interrupted commands: a managed Node tainted `karpenter.sh/disrupted`
 //!    that is in no command of this process and is not being deleted gets the taint removed
 //!    and its NodeClaim's `DisruptionReason` cleared (after a restart nothing stays cordoned);
-//! 3. write each managed NodeClaim's `Consolidatable` condition and `status.lastPodEventTime`
-//!    ([`super::consolidatable`], from the pod events the state saw), only when they change;
+//! 3. write each managed NodeClaim's `Consolidatable` and `Drifted` conditions and
+//!    `status.lastPodEventTime` ([`super::consolidatable`], from the pod events the state saw;
+//!    the time only for NodePools whose `consolidateAfter` is neither 0 nor Never, where it
+//!    matters after a restart), only when they change;
 //! 4. the methods in upstream's order — emptiness, multi-node consolidation, single-node
 //!    consolidation — each with its budget map; the first that decides a command acts: a
 //!    consolidation command is validated again after the validation delay against a fresh
@@ -860,8 +862,14 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 .as_ref()
                 .and_then(|s| s.last_pod_event_time.as_ref())
                 .map(|t| t.0);
-            // Written at most every 10 s per NodeClaim (upstream's rate).
-            let write_last = last.filter(|l| {
+            // Written at most every 10 s per NodeClaim (upstream's rate), and only where it can
+            // change a decision after a restart: with `consolidateAfter` 0 or Never it cannot
+            // (this process evaluates with the events it saw), so the write is saved.
+            let waits = matches!(
+                consolidatable::consolidate_after(pool),
+                Ok(Some(after)) if !after.is_zero()
+            );
+            let write_last = last.filter(|_| waits).filter(|l| {
                 stored.is_none_or(|s| {
                     s.checked_add(k8s_openapi::jiff::SignedDuration::from_secs(10))
                         .is_ok_and(|due| *l >= due)
