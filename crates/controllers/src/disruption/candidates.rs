@@ -140,6 +140,13 @@ pub struct Blocked {
     pub transient: bool,
 }
 
+/// The NodeClaim is ours: its NodeClass is a ClusterAPINodeClass. Disruption never marks,
+/// clears, writes or deletes another provider's NodeClaims or their nodes.
+#[must_use]
+pub fn is_ours(nc: &NodeClaim) -> bool {
+    nc.spec.node_class_ref.group == <api::ClusterAPINodeClass as kube::Resource>::group(&())
+}
+
 /// The eviction cost of a pod (spec §5.3): 1 + deletion cost / 2^27 + priority / 2^25, in
 /// [-10, 10].
 #[must_use]
@@ -283,6 +290,9 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
             blocked.push(block("node has no nodeclaim".into(), false));
             continue;
         };
+        if !is_ours(nc) {
+            continue;
+        }
         if inputs.in_flight.contains(&name) {
             blocked.push(passing("node is part of a disruption in progress", false));
             continue;

@@ -36,15 +36,15 @@ use api::well_known::events::{DISRUPTION_BLOCKED, UNCONSOLIDATABLE};
 use api::{NodeClaim, NodePool};
 use cloudprovider::CloudProvider;
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::{Resource, ResourceExt};
 use scheduling::instance_type::InstanceType;
 use scheduling::labels::{NODE_POOL, WellKnownLabels};
 use state::{ClusterState, Snapshot};
 use tokio::time::Instant;
 
 use super::budget_map::{BudgetMap, budget_map};
-use super::candidates::{Blocked, Candidate, Class, Inputs, candidates};
+use super::candidates::{Blocked, Candidate, Class, Inputs, candidates, is_ours};
 use super::consolidatable::{self, Consolidation};
 use super::drift;
 use super::methods::{self, Command, Decision, Method, reason_name};
@@ -733,19 +733,23 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 .node_claims
                 .iter()
                 .find(|c| c.status.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&name));
-            if nc.is_some_and(|c| c.metadata.deletion_timestamp.is_some()) {
+            // Only nodes of our own NodeClaims: another provider's marks are its own business,
+            // and a node without a NodeClaim is not provably ours.
+            let Some(nc) = nc.filter(|c| is_ours(c)) else {
+                continue;
+            };
+            if nc.metadata.deletion_timestamp.is_some() {
                 continue;
             }
-            let marked = nc.is_some_and(|c| {
-                c.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.condition(DISRUPTION_REASON))
-                    .is_some()
-            });
+            let marked = nc
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.condition(DISRUPTION_REASON))
+                .is_some();
             if !writes::is_tainted(node) && !marked {
                 continue;
             }
-            let nc_name = nc.map(ResourceExt::name_any).unwrap_or_default();
+            let nc_name = nc.name_any();
             tracing::info!(node = %name, "removing a disruption mark no command holds");
             if let Err(e) = self.orchestrator.mark(&name, &nc_name, None).await {
                 tracing::warn!(node = %name, error = %e, "disruption mark not removed");
@@ -793,9 +797,8 @@ impl<P: CloudProvider + 'static> Disruption<P> {
     /// replacement first; the drain still respects PDBs unless a terminationGracePeriod ends it).
     async fn expire(&self, snapshot: &Snapshot, now: Timestamp) {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
-        let ours = api::ClusterAPINodeClass::group(&());
         for nc in &snapshot.node_claims {
-            if nc.metadata.deletion_timestamp.is_some() || nc.spec.node_class_ref.group != ours {
+            if nc.metadata.deletion_timestamp.is_some() || !is_ours(nc) {
                 continue;
             }
             let at = match drift::expires_at(nc) {
@@ -844,7 +847,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
     async fn write_conditions(&self, snapshot: &Snapshot, now: Timestamp) {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         for nc in &snapshot.node_claims {
-            if nc.metadata.deletion_timestamp.is_some() {
+            if nc.metadata.deletion_timestamp.is_some() || !is_ours(nc) {
                 continue;
             }
             let Some(pool) = nc.labels().get(NODE_POOL).and_then(|p| {

@@ -163,3 +163,20 @@ fn eviction_cost_follows_deletion_cost_and_priority() {
         "a pod with a negative cost does not make a node busy"
     );
 }
+
+#[test]
+fn another_providers_node_claims_are_never_candidates_nor_reported() {
+    let mut f = fixture();
+    f.node_claims[0].spec.node_class_ref.group = "karpenter.k8s.aws".into();
+    assert!(!is_ours(&f.node_claims[0]));
+    assert!(is_ours(&f.node_claims[1]));
+    let (c, blocked) = f.candidates(Class::Graceful);
+    assert_eq!(
+        c.iter().map(|c| c.node.as_str()).collect::<Vec<_>>(),
+        ["n2"]
+    );
+    assert!(
+        blocked.is_empty(),
+        "not ours, not ours to explain: {blocked:?}"
+    );
+}
