@@ -41,6 +41,9 @@ pub fn operator_config() -> OperatorConfig {
         disruption: controllers::disruption::DisruptionConfig {
             poll: Duration::from_secs(1),
             validation_delay: Duration::from_secs(2),
+            // A replacement that does not initialize within a minute on simulated
+            // infrastructure is rolled back rather than waited for for 10 min.
+            replacement_timeout: Duration::from_secs(60),
             ..controllers::disruption::DisruptionConfig::default()
         },
         ..OperatorConfig::default()
