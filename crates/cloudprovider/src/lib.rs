@@ -33,7 +33,7 @@ use scheduling::instance_type::InstanceType;
 
 pub use error::CloudProviderError;
 pub use fake::{Call, FakeCloudProvider, Method};
-pub use types::{Launch, ObjectRef};
+pub use types::{Launch, ObjectRef, RemovalRoom};
 
 /// What Karpenter core needs from an infrastructure provider.
 ///
@@ -117,6 +117,22 @@ pub trait CloudProvider: Send + Sync {
         &self,
         node_claim: &NodeClaim,
     ) -> impl Future<Output = Result<Option<String>, CloudProviderError>> + Send;
+
+    /// The group `node_claim`'s instance belongs to and how many of its instances may still
+    /// go without a replacement (voluntary disruption removes no more: removing an instance at
+    /// a group's minimum size only makes the infrastructure create another). `None` (the
+    /// default): no such bound.
+    ///
+    /// # Errors
+    /// When the bound exists but cannot be read (a malformed minimum, a cache not synced):
+    /// core then does not remove the instance.
+    fn removal_room(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> impl Future<Output = Result<Option<RemovalRoom>, CloudProviderError>> + Send {
+        let _ = node_claim;
+        std::future::ready(Ok(None))
+    }
 
     /// The provider's name, used as a metric label.
     fn name(&self) -> &'static str;

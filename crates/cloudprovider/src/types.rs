@@ -43,6 +43,18 @@ impl fmt::Display for ObjectRef {
     }
 }
 
+/// The scaling group an instance belongs to, and how many of the group's instances may still
+/// be removed without a replacement before it would fall below its minimum size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemovalRoom {
+    /// The group (for Cluster API: `namespace/name` of the MachineDeployment).
+    pub group: String,
+    /// Its minimum size.
+    pub min: u32,
+    /// Its current size minus the minimum, never below 0.
+    pub room: u32,
+}
+
 /// One launched (or launching) instance, as core sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Launch {

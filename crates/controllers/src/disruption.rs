@@ -5,7 +5,8 @@
 //!   budget one method works with (spec §5.4);
 //! - [`consolidatable`]: the `Consolidatable` condition (spec §5.1); [`drift`]: static and
 //!   requirements drift and expiry;
-//! - [`pdb`]: PodDisruptionBudgets as disruption reads them;
+//! - [`pdb`]: PodDisruptionBudgets as disruption reads them; [`floors`]: the minimum sizes of
+//!   the scaling groups behind the nodes;
 //! - [`candidates`]: which nodes may be disrupted, and why the others may not (spec §5.3);
 //! - [`simulation`]: "what if these nodes were gone" through the scheduling engine (spec §5.8);
 //! - [`methods`]: emptiness, multi- and single-node consolidation, deciding [`methods::Command`]s;
@@ -21,6 +22,7 @@ pub mod candidates;
 pub mod consolidatable;
 pub mod controller;
 pub mod drift;
+pub mod floors;
 pub mod methods;
 pub mod orchestration;
 pub mod pdb;

@@ -19,6 +19,7 @@ use api::{NodeClaim, NodePool};
 use clap::Args;
 use controllers::disruption::budget_map::budget_map;
 use controllers::disruption::candidates::{Class, Inputs, candidates};
+use controllers::disruption::floors::Floors;
 use controllers::disruption::methods::{self, Command};
 use controllers::disruption::simulation::{Objects, World};
 use controllers::provisioning::inputs::ClusterObjects;
@@ -253,6 +254,7 @@ pub fn run(args: &DisruptionArgs) -> anyhow::Result<Report> {
                 in_flight: &in_flight,
                 nominated: &nominated,
                 last_pod_event: &last_event,
+                floors: &Floors::default(),
                 now,
             },
             Class::Graceful,

@@ -794,6 +794,52 @@ async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
     );
 }
 
+/// Sets the MachineDeployment's min-size annotation.
+async fn min_size(world: &World, md: &str, min: &str) {
+    Api::<MachineDeployment>::namespaced(world.management_client(), "default")
+        .patch(
+            md,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": min}}})),
+        )
+        .await
+        .unwrap();
+}
+
+/// Emptiness never takes a MachineDeployment below its min size (a Machine removed there would
+/// only be recreated by Cluster API): of three empty nodes with min size 2, one goes and the
+/// other two stay untouched until the min size is lowered.
+async fn emptiness_stops_at_the_machine_deployment_min_size(backend: Backend) {
+    let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 3, "3", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 3, Duration::from_secs(90)).await;
+    assert_eq!(replicas(&world).await, 3);
+    min_size(&world, "m-zone-a", "2").await;
+    scale(&world, "app", 0).await;
+    node_count(&world, 2, Duration::from_secs(90)).await;
+    assert_eq!(replicas(&world).await, 2);
+    for node in nodes(&world).await {
+        hold(&world, &node.name_any(), "at the min size").await;
+    }
+    assert_eq!(node_count_now(&world).await, 2);
+    let removed: usize = operator.disruptions().iter().map(|r| r.nodes.len()).sum();
+    assert_eq!(removed, 1, "{:?}", operator.disruptions());
+    min_size(&world, "m-zone-a", "1").await;
+    node_count(&world, 1, Duration::from_secs(90)).await;
+    assert_eq!(replicas(&world).await, 1);
+}
+
+async fn node_count_now(world: &World) -> usize {
+    nodes(world).await.len()
+}
+
 /// The node is neither deleting nor tainted `karpenter.sh/disrupted`.
 async fn untouched(world: &World, node: &str) -> bool {
     let n = Api::<Node>::all(world.workload_client())
@@ -1133,4 +1179,5 @@ sim::backend_tests!(
     a_half_empty_pair_is_consolidated_into_one_node,
     a_node_is_replaced_by_a_cheaper_machine_deployment,
     pdbs_do_not_disrupt_and_budgets_block_until_lifted,
+    emptiness_stops_at_the_machine_deployment_min_size,
 );

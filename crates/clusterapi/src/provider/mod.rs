@@ -476,6 +476,13 @@ impl CloudProvider for ClusterApiProvider {
         self.drift_of(node_claim).await
     }
 
+    async fn removal_room(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> Result<Option<cloudprovider::RemovalRoom>, CloudProviderError> {
+        self.removal_room_of(node_claim).await
+    }
+
     fn name(&self) -> &'static str {
         "clusterapi"
     }

@@ -369,4 +369,29 @@ impl ClusterApiProvider {
         .unwrap_or(false);
         Ok(crate::drift::drift_reason(&m, machine_set.as_ref(), &md, selected).map(str::to_owned))
     }
+
+    /// The MachineDeployment of `node_claim`'s Machine and its room above the min-size
+    /// annotation (`spec.replicas` − min); `None` when the NodeClaim has no Machine or the
+    /// Machine no MachineDeployment.
+    pub(super) async fn removal_room_of(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> Result<Option<cloudprovider::RemovalRoom>, CloudProviderError> {
+        let Some(m) = self.find_machine(node_claim).await? else {
+            return Ok(None);
+        };
+        let Some(md_ref) = deployment_of(&m) else {
+            return Ok(None);
+        };
+        let Some(md) = self.machine_deployment(&md_ref).await? else {
+            return Ok(None);
+        };
+        let min = super::scale::min_size(&md)?;
+        let replicas = md.spec.replicas.unwrap_or(0);
+        Ok(Some(cloudprovider::RemovalRoom {
+            group: md_ref.to_string(),
+            min: u32::try_from(min).unwrap_or(0),
+            room: u32::try_from(replicas.saturating_sub(min)).unwrap_or(0),
+        }))
+    }
 }

@@ -21,6 +21,7 @@ use k8s_openapi::jiff::Timestamp;
 use scheduling::labels::{NODE_INITIALIZED, NODE_POOL};
 
 use super::budgets::{self, BudgetError};
+use super::candidates::Candidate;
 use crate::termination::node::is_ready;
 
 /// One pool's budget for one reason.
@@ -43,6 +44,9 @@ pub struct BudgetMap {
     pub pools: BTreeMap<String, PoolBudget>,
     /// Budgets that could not be evaluated (each allowed 0), by pool.
     pub errors: Vec<(String, BudgetError)>,
+    /// How many more nodes each scaling group may lose without a replacement
+    /// ([`super::floors`]); a group not here is not bounded.
+    pub groups: BTreeMap<String, usize>,
 }
 
 impl BudgetMap {
@@ -61,6 +65,28 @@ impl BudgetMap {
             }
             _ => false,
         }
+    }
+
+    /// Whether one more of `c`'s pool and group may go.
+    #[must_use]
+    pub fn allows(&self, c: &Candidate) -> bool {
+        self.remaining(&c.node_pool) > 0
+            && c.group
+                .as_ref()
+                .and_then(|g| self.groups.get(g))
+                .is_none_or(|room| *room > 0)
+    }
+
+    /// Uses one disruption of `c`'s pool and one of its group's room; false (nothing used)
+    /// when either was exhausted.
+    pub fn take_for(&mut self, c: &Candidate) -> bool {
+        if !self.allows(c) || !self.take(&c.node_pool) {
+            return false;
+        }
+        if let Some(room) = c.group.as_ref().and_then(|g| self.groups.get_mut(g)) {
+            *room -= 1;
+        }
+        true
     }
 }
 

@@ -9,7 +9,8 @@
 //! `karpenter.sh/do-not-disrupt: "true"`; its NodePool exists and offers instance types; and,
 //! unless the class is eventual and the NodeClaim has a `terminationGracePeriod`, no active pod
 //! on it has an active do-not-disrupt annotation and every evictable pod could be evicted now
-//! ([`super::pdb`]).
+//! ([`super::pdb`]). For the graceful class, its scaling group must also be above its minimum
+//! size ([`super::floors`]).
 //!
 //! Inputs: [`Inputs`] (a snapshot plus instance types, the nodes in flight, nominations,
 //! consolidation state and "now"). Outputs: [`Candidate`]s and [`Blocked`] nodes. Pure.
@@ -28,6 +29,7 @@ use scheduling::instance_type::InstanceType;
 use scheduling::labels::{CAPACITY_TYPE, INSTANCE_TYPE, NODE_POOL, TOPOLOGY_ZONE};
 
 use super::consolidatable::{self, Consolidation};
+use super::floors::{Floor, Floors};
 use super::pdb::Pdbs;
 use crate::termination::do_not_disrupt::do_not_disrupt;
 use crate::termination::pods::{
@@ -65,6 +67,8 @@ pub struct Inputs<'a> {
     pub nominated: &'a dyn Fn(&str) -> bool,
     /// The last pod event seen on a node.
     pub last_pod_event: &'a dyn Fn(&str) -> Option<Timestamp>,
+    /// The minimum sizes of the nodes' scaling groups.
+    pub floors: &'a Floors,
     /// Now.
     pub now: Timestamp,
 }
@@ -107,6 +111,8 @@ pub struct Candidate {
     pub consolidation: Consolidation,
     /// Since when the NodeClaim's Drifted condition is True.
     pub drifted: Option<Timestamp>,
+    /// The scaling group whose minimum size bounds removing it without a replacement.
+    pub group: Option<String>,
 }
 
 impl Candidate {
@@ -342,6 +348,30 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
             ));
             continue;
         };
+        let nc_name = nc.metadata.name.as_deref().unwrap_or_default();
+        let mut group = None;
+        match inputs.floors.of(nc_name) {
+            Some(Floor::Unknown(e)) if class == Class::Graceful => {
+                blocked.push(block(
+                    format!("the minimum size of its group cannot be read: {e}"),
+                    true,
+                ));
+                continue;
+            }
+            Some(Floor::Group {
+                group: g,
+                min,
+                room,
+                ..
+            }) if class == Class::Graceful => {
+                if room == 0 {
+                    blocked.push(block(format!("{g} is at its minimum size ({min})"), true));
+                    continue;
+                }
+                group = Some(g.to_owned());
+            }
+            _ => {}
+        }
         let pods = pods_by_node.get(name.as_str()).cloned().unwrap_or_default();
         let tgp = nc.spec.termination_grace_period.is_some();
         if (class == Class::Graceful || !tgp)
@@ -395,6 +425,7 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
                 .and_then(|s| s.conditions.condition(api::well_known::conditions::DRIFTED))
                 .filter(|c| c.status == api::common::ConditionStatus::True)
                 .map(|c| c.last_transition_time.0),
+            group,
         });
     }
     (out, blocked)

@@ -47,6 +47,7 @@ use super::budget_map::{BudgetMap, budget_map};
 use super::candidates::{Blocked, Candidate, Class, Inputs, candidates, is_ours};
 use super::consolidatable::{self, Consolidation};
 use super::drift;
+use super::floors::Floors;
 use super::methods::{self, Command, Decision, Method, reason_name};
 use super::orchestration::{Orchestrator, Outcome};
 use super::simulation::{Objects, World};
@@ -175,6 +176,7 @@ fn fingerprint(
         pool.hash(&mut h);
         b.remaining.hash(&mut h);
     }
+    budgets.groups.hash(&mut h);
     for (pool, list) in its {
         pool.hash(&mut h);
         for it in list {
@@ -277,10 +279,10 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let mut out = BTreeMap::new();
         for pool in pools.iter().filter(|p| ready(p)) {
             match self.provider.get_instance_types(pool).await {
-                Ok(its) if !its.is_empty() => {
+                // An empty list is kept: every instance type of the pool is gone (drift).
+                Ok(its) => {
                     out.insert(pool.name_any(), its);
                 }
-                Ok(_) => {}
                 Err(e) => {
                     tracing::debug!(nodepool = %pool.name_any(), error = %e, "instance types unavailable for disruption");
                 }
@@ -295,10 +297,11 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let now = Timestamp::now();
         self.clean_up(&snapshot).await;
         self.expire(&snapshot, now).await;
-        self.write_conditions(&snapshot, now).await;
         let its = self.instance_types(&snapshot.node_pools).await;
+        self.write_conditions(&snapshot, &its, now).await;
         let in_flight = lock(&self.orchestrator.in_flight).clone();
-        let (cands, blocked) = self.candidates(&snapshot, &its, &in_flight, now);
+        let floors = self.floors(&snapshot, &in_flight).await;
+        let (cands, blocked) = self.candidates(&snapshot, &its, &in_flight, &floors, now);
         self.report_blocked(&snapshot, &blocked);
         self.transient
             .store(blocked.iter().any(|b| b.transient), Ordering::Relaxed);
@@ -326,6 +329,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
 
         // Emptiness.
         let mut budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Empty, now);
+        budgets.groups.clone_from(floors.rooms());
         let started = Instant::now();
         let empty = methods::emptiness(&cands, &mut budgets);
         self.observe("emptiness", Method::Emptiness, started);
@@ -344,7 +348,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         });
         if drifted {
             let (eventual, _) =
-                self.candidates_of(&snapshot, &its, &in_flight, now, Class::Eventual);
+                self.candidates_of(&snapshot, &its, &in_flight, &floors, now, Class::Eventual);
             let mut budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Drifted, now);
             let this = Arc::clone(&self);
             let (snap, types) = (snapshot.clone(), its.clone());
@@ -379,7 +383,8 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         if !any_underutilized {
             return false;
         }
-        let budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Underutilized, now);
+        let mut budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Underutilized, now);
+        budgets.groups.clone_from(floors.rooms());
         // Upstream's "consolidation state": nothing that could change the answer changed since
         // consolidation last found nothing, so the simulations are not run again.
         let state = fingerprint(&snapshot, &cands, &budgets, &its);
@@ -464,9 +469,42 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         snapshot: &Snapshot,
         its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
         in_flight: &BTreeSet<String>,
+        floors: &Floors,
         now: Timestamp,
     ) -> (Vec<Candidate>, Vec<Blocked>) {
-        self.candidates_of(snapshot, its, in_flight, now, Class::Graceful)
+        self.candidates_of(snapshot, its, in_flight, floors, now, Class::Graceful)
+    }
+
+    /// The minimum sizes of our nodes' groups: the provider's room per NodeClaim of ours with
+    /// a node, less the NodeClaims already leaving (deleting, tainted, in flight).
+    async fn floors(&self, snapshot: &Snapshot, in_flight: &BTreeSet<String>) -> Floors {
+        let tainted: BTreeSet<&str> = snapshot
+            .nodes
+            .iter()
+            .filter(|n| writes::is_tainted(n))
+            .filter_map(|n| n.metadata.name.as_deref())
+            .collect();
+        let mut answers = BTreeMap::new();
+        let mut leaving = BTreeSet::new();
+        for nc in snapshot.node_claims.iter().filter(|nc| is_ours(nc)) {
+            let Some(node) = nc.status.as_ref().and_then(|s| s.node_name.as_deref()) else {
+                continue;
+            };
+            let name = nc.name_any();
+            if nc.metadata.deletion_timestamp.is_some()
+                || tainted.contains(node)
+                || in_flight.contains(node)
+            {
+                leaving.insert(name.clone());
+            }
+            let answer = self
+                .provider
+                .removal_room(nc)
+                .await
+                .map_err(|e| e.to_string());
+            answers.insert(name, answer);
+        }
+        Floors::new(answers, &leaving)
     }
 
     fn candidates_of(
@@ -474,6 +512,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         snapshot: &Snapshot,
         its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
         in_flight: &BTreeSet<String>,
+        floors: &Floors,
         now: Timestamp,
         class: Class,
     ) -> (Vec<Candidate>, Vec<Blocked>) {
@@ -492,6 +531,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 in_flight,
                 nominated: &nominated,
                 last_pod_event: &last,
+                floors,
                 now,
             },
             class,
@@ -651,8 +691,10 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let now = Timestamp::now();
         let its = self.instance_types(&snapshot.node_pools).await;
         let in_flight = lock(&self.orchestrator.in_flight).clone();
-        let (cands, _) = self.candidates(&snapshot, &its, &in_flight, now);
+        let floors = self.floors(&snapshot, &in_flight).await;
+        let (cands, _) = self.candidates(&snapshot, &its, &in_flight, &floors, now);
         let mut budgets = self.budgets(&snapshot, &in_flight, cmd.reason(), now);
+        budgets.groups.clone_from(floors.rooms());
         let mut fresh = Vec::new();
         for c in &cmd.candidates {
             let Some(now_c) = cands
@@ -669,8 +711,11 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             {
                 return Err((method, format!("node {} changed (churn)", c.node)));
             }
-            if !budgets.take(&now_c.node_pool) {
-                return Err((method, format!("no budget left for node {}", c.node)));
+            if !budgets.take_for(now_c) {
+                return Err((
+                    method,
+                    format!("no budget or group room left for node {}", c.node),
+                ));
             }
             fresh.push(now_c.clone());
         }
@@ -757,10 +802,17 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         }
     }
 
-    /// Why the NodeClaim drifted, if it did: static drift, requirements drift, then the
+    /// Why the NodeClaim drifted, if it did: static drift, requirements drift, its instance
+    /// type gone (judged only when the pool's instance types resolved: `offered`), then the
     /// provider's answer (asked at most every `drift_recheck` per NodeClaim; a NodeClaim not
     /// launched yet has not drifted).
-    async fn drift_of(&self, nc: &NodeClaim, pool: &NodePool) -> Option<String> {
+    async fn drift_of(
+        &self,
+        nc: &NodeClaim,
+        pool: &NodePool,
+        offered: Option<&Vec<Arc<InstanceType>>>,
+        now: Timestamp,
+    ) -> Option<String> {
         let launched = nc
             .status
             .as_ref()
@@ -768,8 +820,9 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         if !launched {
             return None;
         }
-        if let Some(r) =
-            drift::static_drift(nc, pool).or_else(|| drift::requirements_drift(nc, pool))
+        if let Some(r) = drift::static_drift(nc, pool)
+            .or_else(|| drift::requirements_drift(nc, pool))
+            .or_else(|| offered.and_then(|o| drift::instance_type_not_found(nc, o, now)))
         {
             return Some(r.to_owned());
         }
@@ -844,7 +897,12 @@ impl<P: CloudProvider + 'static> Disruption<P> {
     }
 
     /// Writes `Consolidatable` and `lastPodEventTime` where they changed.
-    async fn write_conditions(&self, snapshot: &Snapshot, now: Timestamp) {
+    async fn write_conditions(
+        &self,
+        snapshot: &Snapshot,
+        its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
+        now: Timestamp,
+    ) {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         for nc in &snapshot.node_claims {
             if nc.metadata.deletion_timestamp.is_some() || !is_ours(nc) {
@@ -879,7 +937,9 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 })
             });
             let consolidation = consolidatable::evaluate(nc, pool, last, now);
-            let drifted = self.drift_of(nc, pool).await;
+            let drifted = self
+                .drift_of(nc, pool, its.get(&pool.name_any()), now)
+                .await;
             let patch = writes::status_patch(nc, now, write_last, |set| {
                 match &consolidation {
                     Consolidation::Consolidatable => {

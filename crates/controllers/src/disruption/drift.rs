@@ -10,6 +10,13 @@
 //!   NodeClaim does not carry is not drift here: our NodeClaims carry only the labels their
 //!   MachineDeployment gives, and replacing every node over a key it never had would be a
 //!   surprise (upstream treats a missing label as drifted);
+//! - [`instance_type_not_found`]: `InstanceTypeNotFound` when a NodeClaim older than an hour
+//!   names an instance type its NodePool no longer offers, or one none of whose offerings
+//!   (available or not) matches the NodeClaim's zone and capacity type. With Cluster API this
+//!   is a MachineDeployment that left the NodeClass's selection or changed its zone; the hour
+//!   keeps a NodeClaim launched from a catalogue that is still catching up from being drifted.
+//!   The NodePool's instance types come from the provider's in-memory catalogue, so unlike
+//!   upstream the check is not cached between passes;
 //! - [`expires_at`]: creation time + `spec.expireAfter` (`Never`: none).
 //!
 //! The provider's drift (MachineDeployment no longer selected, Kubernetes version or templates
@@ -19,9 +26,17 @@
 
 use api::common::NodeSelectorOperator;
 use api::well_known::annotations::{NODEPOOL_HASH, NODEPOOL_HASH_VERSION};
-use api::well_known::conditions::reasons::{NODEPOOL_DRIFTED, REQUIREMENTS_DRIFTED};
+use api::well_known::conditions::reasons::{
+    INSTANCE_TYPE_NOT_FOUND, NODEPOOL_DRIFTED, REQUIREMENTS_DRIFTED,
+};
 use api::{NodeClaim, NodePool};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use scheduling::instance_type::InstanceType;
+use scheduling::labels::{CAPACITY_TYPE, INSTANCE_TYPE, TOPOLOGY_ZONE};
+use std::sync::Arc;
+
+/// How old a NodeClaim must be before a missing instance type counts as drift (upstream's).
+pub const INSTANCE_TYPE_GRACE: SignedDuration = SignedDuration::from_hours(1);
 
 fn annotation<'a>(meta: &'a kube::api::ObjectMeta, key: &str) -> Option<&'a str> {
     meta.annotations
@@ -86,6 +101,32 @@ pub fn requirements_drift(nc: &NodeClaim, pool: &NodePool) -> Option<&'static st
         }
     });
     violated.then_some(REQUIREMENTS_DRIFTED)
+}
+
+/// `InstanceTypeNotFound` when the NodeClaim (older than [`INSTANCE_TYPE_GRACE`]) names an
+/// instance type `offered` lacks, or one with no offering in its zone and capacity type.
+/// A NodeClaim without an instance-type label is not judged.
+#[must_use]
+pub fn instance_type_not_found(
+    nc: &NodeClaim,
+    offered: &[Arc<InstanceType>],
+    now: Timestamp,
+) -> Option<&'static str> {
+    let created = nc.metadata.creation_timestamp.as_ref()?.0;
+    if created.checked_add(INSTANCE_TYPE_GRACE).ok()? > now {
+        return None;
+    }
+    let labels = nc.metadata.labels.as_ref()?;
+    let name = labels.get(INSTANCE_TYPE)?;
+    let zone = labels.get(TOPOLOGY_ZONE).map(String::as_str);
+    let capacity_type = labels.get(CAPACITY_TYPE).map(String::as_str);
+    let found = offered.iter().filter(|it| it.name() == name).any(|it| {
+        it.offerings().iter().any(|o| {
+            zone.is_none_or(|z| o.zone() == Some(z))
+                && capacity_type.is_none_or(|c| o.capacity_type() == Some(c))
+        })
+    });
+    (!found).then_some(INSTANCE_TYPE_NOT_FOUND)
 }
 
 /// When the NodeClaim expires (`None`: no `expireAfter`, or `Never`).
@@ -183,6 +224,51 @@ mod tests {
             Some(REQUIREMENTS_DRIFTED)
         );
         assert_eq!(requirements_drift(&nc(json!({}), json!({})), &p), None);
+    }
+
+    #[test]
+    fn an_instance_type_gone_or_without_the_zone_is_drift_after_an_hour() {
+        use scheduling::fixtures::FakeInstanceType;
+        use scheduling::instance_type::Offering;
+        let it = |name: &str, available: bool| {
+            Arc::new(
+                FakeInstanceType::new(name)
+                    .offering(Offering::new("on-demand", "z1", 1.0).with_available(available))
+                    .build()
+                    .unwrap(),
+            )
+        };
+        let labels = |name: &str, zone: &str| json!({INSTANCE_TYPE: name, TOPOLOGY_ZONE: zone, CAPACITY_TYPE: "on-demand"});
+        let later = |hours: i64| {
+            Timestamp::from_second(1_767_225_600 + hours * 3600).unwrap() // 2026-01-01 + h
+        };
+        let offered = vec![it("md-a", true), it("md-b", false)];
+        let claim = nc(json!({}), labels("md-a", "z1"));
+        assert_eq!(instance_type_not_found(&claim, &offered, later(2)), None);
+        assert_eq!(
+            instance_type_not_found(&nc(json!({}), labels("md-b", "z1")), &offered, later(2)),
+            None,
+            "an offering that is unavailable (max size reached) still exists"
+        );
+        let gone = nc(json!({}), labels("md-c", "z1"));
+        assert_eq!(
+            instance_type_not_found(&gone, &offered, later(2)),
+            Some(INSTANCE_TYPE_NOT_FOUND)
+        );
+        assert_eq!(
+            instance_type_not_found(&gone, &offered, later(0)),
+            None,
+            "a NodeClaim younger than an hour is not judged"
+        );
+        assert_eq!(
+            instance_type_not_found(&nc(json!({}), labels("md-a", "z2")), &offered, later(2)),
+            Some(INSTANCE_TYPE_NOT_FOUND),
+            "the MachineDeployment moved to another zone"
+        );
+        assert_eq!(
+            instance_type_not_found(&nc(json!({}), json!({})), &offered, later(2)),
+            None
+        );
     }
 
     #[test]

@@ -171,7 +171,7 @@ pub fn emptiness(candidates: &[Candidate], budgets: &mut BudgetMap) -> Option<Co
     empty.sort_by(|a, b| b.savings_ratio().total_cmp(&a.savings_ratio()));
     let taken: Vec<Candidate> = empty
         .into_iter()
-        .filter(|c| budgets.take(&c.node_pool))
+        .filter(|c| budgets.take_for(c))
         .cloned()
         .collect();
     (!taken.is_empty()).then(|| Command {
@@ -403,7 +403,7 @@ pub fn multi_node(
     let mut budgets = budgets.clone();
     let within: Vec<&Candidate> = eligible
         .into_iter()
-        .filter(|c| budgets.take(&c.node_pool))
+        .filter(|c| budgets.take_for(c))
         .take(MULTI_NODE_MAX)
         .collect();
     if within.len() < 2 {
@@ -463,7 +463,7 @@ pub fn single_node(
         }
     }
     for c in ordered {
-        if budgets.remaining(&c.node_pool) == 0 {
+        if !budgets.allows(c) {
             reasons.push(Unconsolidatable {
                 node: c.node.clone(),
                 reason: format!(
@@ -509,7 +509,7 @@ pub fn drift(
     });
     let mut reasons = Vec::new();
     for c in drifted {
-        if budgets.remaining(&c.node_pool) == 0 {
+        if !budgets.allows(c) {
             reasons.push(Unconsolidatable {
                 node: c.node.clone(),
                 reason: format!(

@@ -51,6 +51,7 @@ pub struct Fixture {
     pub instance_types: BTreeMap<String, Vec<Arc<InstanceType>>>,
     pub in_flight: BTreeSet<String>,
     pub nominated: BTreeSet<String>,
+    pub floors: super::floors::Floors,
 }
 
 impl Fixture {
@@ -152,6 +153,7 @@ impl Fixture {
                 in_flight: &self.in_flight,
                 nominated: &nominated,
                 last_pod_event: &last,
+                floors: &self.floors,
                 now: now(),
             },
             class,

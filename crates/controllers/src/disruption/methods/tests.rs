@@ -271,3 +271,108 @@ fn when_empty_spot_and_budget_reasons_are_named() {
         "a spot node is never replaced by spot"
     );
 }
+
+/// `empties()` with its six nodes in one MachineDeployment of 6 replicas and min size `min`.
+fn at_min_size(min: u32, leaving: &[&str]) -> Fixture {
+    let mut f = empties();
+    let answers = (0..6)
+        .map(|i| {
+            (
+                format!("n{i}-claim"),
+                Ok(Some(cloudprovider::RemovalRoom {
+                    group: "default/md".into(),
+                    min,
+                    room: 6 - min,
+                })),
+            )
+        })
+        .collect();
+    let leaving = leaving.iter().map(|n| format!("{n}-claim")).collect();
+    f.floors = crate::disruption::floors::Floors::new(answers, &leaving);
+    f
+}
+
+fn with_groups(f: &Fixture, reason: DisruptionReason) -> BudgetMap {
+    let mut b = budgets(f, reason);
+    b.groups.clone_from(f.floors.rooms());
+    b
+}
+
+#[test]
+fn emptiness_and_consolidation_never_take_a_group_below_its_min_size() {
+    // Room for 3 of the 5 empty nodes: emptiness takes 3, in savings order.
+    let f = at_min_size(3, &[]);
+    let (c, blocked) = f.candidates(Class::Graceful);
+    assert!(blocked.is_empty(), "{blocked:?}");
+    let cmd = emptiness(&c, &mut with_groups(&f, DisruptionReason::Empty)).unwrap();
+    assert_eq!(cmd.candidates.len(), 3, "{:?}", names(&cmd));
+
+    // Two nodes already leaving use the room up: every node is blocked, and named.
+    let f = at_min_size(4, &["n1", "n2"]);
+    let (c, blocked) = f.candidates(Class::Graceful);
+    assert!(c.is_empty(), "{c:?}");
+    assert_eq!(blocked.len(), 6);
+    assert!(
+        blocked
+            .iter()
+            .all(|b| b.reason == "default/md is at its minimum size (4)" && b.notable),
+        "{blocked:?}"
+    );
+    // Drift is not bounded: a drifted node at the minimum is replaced, as drift asks.
+    let (eventual, _) = f.candidates(Class::Eventual);
+    assert_eq!(eventual.len(), 6);
+
+    // Multi-node consolidation stops at the room too: of 4 nodes whose pods fit on one, the
+    // group's room of 2 lets 2 go.
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    let mut answers = std::collections::BTreeMap::new();
+    for i in 0..4 {
+        f.node(&format!("n{i}"), "default", &big);
+        f.pod(&format!("p{i}"), Some(&format!("n{i}")), "1");
+        answers.insert(
+            format!("n{i}-claim"),
+            Ok(Some(cloudprovider::RemovalRoom {
+                group: "default/md".into(),
+                min: 2,
+                room: 2,
+            })),
+        );
+    }
+    let (c, _) = f.candidates(Class::Graceful);
+    let unbounded = multi_node(
+        &f.world(),
+        &c,
+        &f.node_pools,
+        &budgets(&f, DisruptionReason::Underutilized),
+    )
+    .unwrap();
+    assert_eq!(unbounded.candidates.len(), 3, "{:?}", names(&unbounded));
+    f.floors = crate::disruption::floors::Floors::new(answers, &BTreeSet::new());
+    let (c, _) = f.candidates(Class::Graceful);
+    let cmd = multi_node(
+        &f.world(),
+        &c,
+        &f.node_pools,
+        &with_groups(&f, DisruptionReason::Underutilized),
+    )
+    .unwrap();
+    assert_eq!(cmd.candidates.len(), 2, "{:?}", names(&cmd));
+
+    // A min size that cannot be read leaves the node alone.
+    let mut f = empties();
+    f.floors = crate::disruption::floors::Floors::new(
+        std::collections::BTreeMap::from([(
+            "n3-claim".to_owned(),
+            Err("MachineDeployment default/md: min size \"two\" is not a number".to_owned()),
+        )]),
+        &BTreeSet::new(),
+    );
+    let (_, blocked) = f.candidates(Class::Graceful);
+    assert_eq!(blocked.len(), 1);
+    assert!(
+        blocked[0].reason.contains("cannot be read") && blocked[0].reason.contains("\"two\""),
+        "{blocked:?}"
+    );
+}
