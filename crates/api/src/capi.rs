@@ -108,6 +108,17 @@ pub struct MachineDeploymentSpec {
     /// A paused MachineDeployment is not reconciled by CAPI; Karpenter never scales it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<bool>,
+    /// How CAPI replaces Machines when the template changes (absent: `RollingUpdate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<MachineDeploymentStrategy>,
+}
+
+/// `spec.strategy` of a MachineDeployment (read only).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MachineDeploymentStrategy {
+    /// `RollingUpdate` (CAPI's default) or `OnDelete`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
 }
 
 /// Observed state of a MachineDeployment.

@@ -19,6 +19,14 @@
 //!   `observedGeneration` is the NodeClass generation; `lastTransitionTime` moves only when the
 //!   status, reason or message change. Other condition types are kept as they are.
 //! - `status.instanceTypes`: [`crate::Catalogue::status`].
+//! - `status.conditions[type=RolloutStrategyCompatible]` ([`rollout`]): False (reason
+//!   `RollingUpdate`) when a selected MachineDeployment would let Cluster API replace its
+//!   Machines itself on a template change (`spec.strategy.type` absent or `RollingUpdate`): the
+//!   new Machines would have no NodeClaim and the old ones would go outside Karpenter's
+//!   disruption budgets. True (reason `OnDelete`) when every selected one uses `OnDelete`, so
+//!   a template change only marks the nodes drifted and Karpenter replaces them. A warning:
+//!   it does not change `Ready`. Absent when nothing is selected. A Warning Event
+//!   `IncompatibleRolloutStrategy` is published when it turns False or its message changes.
 //!
 //! Both are written with one JSON merge patch on `/status`, and only when they differ from what
 //! is there (so our own write does not loop). For each excluded MachineDeployment a Warning
@@ -66,6 +74,13 @@ pub const REASON_INVALID_SELECTOR: &str = "InvalidSelector";
 pub const REASON_INVALID_NODE_CLASS: &str = "InvalidNodeClass";
 /// Event reason for an excluded MachineDeployment.
 pub const REASON_INVALID_MACHINE_DEPLOYMENT: &str = "InvalidMachineDeployment";
+/// Condition type: whether the selected MachineDeployments leave replacing Machines to
+/// Karpenter.
+pub const ROLLOUT_STRATEGY_COMPATIBLE: &str = "RolloutStrategyCompatible";
+/// Event reason when a selected MachineDeployment rolls out by itself.
+pub const REASON_INCOMPATIBLE_ROLLOUT_STRATEGY: &str = "IncompatibleRolloutStrategy";
+/// How many MachineDeployments the rollout message names.
+const ROLLOUT_NAMED: usize = 3;
 
 /// How long the first read of a template kind waits for its watch to list.
 const TEMPLATE_SYNC_TIMEOUT: Duration = Duration::from_secs(10);
@@ -258,25 +273,90 @@ pub fn conditions(
     generation: Option<i64>,
     now: Timestamp,
 ) -> Vec<Condition> {
-    let previous = old.iter().find(|c| c.type_ == READY);
-    let last_transition_time = previous
-        .filter(|c| {
-            c.status == observed.status
-                && c.reason == observed.reason
-                && c.message == observed.message
-        })
-        .map_or(Time(now), |c| c.last_transition_time.clone());
     let ready = Condition {
-        last_transition_time,
+        last_transition_time: Time(now),
         message: observed.message.clone(),
         observed_generation: generation,
         reason: observed.reason.clone(),
         status: observed.status,
         type_: READY.into(),
     };
-    let mut out: Vec<Condition> = old.iter().filter(|c| c.type_ != READY).cloned().collect();
-    out.push(ready);
+    upsert(old, ready)
+}
+
+/// `old` with the condition of `new`'s type replaced by `new` (or added), keeping the old
+/// `lastTransitionTime` unless status, reason or message changed.
+#[must_use]
+pub fn upsert(old: &[Condition], mut new: Condition) -> Vec<Condition> {
+    if let Some(previous) = old.iter().find(|c| {
+        c.type_ == new.type_
+            && c.status == new.status
+            && c.reason == new.reason
+            && c.message == new.message
+    }) {
+        new.last_transition_time = previous.last_transition_time.clone();
+    }
+    let mut out: Vec<Condition> = old
+        .iter()
+        .filter(|c| c.type_ != new.type_)
+        .cloned()
+        .collect();
+    out.push(new);
     out
+}
+
+/// The `RolloutStrategyCompatible` condition for `nodeclass` (status, reason, message), or
+/// `None` when it selects no MachineDeployment (or its selector is invalid). Pure.
+#[must_use]
+pub fn rollout(
+    nodeclass: &ClusterAPINodeClass,
+    mds: &[MachineDeployment],
+    scope: &Scope,
+) -> Option<(ConditionStatus, &'static str, String)> {
+    let selected = select(
+        mds,
+        nodeclass.spec.scalable_resource_selector.as_ref(),
+        scope,
+    )
+    .ok()
+    .filter(|s| !s.is_empty())?;
+    let rolling: Vec<String> = selected
+        .iter()
+        .filter(|md| {
+            md.spec
+                .strategy
+                .as_ref()
+                .and_then(|s| s.type_.as_deref())
+                .is_none_or(|t| t != "OnDelete")
+        })
+        .map(|md| MachineDeploymentRef::of(md).to_string())
+        .collect();
+    if rolling.is_empty() {
+        return Some((
+            ConditionStatus::True,
+            "OnDelete",
+            "every selected MachineDeployment has spec.strategy.type OnDelete: Karpenter replaces drifted Machines".into(),
+        ));
+    }
+    let mut named = rolling
+        .iter()
+        .take(ROLLOUT_NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if rolling.len() > ROLLOUT_NAMED {
+        named.push_str(&format!(" and {} more", rolling.len() - ROLLOUT_NAMED));
+    }
+    Some((
+        ConditionStatus::False,
+        "RollingUpdate",
+        format!(
+            "MachineDeployment {named} would be rolled out by Cluster API on a template change \
+             (spec.strategy.type RollingUpdate, the default): its new Machines get no NodeClaim \
+             and its old ones go outside Karpenter's disruption budgets; set \
+             spec.strategy.type: OnDelete and Karpenter replaces drifted nodes itself"
+        ),
+    ))
 }
 
 /// Shared state of the controller.
@@ -354,12 +434,34 @@ impl Context {
             observe_with_templates(nodeclass, &mds.items, &templates, &self.config.scope);
         let status = nodeclass.status.clone().unwrap_or_default();
         let old = status.conditions.unwrap_or_default();
-        let new = conditions(
-            &old,
-            &observed,
-            nodeclass.metadata.generation,
-            Timestamp::now(),
-        );
+        let now = Timestamp::now();
+        let mut new = conditions(&old, &observed, nodeclass.metadata.generation, now);
+        let rollout = rollout(nodeclass, &mds.items, &self.config.scope);
+        let mut warn = None;
+        match rollout {
+            Some((status, reason, message)) => {
+                let changed = !old.iter().any(|c| {
+                    c.type_ == ROLLOUT_STRATEGY_COMPATIBLE
+                        && c.status == status
+                        && c.message == message
+                });
+                if status == ConditionStatus::False && changed {
+                    warn = Some(message.clone());
+                }
+                new = upsert(
+                    &new,
+                    Condition {
+                        last_transition_time: Time(now),
+                        message,
+                        observed_generation: nodeclass.metadata.generation,
+                        reason: reason.into(),
+                        status,
+                        type_: ROLLOUT_STRATEGY_COMPATIBLE.into(),
+                    },
+                );
+            }
+            None => new.retain(|c| c.type_ != ROLLOUT_STRATEGY_COMPATIBLE),
+        }
         let old_types = status.instance_types.unwrap_or_default();
         if new != old || old_types != observed.instance_types {
             let patch = json!({"status": {
@@ -376,6 +478,20 @@ impl Context {
                 Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
                 Err(e) => return Err(kube_error("patch ClusterAPINodeClass status")(e)),
             }
+        }
+        if let Some(mut note) = warn {
+            truncate(&mut note, NOTE_LIMIT);
+            let event = Event {
+                type_: EventType::Warning,
+                reason: REASON_INCOMPATIBLE_ROLLOUT_STRATEGY.into(),
+                note: Some(note),
+                action: "SelectMachineDeployments".into(),
+                secondary: None,
+            };
+            self.recorder
+                .publish(&event, &nodeclass.object_ref(&()))
+                .await
+                .map_err(kube_error("publish Event"))?;
         }
         self.publish(nodeclass, &observed.problems).await
     }

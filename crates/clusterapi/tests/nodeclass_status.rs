@@ -241,3 +241,59 @@ async fn the_controller_follows_machine_deployment_changes() {
     let status = status.expect("Ready became True after the MachineDeployment appeared");
     assert_eq!(status["instanceTypes"][0]["name"], json!("good"));
 }
+
+fn condition(nc: &ClusterAPINodeClass, type_: &str) -> Option<Condition> {
+    nc.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
+/// A selected MachineDeployment that Cluster API would roll out by itself (the default
+/// `RollingUpdate`) is named in `RolloutStrategyCompatible` False and one Warning Event, without
+/// touching Ready; switching it to `OnDelete` turns the condition True.
+#[tokio::test(start_paused = true)]
+async fn a_rolling_update_machine_deployment_is_named_in_the_rollout_condition() {
+    let world = world().await;
+    add_md(&world, "rolling", "4", true).await;
+    let ctx = context(&world, Scope::everywhere());
+    let nc = reconcile(&world, &ctx).await;
+    assert_eq!(ready(&nc).unwrap().status, ConditionStatus::True);
+    let rollout = condition(&nc, "RolloutStrategyCompatible").expect("written");
+    assert_eq!(rollout.status, ConditionStatus::False);
+    assert_eq!(rollout.reason, "RollingUpdate");
+    assert!(
+        rollout.message.contains("default/rolling")
+            && rollout.message.contains("spec.strategy.type: OnDelete"),
+        "{}",
+        rollout.message
+    );
+    reconcile(&world, &ctx).await;
+    let events: Vec<Event> = Api::<Event>::namespaced(world.workload_client(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("IncompatibleRolloutStrategy"))
+        .collect();
+    assert_eq!(events.len(), 1, "one Event, not one per reconcile");
+    assert_eq!(events[0].type_.as_deref(), Some("Warning"));
+
+    Api::<api::MachineDeployment>::namespaced(world.management_client(), "default")
+        .patch(
+            "rolling",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"strategy": {"type": "OnDelete"}}})),
+        )
+        .await
+        .unwrap();
+    let nc = reconcile(&world, &ctx).await;
+    let rollout = condition(&nc, "RolloutStrategyCompatible").unwrap();
+    assert_eq!(rollout.status, ConditionStatus::True);
+    assert_eq!(rollout.reason, "OnDelete");
+    assert_eq!(ready(&nc).unwrap().status, ConditionStatus::True);
+}
