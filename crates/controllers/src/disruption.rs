@@ -11,6 +11,7 @@
 //! - [`simulation`]: "what if these nodes were gone" through the scheduling engine (spec §5.8);
 //! - [`methods`]: emptiness, multi- and single-node consolidation, deciding [`methods::Command`]s;
 //! - [`writes`]: the taint and status patches; [`orchestration`]: carrying a command out;
+//! - [`explain`]: what the next pass would do and a verdict per node (for `plan`);
 //! - [`controller`]: the loop on the leader ([`Disruption`]).
 //!
 //! Inputs: the cluster state, the cloud provider, the time. Outputs: commands carried out,
@@ -22,6 +23,7 @@ pub mod candidates;
 pub mod consolidatable;
 pub mod controller;
 pub mod drift;
+pub mod explain;
 pub mod floors;
 pub mod methods;
 pub mod orchestration;

@@ -6,6 +6,10 @@
 //! templates kept as JSON, Nodes, Pods, DaemonSets, PodDisruptionBudgets, Namespaces), then run
 //! exactly the provisioning path — `controllers::provisioning::inputs` and
 //! `scheduling::scheduler::Scheduler` — and print the [`Plan`] as a table or JSON.
+//! Then it explains voluntary disruption for the same objects
+//! ([`controllers::disruption::explain`]): the command the disruption loop's next pass would
+//! start and, for every managed node (a node with a NodeClaim of ours), whether it could be
+//! removed or replaced and why the others cannot.
 //! Unknown kinds are skipped with a note on stderr; a malformed document is an error naming the
 //! document index, kind, name and field.
 //! Inputs: [`PlanArgs`]. Outputs: the plan on stdout, notes on stderr.
@@ -18,12 +22,15 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use clusterapi::Scope;
+use controllers::disruption::explain::{Explanation, explain};
+use controllers::disruption::simulation::Objects;
 use controllers::provisioning::inputs::{
     self, ClusterObjects, IgnoredPod, PendingPolicy, Plan, PlanContext,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::jiff::Timestamp;
 use scheduling::labels::WellKnownLabels;
 use scheduling::scheduler::{Options, Scheduler};
 use serde::de::DeserializeOwned;
@@ -103,11 +110,103 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
     for note in dump.notes.iter().chain(&notes) {
         eprintln!("note: {note}");
     }
+    let disruption = disruption(&dump, &scope, Timestamp::now());
     match args.output {
-        PlanOutput::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
-        PlanOutput::Table => print!("{}", render_table(&plan)),
+        PlanOutput::Json => {
+            let mut out = serde_json::to_value(&plan)?;
+            if let Some(map) = out.as_object_mut() {
+                map.insert("disruption".into(), serde_json::to_value(&disruption)?);
+            }
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        }
+        PlanOutput::Table => {
+            print!("{}", render_table(&plan));
+            print!("{}", render_disruption(&disruption));
+        }
     }
     Ok(())
+}
+
+/// What voluntary disruption would do with `dump` at `now`: the provisioner's catalogues give
+/// each NodePool its instance types (with prices), then
+/// [`controllers::disruption::explain::explain`].
+#[must_use]
+pub fn disruption(dump: &Dump, scope: &Scope, now: Timestamp) -> Explanation {
+    let well_known = WellKnownLabels::cluster_api();
+    let (catalogues, _) = inputs::catalogues(
+        &dump.node_classes,
+        &dump.machine_deployments,
+        &dump.templates,
+        scope,
+        &BTreeMap::new(),
+    );
+    let mut its = BTreeMap::new();
+    for pool in &dump.node_pools {
+        let Some(Ok(catalogue)) = inputs::node_class_of(pool).and_then(|c| catalogues.get(c))
+        else {
+            continue;
+        };
+        its.insert(
+            pool.metadata.name.clone().unwrap_or_default(),
+            catalogue.instance_types(),
+        );
+    }
+    explain(
+        &Objects {
+            cluster: ClusterObjects {
+                nodes: &dump.nodes,
+                node_claims: &dump.node_claims,
+                pods: &dump.pods,
+                daemon_sets: &dump.daemon_sets,
+                namespaces: &dump.namespaces,
+            },
+            node_pools: &dump.node_pools,
+            pdbs: &dump.pdbs,
+            instance_types: &its,
+            now,
+        },
+        &well_known,
+    )
+}
+
+/// The disruption explanation as text tables.
+#[must_use]
+pub fn render_disruption(e: &Explanation) -> String {
+    let mut out = String::new();
+    match e.commands.first() {
+        Some(c) => {
+            let _ = writeln!(
+                out,
+                "\nDisruption, next command: {} {} {} (replacements: {}; saves {:.4}/h)",
+                c.method,
+                c.decision,
+                c.nodes.join(","),
+                if c.replacements.is_empty() {
+                    "none".to_owned()
+                } else {
+                    c.replacements.join(",")
+                },
+                c.savings
+            );
+        }
+        None => {
+            let _ = writeln!(out, "\nDisruption, next command: none");
+        }
+    }
+    let rows: Vec<Vec<String>> = e
+        .nodes
+        .iter()
+        .map(|n| {
+            vec![
+                n.node.clone(),
+                n.node_pool.clone(),
+                n.verdict.clone(),
+                n.reason.clone(),
+            ]
+        })
+        .collect();
+    table(&mut out, &["NODE", "NODEPOOL", "VERDICT", "WHY"], &rows);
+    out
 }
 
 /// Parses the YAML stream into typed objects.
@@ -221,12 +320,6 @@ pub fn plan(dump: &Dump, scope: &Scope, policy: PendingPolicy) -> (Plan, Vec<Str
         namespaces: &dump.namespaces,
     });
     notes.extend(warnings);
-    if !dump.pdbs.is_empty() {
-        notes.push(format!(
-            "{} PodDisruptionBudget(s) read; provisioning does not use them",
-            dump.pdbs.len()
-        ));
-    }
     let mut pods = Vec::new();
     let mut ignored: Vec<IgnoredPod> = Vec::new();
     for pod in dump.pods.iter().filter(|p| inputs::is_pending(p, policy)) {

@@ -276,7 +276,15 @@ fn plan_basic_dump_decides_like_the_provisioner() {
     let path = fixture("plan-basic.yaml");
     let plan = plan_json(&["plan", "-f", &path, "--output", "json"]);
     let keys: Vec<&String> = plan.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["bindings", "nodeClaims", "unschedulable"]);
+    assert_eq!(
+        keys,
+        ["bindings", "disruption", "nodeClaims", "unschedulable"]
+    );
+    assert_eq!(
+        plan["disruption"],
+        serde_json::json!({"commands": [], "nodes": []}),
+        "the dump's only node is not ours"
+    );
 
     // web-1 fits the existing worker (2 cpu - 1 cpu bound - 100m daemon overhead).
     assert_eq!(plan["bindings"].as_array().unwrap().len(), 1);
@@ -336,6 +344,48 @@ fn plan_basic_dump_decides_like_the_provisioner() {
     assert!(reason("default/huge-1").contains("no instance type has enough resources"));
     assert!(reason("default/avoid-1").contains("karpenter.sh/nodepool DoesNotExist"));
     assert!(reason("default/pinned-1").contains("kubernetes.io/hostname is not allowed"));
+}
+
+/// `plan` explains disruption: the next command (emptiness) and, for each managed node, whether
+/// it could go and what holds the others (a PDB, a do-not-disrupt pod, nothing cheaper).
+#[test]
+fn plan_explains_which_nodes_disruption_could_remove_and_why_not_the_others() {
+    let path = fixture("plan-disruption.yaml");
+    let plan = plan_json(&["plan", "-f", &path, "--output", "json"]);
+    let d = &plan["disruption"];
+    assert_eq!(d["commands"].as_array().unwrap().len(), 1, "{d:#}");
+    assert_eq!(d["commands"][0]["method"], "emptiness");
+    assert_eq!(d["commands"][0]["nodes"], serde_json::json!(["empty-1"]));
+    let verdicts: Vec<(&str, &str, &str)> = d["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["node"].as_str().unwrap(),
+                n["verdict"].as_str().unwrap(),
+                n["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(verdicts.len(), 5, "{d:#}");
+    let of = |node: &str| *verdicts.iter().find(|v| v.0 == node).unwrap();
+    assert_eq!(of("empty-1").1, "delete");
+    assert_eq!(of("half-1").1, "delete");
+    assert!(of("half-1").2.contains("after the next command"), "{d:#}");
+    assert_eq!(of("guarded-1").1, "keep");
+    assert!(of("guarded-1").2.contains("default/guarded"), "{d:#}");
+    assert_eq!(of("pinned-1").1, "keep");
+    assert!(of("pinned-1").2.contains("do-not-disrupt"), "{d:#}");
+    assert_eq!(of("full-1").1, "keep");
+    assert!(of("full-1").2.contains("cheaper"), "{d:#}");
+
+    let table = karpenter_capi(&["plan", "-f", &path]);
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        stdout.contains("Disruption, next command: emptiness delete empty-1"),
+        "{stdout}"
+    );
 }
 
 #[test]
