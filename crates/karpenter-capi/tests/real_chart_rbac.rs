@@ -1093,3 +1093,124 @@ async fn real_the_charts_rbac_is_exactly_what_the_controller_uses() {
         started.elapsed()
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The matcher and RequestInfo themselves (no server).
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str], names: &[&str]) -> Rule {
+    let owned = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect();
+    Rule {
+        role: "ClusterRole/test".into(),
+        index: 0,
+        namespace: None,
+        groups: owned(groups),
+        resources: owned(resources),
+        verbs: owned(verbs),
+        names: owned(names),
+    }
+}
+
+fn info(method: &str, uri: &str) -> Request {
+    let (path, query) = uri
+        .split_once('?')
+        .map_or((uri, None), |(p, q)| (p, Some(q)));
+    request_info(&method.parse().unwrap(), path, query)
+}
+
+#[test]
+fn request_info_reads_verbs_resources_subresources_namespaces_and_names() {
+    let r = info("POST", "/api/v1/namespaces/d/pods/p/eviction");
+    assert_eq!(
+        (r.verb.as_str(), r.group.as_str(), r.resource.as_str()),
+        ("create", "", "pods")
+    );
+    assert_eq!(
+        (
+            r.subresource.as_str(),
+            r.namespace.as_str(),
+            r.name.as_str()
+        ),
+        ("eviction", "d", "p")
+    );
+    let r = info(
+        "GET",
+        "/apis/karpenter.sh/v1/nodeclaims?watch=true&resourceVersion=5",
+    );
+    assert_eq!(
+        (r.verb.as_str(), r.group.as_str()),
+        ("watch", "karpenter.sh")
+    );
+    assert_eq!(info("GET", "/apis/karpenter.sh/v1/nodeclaims").verb, "list");
+    assert_eq!(
+        info("GET", "/apis/karpenter.sh/v1/nodeclaims/n").verb,
+        "get"
+    );
+    assert_eq!(info("DELETE", "/api/v1/nodes").verb, "deletecollection");
+    assert_eq!(info("PATCH", "/api/v1/nodes/n").verb, "patch");
+    let ns = info("GET", "/api/v1/namespaces/kube-system");
+    assert_eq!(
+        (
+            ns.resource.as_str(),
+            ns.name.as_str(),
+            ns.namespace.as_str()
+        ),
+        ("namespaces", "kube-system", "kube-system")
+    );
+    let by_field = info(
+        "GET",
+        "/apis/coordination.k8s.io/v1/namespaces/k/leases?fieldSelector=metadata.name%3Dl&watch=1",
+    );
+    assert_eq!(
+        (by_field.verb.as_str(), by_field.name.as_str()),
+        ("watch", "l")
+    );
+    assert!(info("GET", "/version").resource.is_empty());
+    assert!(info("GET", "/apis/karpenter.sh/v1").resource.is_empty());
+}
+
+#[test]
+fn rules_match_as_kubernetes_rbac_evaluates_them() {
+    let eviction = info("POST", "/api/v1/namespaces/d/pods/p/eviction");
+    assert!(!rule(&[""], &["pods"], &["*"], &[]).matches(&eviction));
+    assert!(rule(&[""], &["pods/eviction"], &["create"], &[]).matches(&eviction));
+    assert!(rule(&[""], &["*/eviction"], &["create"], &[]).matches(&eviction));
+    assert!(rule(&["*"], &["*"], &["*"], &[]).matches(&eviction));
+    assert!(!rule(&["apps"], &["*"], &["*"], &[]).matches(&eviction));
+    let templates = info(
+        "GET",
+        "/apis/infrastructure.cluster.x-k8s.io/v1beta1/dockermachinetemplates",
+    );
+    assert!(rule(&["infrastructure.cluster.x-k8s.io"], &["*"], &["list"], &[]).matches(&templates));
+    assert!(!rule(&["infrastructure.cluster.x-k8s.io"], &["*"], &["get"], &[]).matches(&templates));
+    // resourceNames: only requests naming the object.
+    let named = rule(&["coordination.k8s.io"], &["leases"], &["*"], &["l"]);
+    assert!(named.matches(&info(
+        "GET",
+        "/apis/coordination.k8s.io/v1/namespaces/k/leases/l"
+    )));
+    assert!(!named.matches(&info(
+        "GET",
+        "/apis/coordination.k8s.io/v1/namespaces/k/leases/m"
+    )));
+    assert!(!named.matches(&info(
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/k/leases"
+    )));
+    assert!(!named.matches(&info(
+        "GET",
+        "/apis/coordination.k8s.io/v1/namespaces/k/leases"
+    )));
+    // A Role's rules apply in its namespace only.
+    let mut role = rule(&["coordination.k8s.io"], &["leases"], &["create"], &[]);
+    role.namespace = Some("k".into());
+    assert!(role.matches(&info(
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/k/leases"
+    )));
+    assert!(!role.matches(&info(
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/x/leases"
+    )));
+    // Non-resource URLs: the chart grants none.
+    assert!(!rule(&["*"], &["*"], &["*"], &[]).matches(&info("GET", "/version")));
+}
