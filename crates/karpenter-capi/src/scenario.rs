@@ -184,6 +184,17 @@ mod tests {
     }
 
     #[test]
+    fn the_scale_in_500_scenario_parses() {
+        let s = parse(include_str!("../scenarios/scale-in-500.yaml")).unwrap();
+        assert_eq!(s.name, "scale-in-500");
+        assert!(
+            s.steps
+                .iter()
+                .any(|s| matches!(s, Step::WaitForConsolidation { .. }))
+        );
+    }
+
+    #[test]
     fn errors_name_the_field() {
         let e = parse("name: x\nsteps:\n  - scale: {deployment: web, replicas: 1}\n").unwrap_err();
         assert!(e.to_string().contains("steps[0].scale.deployment"), "{e}");

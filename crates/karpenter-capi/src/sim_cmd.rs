@@ -65,19 +65,7 @@ async fn serve(args: SimServeArgs) -> anyhow::Result<()> {
 /// A world whose infrastructure, kubelets and scheduler act without delay.
 #[must_use]
 pub fn instant_world() -> WorldConfig {
-    let mut world = WorldConfig::default();
-    let zero = std::time::Duration::ZERO;
-    world.capi.bootstrap_delay = zero;
-    world.capi.provider_id_delay = zero;
-    world.capi.node_join_delay = zero;
-    world.capi.deletion_delay = zero;
-    world.kubelet.node_ready_delay = zero;
-    world.kubelet.pod_start_delay = zero;
-    world.kubelet.pod_termination_delay = zero;
-    world.scheduler.retry_interval = std::time::Duration::from_millis(500);
-    // Instant means thousands of events a second: fold them into fewer full passes.
-    world.min_pass_interval = std::time::Duration::from_millis(100);
-    world
+    karpenter_capi::simulate::instant_world_config()
 }
 
 async fn world(args: SimWorldArgs) -> anyhow::Result<()> {

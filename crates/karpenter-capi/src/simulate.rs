@@ -50,6 +50,25 @@ pub fn operator_config() -> OperatorConfig {
     }
 }
 
+/// A world whose infrastructure, kubelets and scheduler act without delay (`simulate
+/// --instant-infrastructure`, `sim world --instant`): only the controller's own waits remain.
+#[must_use]
+pub fn instant_world_config() -> WorldConfig {
+    let mut world = WorldConfig::default();
+    let zero = std::time::Duration::ZERO;
+    world.capi.bootstrap_delay = zero;
+    world.capi.provider_id_delay = zero;
+    world.capi.node_join_delay = zero;
+    world.capi.deletion_delay = zero;
+    world.kubelet.node_ready_delay = zero;
+    world.kubelet.pod_start_delay = zero;
+    world.kubelet.pod_termination_delay = zero;
+    world.scheduler.retry_interval = std::time::Duration::from_millis(500);
+    // Instant means thousands of events a second: fold them into fewer full passes.
+    world.min_pass_interval = std::time::Duration::from_millis(100);
+    world
+}
+
 /// How `simulate` runs.
 #[derive(Debug, Clone)]
 pub struct SimulateOptions {

@@ -40,6 +40,11 @@ pub struct SimulateArgs {
     /// No progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Infrastructure without delays: Machines get their providerID, Nodes join and turn Ready,
+    /// pods start and stop at once (to time the controller alone, e.g. how long consolidation
+    /// takes).
+    #[arg(long)]
+    pub instant_infrastructure: bool,
     /// Controller log level (logs go to stderr).
     #[arg(long, env = "LOG_LEVEL", default_value = "warn")]
     pub log_level: String,
@@ -63,6 +68,11 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         SimulateOptions {
             kubeconfig_dir: args.kubeconfig_dir.clone(),
             progress: !args.quiet,
+            world: if args.instant_infrastructure {
+                karpenter_capi::simulate::instant_world_config()
+            } else {
+                sim::WorldConfig::default()
+            },
             ..SimulateOptions::default()
         },
     ))?;
