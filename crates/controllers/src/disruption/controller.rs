@@ -820,10 +820,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         if !launched {
             return None;
         }
-        if let Some(r) = drift::static_drift(nc, pool)
-            .or_else(|| drift::requirements_drift(nc, pool))
-            .or_else(|| offered.and_then(|o| drift::instance_type_not_found(nc, o, now)))
-        {
+        if let Some(r) = drift::computable(nc, pool, offered.map(Vec::as_slice), now) {
             return Some(r.to_owned());
         }
         let uid = nc.metadata.uid.clone().unwrap_or_default();

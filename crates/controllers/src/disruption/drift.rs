@@ -129,6 +129,20 @@ pub fn instance_type_not_found(
     (!found).then_some(INSTANCE_TYPE_NOT_FOUND)
 }
 
+/// The drift computable from the objects alone, in upstream's order: static, requirements,
+/// then (when the pool's instance types resolved: `offered`) the instance type gone.
+#[must_use]
+pub fn computable(
+    nc: &NodeClaim,
+    pool: &NodePool,
+    offered: Option<&[Arc<InstanceType>]>,
+    now: Timestamp,
+) -> Option<&'static str> {
+    static_drift(nc, pool)
+        .or_else(|| requirements_drift(nc, pool))
+        .or_else(|| offered.and_then(|o| instance_type_not_found(nc, o, now)))
+}
+
 /// When the NodeClaim expires (`None`: no `expireAfter`, or `Never`).
 ///
 /// # Errors

@@ -142,11 +142,7 @@ impl<'o, 'a> Pass<'o, 'a> {
                 .find(|p| p.metadata.name.as_deref() == Some(c.node_pool.as_str()));
             if let (Some(nc), Some(pool)) = (nc, pool) {
                 let offered = objects.instance_types.get(&c.node_pool);
-                let drifted = drift::static_drift(nc, pool)
-                    .or_else(|| drift::requirements_drift(nc, pool))
-                    .or_else(|| {
-                        offered.and_then(|o| drift::instance_type_not_found(nc, o, objects.now))
-                    });
+                let drifted = drift::computable(nc, pool, offered.map(Vec::as_slice), objects.now);
                 if drifted.is_some() {
                     c.drifted = Some(objects.now);
                 }

@@ -160,43 +160,30 @@ impl Fixture {
         )
     }
 
+    /// The fixture's objects at [`now`].
+    pub fn objects(&self) -> Objects<'_> {
+        Objects {
+            cluster: ClusterObjects {
+                nodes: &self.nodes,
+                node_claims: &self.node_claims,
+                pods: &self.pods,
+                daemon_sets: &[],
+                namespaces: &[],
+            },
+            node_pools: &self.node_pools,
+            pdbs: &self.pdbs,
+            instance_types: &self.instance_types,
+            now: now(),
+        }
+    }
+
     /// What disruption would do ([`super::explain`]) at [`now`].
     pub fn explain(&self) -> super::explain::Explanation {
-        super::explain::explain(
-            &Objects {
-                cluster: ClusterObjects {
-                    nodes: &self.nodes,
-                    node_claims: &self.node_claims,
-                    pods: &self.pods,
-                    daemon_sets: &[],
-                    namespaces: &[],
-                },
-                node_pools: &self.node_pools,
-                pdbs: &self.pdbs,
-                instance_types: &self.instance_types,
-                now: now(),
-            },
-            &fake_well_known_labels(),
-        )
+        super::explain::explain(&self.objects(), &fake_well_known_labels())
     }
 
     /// The simulation world.
     pub fn world(&self) -> World {
-        World::new(
-            &Objects {
-                cluster: ClusterObjects {
-                    nodes: &self.nodes,
-                    node_claims: &self.node_claims,
-                    pods: &self.pods,
-                    daemon_sets: &[],
-                    namespaces: &[],
-                },
-                node_pools: &self.node_pools,
-                pdbs: &self.pdbs,
-                instance_types: &self.instance_types,
-                now: now(),
-            },
-            &fake_well_known_labels(),
-        )
+        World::new(&self.objects(), &fake_well_known_labels())
     }
 }
