@@ -65,9 +65,10 @@ pub trait CloudProvider: Send + Sync {
     ) -> impl Future<Output = Result<Launch, CloudProviderError>> + Send;
 
     /// Names of NodeClaims whose launch may have changed (for instance, their instance got its
-    /// providerID), for a provider that watches its instances: core reconciles them at once
-    /// and polls [`CloudProvider::get_launch`] only as a safety net. `None` (the default): core
-    /// polls. Called once, when the lifecycle controller starts.
+    /// providerID, or is gone), for a provider that watches its instances: core reconciles
+    /// them at once and polls [`CloudProvider::get_launch`] only as a safety net. `None` (the
+    /// default): core polls. Called once by each controller that listens (the lifecycle and
+    /// the Node termination controller); every call is a stream of its own.
     fn launch_changes(&self) -> Option<futures::stream::BoxStream<'static, String>> {
         None
     }

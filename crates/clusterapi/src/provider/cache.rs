@@ -169,6 +169,11 @@ impl MachineCache {
                         watcher::Event::Delete(m) => {
                             let r = machine_ref(&m);
                             index.retain(|_, v| *v != r);
+                            // A claimed Machine gone is news too: its NodeClaim's termination
+                            // waits for exactly this.
+                            if let Some(nc) = super::annotation(&m.metadata, super::CLAIMED_BY) {
+                                let _ = task_claimed.send(nc.to_owned());
+                            }
                         }
                     }
                 }
@@ -187,8 +192,8 @@ impl MachineCache {
         }
     }
 
-    /// The names of the NodeClaims (of any workload cluster) whose claimed Machine changed,
-    /// from now on; a listener that falls far behind skips what it missed.
+    /// The names of the NodeClaims (of any workload cluster) whose claimed Machine changed or
+    /// was deleted, from now on; a listener that falls far behind skips what it missed.
     #[must_use]
     pub fn claimed_changes(&self) -> futures::stream::BoxStream<'static, String> {
         let rx = self.claimed_changes.subscribe();

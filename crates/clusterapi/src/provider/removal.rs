@@ -132,6 +132,9 @@ impl ClusterApiProvider {
                 "Machine {r} has no {DEPLOYMENT_NAME} label"
             )));
         };
+        if terminating(&m) && self.settled(&md, &m, cluster) {
+            return Ok(Removal::AlreadyRequested);
+        }
         // Queue the removal; whoever holds the MD lock next serves every queued removal of
         // that MD with one scale-down (batching).
         let (done, result) = tokio::sync::oneshot::channel();
@@ -163,6 +166,30 @@ impl ClusterApiProvider {
                 "removal of Machine {r} was not served"
             )))
         })
+    }
+
+    /// Whether our removal of `m` (annotated by us) needs nothing more, judged from the cached
+    /// MachineDeployment: its record has `m` as scaled down (and not yet due for escalation) or
+    /// as deleted while `m` is deleting. The record only ever gains a Machine while it exists
+    /// (pruning drops Machines that are gone), so a cached copy that shows it is never wrong;
+    /// a cache that does not show it yet sends the removal the slow way (the lock, fresh reads).
+    /// A terminating NodeClaim asks every few seconds until its Machine is gone; this answers
+    /// those asks without the MachineDeployment's lock or a request.
+    fn settled(&self, md: &MachineDeploymentRef, m: &Machine, cluster: &str) -> bool {
+        let Some(cached) = self.mds.get(&md.namespace, &md.name) else {
+            return false;
+        };
+        let Ok(record) = Record::of(&cached, cluster) else {
+            return false;
+        };
+        match record.removal_of(m) {
+            Some(Removed::ScaledDown) => {
+                m.metadata.deletion_timestamp.is_some()
+                    || !requested_before(m, self.config.removal_escalation)
+            }
+            Some(Removed::Deleted) => m.metadata.deletion_timestamp.is_some(),
+            None => false,
+        }
     }
 
     /// Serve queued removals of `md` (call under its lock): check and annotate each Machine

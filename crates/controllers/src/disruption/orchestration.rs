@@ -22,6 +22,7 @@ use api::well_known::events::{
     DISRUPTION_LAUNCHING, DISRUPTION_TERMINATING, DISRUPTION_WAITING_READINESS,
 };
 use api::{NodeClaim, NodePool};
+use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -36,6 +37,9 @@ use super::writes;
 use crate::events::{Events, Message};
 use crate::metrics::{DecisionLabels, DisruptedLabels, Metrics, ReasonLabels};
 use crate::provisioning::node_claim::{PoolHash, node_claim};
+
+/// Writes of one command in flight at once (marks, unmarks, deletes).
+const CONCURRENCY: usize = 16;
 
 /// How a command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,14 +128,26 @@ impl Orchestrator {
 
     async fn run(&self, command: &Command, pools: &[NodePool]) -> Outcome {
         let reason = reason_name(command.reason());
+        // Every candidate is marked, [`CONCURRENCY`] at a time: a 50-node command must not
+        // wait for 100 writes in a row.
+        // (The futures are built eagerly: a closure inside the stream's type trips the
+        // compiler's `Send` proof for the spawned command.)
+        let marks: Vec<_> = command
+            .candidates
+            .iter()
+            .map(|c| async move { (c, self.mark(&c.node, &c.node_claim, Some(reason)).await) })
+            .collect();
+        let results: Vec<_> = stream::iter(marks)
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
         let mut marked = Vec::new();
         let mut failed = None;
-        for c in &command.candidates {
-            match self.mark(&c.node, &c.node_claim, Some(reason)).await {
+        for (c, result) in results {
+            match result {
                 Ok(()) => marked.push(c),
                 Err(e) => {
-                    failed = Some(format!("marking node {}: {e}", c.node));
-                    break;
+                    failed.get_or_insert_with(|| format!("marking node {}: {e}", c.node));
                 }
             }
         }
@@ -182,47 +198,15 @@ impl Orchestrator {
             }
         }
         let api: Api<NodeClaim> = Api::all(self.client.clone());
-        for c in &command.candidates {
-            self.event(
-                &c.node,
-                &c.node_claim,
-                Message::normal(
-                    DISRUPTION_TERMINATING,
-                    format!("Disrupting Node: {reason}/{}", command.decision()),
-                ),
-            );
-            let params = DeleteParams {
-                preconditions: c.node_claim_uid.clone().map(|uid| Preconditions {
-                    uid: Some(uid),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            match api.delete(&c.node_claim, &params).await {
-                Ok(_) => {
-                    self.metrics
-                        .nodeclaims_disrupted
-                        .get_or_create(&DisruptedLabels {
-                            reason: reason.to_lowercase(),
-                            nodepool: c.node_pool.clone(),
-                            capacity_type: c.capacity_type.clone().unwrap_or_default(),
-                        })
-                        .inc_by(1);
-                    self.metrics
-                        .pods_disruption_initiated
-                        .get_or_create(&ReasonLabels {
-                            reason: reason.to_lowercase(),
-                        })
-                        .inc_by(c.reschedulable.len() as u64);
-                }
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                Err(e) => {
-                    tracing::warn!(nodeclaim = %c.node_claim, error = %e, "disrupted nodeclaim not deleted");
-                    // Taint and condition stay until the next loop's clean-up notices the node
-                    // is no longer in a command (then they are removed).
-                }
-            }
-        }
+        let deletes: Vec<_> = command
+            .candidates
+            .iter()
+            .map(|c| self.delete_candidate(&api, c, reason, command))
+            .collect();
+        stream::iter(deletes)
+            .buffer_unordered(CONCURRENCY)
+            .collect::<Vec<()>>()
+            .await;
         tracing::info!(
             reason,
             decision = %command.decision(),
@@ -232,6 +216,55 @@ impl Orchestrator {
             "disrupted nodes"
         );
         Outcome::Deleted { replacements }
+    }
+
+    /// Announces and deletes one candidate's NodeClaim (UID precondition), counting it.
+    async fn delete_candidate(
+        &self,
+        api: &Api<NodeClaim>,
+        c: &super::candidates::Candidate,
+        reason: &str,
+        command: &Command,
+    ) {
+        self.event(
+            &c.node,
+            &c.node_claim,
+            Message::normal(
+                DISRUPTION_TERMINATING,
+                format!("Disrupting Node: {reason}/{}", command.decision()),
+            ),
+        );
+        let params = DeleteParams {
+            preconditions: c.node_claim_uid.clone().map(|uid| Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&c.node_claim, &params).await {
+            Ok(_) => {
+                self.metrics
+                    .nodeclaims_disrupted
+                    .get_or_create(&DisruptedLabels {
+                        reason: reason.to_lowercase(),
+                        nodepool: c.node_pool.clone(),
+                        capacity_type: c.capacity_type.clone().unwrap_or_default(),
+                    })
+                    .inc_by(1);
+                self.metrics
+                    .pods_disruption_initiated
+                    .get_or_create(&ReasonLabels {
+                        reason: reason.to_lowercase(),
+                    })
+                    .inc_by(c.reschedulable.len() as u64);
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(e) => {
+                tracing::warn!(nodeclaim = %c.node_claim, error = %e, "disrupted nodeclaim not deleted");
+                // Taint and condition stay until the next loop's clean-up notices the node
+                // is no longer in a command (then they are removed).
+            }
+        }
     }
 
     fn event(&self, node: &str, node_claim: &str, message: Message) {
@@ -309,11 +342,17 @@ impl Orchestrator {
     }
 
     async fn unmark_all(&self, nodes: impl Iterator<Item = (&str, &str)>) {
-        for (node, nc) in nodes {
-            if let Err(e) = self.mark(node, nc, None).await {
-                tracing::warn!(node, error = %e, "disruption mark not removed (the next loop retries)");
-            }
-        }
+        let unmarks: Vec<_> = nodes
+            .map(|(node, nc)| async move {
+                if let Err(e) = self.mark(node, nc, None).await {
+                    tracing::warn!(node, error = %e, "disruption mark not removed (the next loop retries)");
+                }
+            })
+            .collect();
+        stream::iter(unmarks)
+            .buffer_unordered(CONCURRENCY)
+            .collect::<Vec<()>>()
+            .await;
     }
 
     async fn create(
