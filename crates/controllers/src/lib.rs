@@ -24,4 +24,5 @@ pub mod metrics;
 pub mod nodeclaim;
 pub mod nodepool;
 pub mod provisioning;
+pub mod static_capacity;
 pub mod termination;

@@ -15,6 +15,7 @@
 pub mod api_counter;
 pub mod chaos;
 pub mod connect;
+pub mod feature_gates;
 pub mod operator;
 pub mod process;
 pub mod scenario;

@@ -3,7 +3,7 @@
 //! Responsibility: [`Operator::start`] composes the concrete parts — the cluster
 //! [`state`], the Cluster API provider with its NodeClass status controller and Machine
 //! garbage collector, the provisioner, the NodeClaim lifecycle and garbage collector, Node
-//! termination, the NodePool controllers and the disruption loop — on the current tokio runtime, and keeps their tasks; dropping the
+//! termination, the NodePool controllers, the disruption loop and static NodePools — on the current tokio runtime, and keeps their tasks; dropping the
 //! [`Operator`] stops them. `run`, `simulate`, `bench e2e` and the end-to-end tests all start the
 //! controller through here, so they exercise exactly the same wiring.
 //! Inputs: two `kube::Client`s and an [`OperatorConfig`]. Outputs: running tasks, metrics,
@@ -26,6 +26,7 @@ use controllers::provisioning::node_claim::PoolHash;
 use controllers::provisioning::provisioner::{
     Decision, Provisioner, ProvisionerConfig, trigger_channel,
 };
+use controllers::static_capacity::{StaticCapacity, StaticConfig};
 use controllers::termination::{Termination, TerminationConfig};
 use state::{ClusterState, StateConfig};
 use tokio::task::JoinHandle;
@@ -47,6 +48,8 @@ pub struct OperatorConfig {
     pub node_claim_gc: controllers::nodeclaim::garbage_collection::GcConfig,
     /// The disruption loop.
     pub disruption: DisruptionConfig,
+    /// Static NodePools (off unless the `StaticCapacity` gate is on).
+    pub static_capacity: StaticConfig,
     /// The Event reporter instance (pod name or host).
     pub instance: Option<String>,
 }
@@ -194,6 +197,17 @@ impl Operator {
             config.disruption.clone(),
             stamp,
         );
+        let mut static_config = config.static_capacity.clone();
+        static_config.options.min_values_policy = config.provisioner.min_values_policy;
+        let static_capacity = StaticCapacity::new(
+            workload.clone(),
+            Arc::clone(&provider),
+            Arc::clone(&state),
+            events.clone(),
+            Arc::clone(&metrics),
+            static_config,
+            stamp,
+        );
         let disruptions = disruption.records();
         let disruption_passes = disruption.pass_counters();
         let node_pools = NodePoolControllers::new(
@@ -223,6 +237,7 @@ impl Operator {
             tokio::spawn(gc.run()),
             tokio::spawn(node_claim_gc.run()),
             tokio::spawn(disruption.run()),
+            tokio::spawn(static_capacity.run()),
         ];
         Self {
             state,

@@ -139,6 +139,10 @@ pub struct RunArgs {
     /// The Lease's namespace (default: the pod's namespace, else `kube-system`).
     #[arg(long, env = "LEADER_ELECTION_NAMESPACE")]
     pub leader_election_namespace: Option<String>,
+    /// Upstream's feature gates, e.g. `StaticCapacity=true` (static NodePools); unknown names
+    /// and gates this binary does not implement are refused.
+    #[arg(long, env = "FEATURE_GATES", default_value = "", value_name = "LIST")]
+    pub feature_gates: karpenter_capi::feature_gates::FeatureGates,
 }
 
 /// Sets up logging (`LOG_LEVEL`, plain or JSON) for `run`.
@@ -249,6 +253,10 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             ..Default::default()
         },
         instance: std::env::var("HOSTNAME").ok(),
+        static_capacity: controllers::static_capacity::StaticConfig {
+            enabled: args.feature_gates.static_capacity,
+            ..Default::default()
+        },
         ..OperatorConfig::default()
     };
 

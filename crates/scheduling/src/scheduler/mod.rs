@@ -21,6 +21,7 @@ mod input;
 mod preferences;
 mod queue;
 mod template;
+mod template_claim;
 
 use std::sync::Arc;
 
@@ -40,6 +41,7 @@ pub use input::{
     Results,
 };
 pub use template::DroppedPool;
+pub use template_claim::template_node_claim;
 
 /// A pod's node requirements, computed once per (relaxed) pod.
 #[derive(Clone, Debug)]

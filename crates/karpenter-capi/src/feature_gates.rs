@@ -1,0 +1,96 @@
+//! `--feature-gates` / `FEATURE_GATES`: upstream Karpenter's gate list
+//! (`StaticCapacity=true,NodeRepair=false`), read strictly.
+//!
+//! Responsibility: parse the list into [`FeatureGates`]. Upstream's names are known; a name
+//! that is not one is an error (a typo must not silently leave a gate off). `StaticCapacity`
+//! turns on static NodePools. `ReservedCapacity` is accepted either way and changes nothing
+//! (Cluster API offerings have no reserved capacity). `NodeRepair`, `NodeOverlay` and
+//! `SpotToSpotConsolidation` are not implemented: `=false` is accepted, `=true` is an error
+//! saying so, rather than a gate that looks on and does nothing.
+//! Inputs: the flag's text. Outputs: [`FeatureGates`] or an error naming the entry.
+
+/// The gates this binary acts on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FeatureGates {
+    /// Static NodePools (`spec.replicas`) are kept at their replica count.
+    pub static_capacity: bool,
+}
+
+/// Upstream gates accepted but not implemented here: `=true` is refused.
+const NOT_IMPLEMENTED: [&str; 3] = ["NodeRepair", "NodeOverlay", "SpotToSpotConsolidation"];
+
+impl std::str::FromStr for FeatureGates {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut gates = Self::default();
+        for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (name, value) = entry
+                .split_once('=')
+                .ok_or_else(|| format!("feature gate {entry:?}: expected Name=true|false"))?;
+            let (name, value) = (name.trim(), value.trim());
+            let on = match value.to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return Err(format!(
+                        "feature gate {name}: {value:?} is not true or false"
+                    ));
+                }
+            };
+            match name {
+                "StaticCapacity" => gates.static_capacity = on,
+                "ReservedCapacity" => {}
+                n if NOT_IMPLEMENTED.contains(&n) => {
+                    if on {
+                        return Err(format!(
+                            "feature gate {n} is not implemented by karpenter-capi (only StaticCapacity is)"
+                        ));
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "unknown feature gate {other:?} (known: StaticCapacity, ReservedCapacity, {})",
+                        NOT_IMPLEMENTED.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(gates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_upstreams_list() {
+        let g: FeatureGates = "StaticCapacity=true,NodeRepair=false, ReservedCapacity=true"
+            .parse()
+            .unwrap();
+        assert!(g.static_capacity);
+        assert_eq!("".parse::<FeatureGates>().unwrap(), FeatureGates::default());
+        assert!(
+            !"StaticCapacity=false"
+                .parse::<FeatureGates>()
+                .unwrap()
+                .static_capacity
+        );
+    }
+
+    #[test]
+    fn refuses_typos_and_gates_it_cannot_honour() {
+        let typo = "StaticCapcity=true".parse::<FeatureGates>().unwrap_err();
+        assert!(
+            typo.contains("unknown feature gate \"StaticCapcity\""),
+            "{typo}"
+        );
+        let repair = "NodeRepair=true".parse::<FeatureGates>().unwrap_err();
+        assert!(repair.contains("not implemented"), "{repair}");
+        let value = "StaticCapacity=yes".parse::<FeatureGates>().unwrap_err();
+        assert!(value.contains("not true or false"), "{value}");
+        let shape = "StaticCapacity".parse::<FeatureGates>().unwrap_err();
+        assert!(shape.contains("Name=true|false"), "{shape}");
+    }
+}
