@@ -10,6 +10,7 @@
 //! - [`candidates`]: which nodes may be disrupted, and why the others may not (spec §5.3);
 //! - [`simulation`]: "what if these nodes were gone" through the scheduling engine (spec §5.8);
 //! - [`methods`]: emptiness, multi- and single-node consolidation, deciding [`methods::Command`]s;
+//!   [`static_drift`]: the one-for-one replacement of a static NodePool's drifted nodes;
 //! - [`writes`]: the taint and status patches; [`orchestration`]: carrying a command out;
 //! - [`explain`]: what the next pass would do and a verdict per node (for `plan`);
 //! - [`controller`]: the loop on the leader ([`Disruption`]).
@@ -29,6 +30,7 @@ pub mod methods;
 pub mod orchestration;
 pub mod pdb;
 pub mod simulation;
+pub mod static_drift;
 pub mod writes;
 
 pub use controller::{Disruption, DisruptionConfig, Record};

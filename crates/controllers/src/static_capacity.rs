@@ -258,7 +258,8 @@ impl<P: CloudProvider + 'static> StaticCapacity<P> {
 }
 
 /// A static NodePool this loop keeps: `Ready`, not being deleted, of our NodeClass kind.
-fn managed(pool: &NodePool) -> bool {
+#[must_use]
+pub fn managed(pool: &NodePool) -> bool {
     pool.spec.is_static()
         && pool.metadata.deletion_timestamp.is_none()
         && node_class_of(pool).is_some()
@@ -281,7 +282,8 @@ fn node_limit(pool: &NodePool) -> Option<i64> {
 }
 
 /// The pool's NodeClaims (ours, labelled with its name) as the plan sees them.
-fn members(snapshot: &Snapshot, pool: &str) -> Vec<Member> {
+#[must_use]
+pub fn members(snapshot: &Snapshot, pool: &str) -> Vec<Member> {
     snapshot
         .node_claims
         .iter()

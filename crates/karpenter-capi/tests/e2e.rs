@@ -1185,7 +1185,8 @@ sim::backend_tests!(
 /// A static NodePool (`spec.replicas`, gate `StaticCapacity`) keeps its replica count with no
 /// pod asking: three wanted, `limits.nodes` 2 allows two; the disruption loop leaves its empty
 /// nodes alone (static pools are never consolidated); lowered to one replica, the empty node
-/// goes and the one with a pod stays.
+/// goes and the one with a pod stays; after a template change the drifted node is replaced one
+/// for one.
 async fn a_static_node_pool_keeps_its_replica_count(backend: Backend) {
     let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
     scenario::apply(
@@ -1245,6 +1246,46 @@ async fn a_static_node_pool_keeps_its_replica_count(backend: Backend) {
         all_running(&world, 1, Duration::from_secs(30)).await.len(),
         1
     );
+
+    // StaticDrift: the template changes; the node is replaced one for one (the replacement
+    // first), and the pool never holds more than limits.nodes (2) NodeClaims.
+    Api::<api::NodePool>::all(world.workload_client())
+        .patch(
+            "fixed",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        "the static node replaced by one labelled team=blue, the pod on it",
+        Duration::from_secs(120),
+        || async {
+            assert!(node_claims(&world).await.len() <= 2, "limits.nodes held");
+            let nodes = nodes(&world).await;
+            let pods = pods(&world).await;
+            let on = pods.first()?.spec.as_ref()?.node_name.clone()?;
+            (nodes.len() == 1
+                && nodes[0].name_any() != host
+                && label(&nodes[0], "team") == "blue"
+                && nodes[0].name_any() == on
+                && running(&pods[0]))
+            .then_some(())
+        },
+    )
+    .await;
+    let records = operator.disruptions();
+    assert!(
+        records.iter().any(
+            |r| r.method == controllers::disruption::methods::Method::Drift
+                && r.nodes == [host.clone()]
+                && r.decision == controllers::disruption::methods::Decision::Replace
+        ),
+        "{records:?}"
+    );
+    assert_eq!(replicas(&world).await, 1);
 }
 
 sim::backend_tests!(a_static_node_pool_keeps_its_replica_count);

@@ -51,6 +51,7 @@ use super::floors::Floors;
 use super::methods::{self, Command, Decision, Method, reason_name};
 use super::orchestration::{Orchestrator, Outcome};
 use super::simulation::{Objects, World};
+use super::static_drift::{PoolCount, static_drift};
 use super::writes;
 use crate::events::{Events, Message};
 use crate::metrics::{
@@ -277,7 +278,11 @@ impl<P: CloudProvider + 'static> Disruption<P> {
 
     async fn instance_types(&self, pools: &[NodePool]) -> BTreeMap<String, Vec<Arc<InstanceType>>> {
         let mut out = BTreeMap::new();
-        for pool in pools.iter().filter(|p| ready(p)) {
+        // Static pools too: their nodes drift (StaticDrift) though they are never consolidated.
+        for pool in pools
+            .iter()
+            .filter(|p| ready(p) || crate::static_capacity::managed(p))
+        {
             match self.provider.get_instance_types(pool).await {
                 // An empty list is kept: every instance type of the pool is gone (drift).
                 Ok(its) => {
@@ -302,6 +307,11 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let in_flight = lock(&self.orchestrator.in_flight).clone();
         let floors = self.floors(&snapshot, &in_flight).await;
         let (cands, blocked) = self.candidates(&snapshot, &its, &in_flight, &floors, now);
+        // A static pool's nodes are only ever replaced when drifted (StaticDrift, below).
+        let cands: Vec<Candidate> = cands
+            .into_iter()
+            .filter(|c| !is_static(&snapshot, &c.node_pool))
+            .collect();
         self.report_blocked(&snapshot, &blocked);
         self.transient
             .store(blocked.iter().any(|b| b.transient), Ordering::Relaxed);
@@ -323,6 +333,18 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             in_flight = in_flight.len(),
             "disruption pass"
         );
+        let drifted = snapshot.node_claims.iter().any(|nc| {
+            nc.status
+                .as_ref()
+                .is_some_and(|s| s.conditions.is_true(api::well_known::conditions::DRIFTED))
+        });
+        if drifted
+            && self
+                .static_drift(&snapshot, &its, &in_flight, &floors, now)
+                .await
+        {
+            return true;
+        }
         if cands.is_empty() {
             return false;
         }
@@ -341,14 +363,13 @@ impl<P: CloudProvider + 'static> Disruption<P> {
 
         // Drift (eventual: pod-level blocks do not hold NodeClaims with a terminationGracePeriod;
         // no validation delay).
-        let drifted = snapshot.node_claims.iter().any(|nc| {
-            nc.status
-                .as_ref()
-                .is_some_and(|s| s.conditions.is_true(api::well_known::conditions::DRIFTED))
-        });
         if drifted {
             let (eventual, _) =
                 self.candidates_of(&snapshot, &its, &in_flight, &floors, now, Class::Eventual);
+            let eventual: Vec<Candidate> = eventual
+                .into_iter()
+                .filter(|c| !is_static(&snapshot, &c.node_pool))
+                .collect();
             let mut budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Drifted, now);
             let this = Arc::clone(&self);
             let (snap, types) = (snapshot.clone(), its.clone());
@@ -427,6 +448,83 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 *lock(&self.unchanged) = Some(state);
                 false
             }
+        }
+    }
+
+    /// StaticDrift ([`super::static_drift`]): whether a replacement of a static pool's drifted
+    /// node started.
+    async fn static_drift(
+        self: &Arc<Self>,
+        snapshot: &Snapshot,
+        its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
+        in_flight: &BTreeSet<String>,
+        floors: &Floors,
+        now: Timestamp,
+    ) -> bool {
+        if !snapshot.node_pools.iter().any(|p| p.spec.is_static()) {
+            return false;
+        }
+        let (eventual, _) =
+            self.candidates_of(snapshot, its, in_flight, floors, now, Class::Eventual);
+        let statics: Vec<Candidate> = eventual
+            .into_iter()
+            .filter(|c| is_static(snapshot, &c.node_pool))
+            .collect();
+        if statics.iter().all(|c| c.drifted.is_none()) {
+            return false;
+        }
+        let counts: BTreeMap<String, PoolCount> = snapshot
+            .node_pools
+            .iter()
+            .filter(|p| p.spec.is_static())
+            .map(|p| {
+                let members = crate::static_capacity::members(snapshot, &p.name_any());
+                let live = members.iter().filter(|m| !m.deleting);
+                let pending = live.clone().filter(|m| m.pending_disruption).count();
+                let count = PoolCount {
+                    running: live.count() - pending,
+                    pending_disruption: pending,
+                };
+                (p.name_any(), count)
+            })
+            .collect();
+        let mut budgets = self.budgets(snapshot, in_flight, DisruptionReason::Drifted, now);
+        let options = scheduling::scheduler::Options {
+            well_known: self.well_known.clone(),
+            ..scheduling::scheduler::Options::default()
+        };
+        let template = |pool: &NodePool| {
+            let types = its
+                .get(&pool.name_any())
+                .cloned()
+                .ok_or_else(|| "its instance types are unavailable".to_owned())?;
+            let scheduler_pool =
+                crate::provisioning::inputs::scheduler_node_pool(pool, types, &self.well_known)?;
+            scheduling::scheduler::template_node_claim(&scheduler_pool, &options)
+                .map_err(|d| d.reason)
+        };
+        let started = Instant::now();
+        let (cmd, reasons) = static_drift(
+            &statics,
+            &snapshot.node_pools,
+            &counts,
+            &mut budgets,
+            &template,
+        );
+        self.observe("drift", Method::Drift, started);
+        for r in reasons {
+            tracing::debug!(node = %r.node, reason = %r.reason, "drifted static node not replaced yet");
+            self.event_on_node(
+                &r.node,
+                Message::normal(DISRUPTION_BLOCKED, r.reason).dedupe_for(EVENT_DEDUPE),
+            );
+        }
+        match cmd {
+            Some(cmd) => {
+                self.validate_and_start(cmd, snapshot.node_pools.clone())
+                    .await
+            }
+            None => false,
         }
     }
 
@@ -933,7 +1031,12 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                         .is_ok_and(|due| *l >= due)
                 })
             });
-            let consolidation = consolidatable::evaluate(nc, pool, last, now);
+            // Static pools are never consolidated: the condition is never set for them.
+            let consolidation = if pool.spec.is_static() {
+                Consolidation::Disabled("static NodePool".into())
+            } else {
+                consolidatable::evaluate(nc, pool, last, now)
+            };
             let drifted = self
                 .drift_of(nc, pool, its.get(&pool.name_any()), now)
                 .await;
@@ -975,4 +1078,12 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             .collect();
         self.state.forget_pod_events(|n| nodes.contains(n));
     }
+}
+
+/// Whether `pool` names a static NodePool of the snapshot.
+fn is_static(snapshot: &Snapshot, pool: &str) -> bool {
+    snapshot
+        .node_pools
+        .iter()
+        .any(|p| p.metadata.name.as_deref() == Some(pool) && p.spec.is_static())
 }

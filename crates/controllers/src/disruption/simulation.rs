@@ -92,13 +92,17 @@ impl Simulation {
 }
 
 impl World {
-    /// Converts the snapshot. Pools without instance types, or invalid, are left out.
+    /// Converts the snapshot. Pools without instance types, invalid or static, are left out.
     #[must_use]
     pub fn new(objects: &Objects<'_>, well_known: &WellKnownLabels) -> Self {
         let (cluster, mut warnings) = inputs::cluster(&objects.cluster);
         let mut pools = Vec::new();
         for pool in objects.node_pools {
             let name = pool.metadata.name.clone().unwrap_or_default();
+            // A static pool never grows for pods: nothing may move onto a new node of it.
+            if pool.spec.is_static() {
+                continue;
+            }
             let Some(its) = objects.instance_types.get(&name) else {
                 continue;
             };

@@ -137,7 +137,10 @@ mod tests {
             Plan::default()
         );
         // Marked, but the replacement is not there yet: the pending one still holds the place.
-        assert_eq!(plan(1, None, std::slice::from_ref(&marked)), Plan::default());
+        assert_eq!(
+            plan(1, None, std::slice::from_ref(&marked)),
+            Plan::default()
+        );
         // Two wanted, one marked: one more (the marked one goes later).
         assert_eq!(plan(2, None, &[marked]).create, 2);
     }
