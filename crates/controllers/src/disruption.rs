@@ -10,6 +10,7 @@
 //! - [`candidates`]: which nodes may be disrupted, and why the others may not (spec §5.3);
 //! - [`simulation`]: "what if these nodes were gone" through the scheduling engine (spec §5.8);
 //! - [`methods`]: emptiness, multi- and single-node consolidation, deciding [`methods::Command`]s;
+//!   [`balanced`]: the score a move needs under `consolidationPolicy: Balanced` (spec §5.12);
 //! - [`writes`]: the taint and status patches; [`orchestration`]: carrying a command out;
 //! - [`explain`]: what the next pass would do and a verdict per node (for `plan`);
 //! - [`controller`]: the loop on the leader ([`Disruption`]).
@@ -17,6 +18,7 @@
 //! Inputs: the cluster state, the cloud provider, the time. Outputs: commands carried out,
 //! conditions, Events, metrics.
 
+pub mod balanced;
 pub mod budget_map;
 pub mod budgets;
 pub mod candidates;
