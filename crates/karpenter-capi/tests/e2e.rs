@@ -804,7 +804,9 @@ async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
 /// `consolidationPolicy: Balanced`: two NodePools alike but for the policy, each with one
 /// `big` node ($1.0/h) left holding one 1-cpu pod that a `medium` node ($0.9/h) could take.
 /// Replacing it saves 10 % of the pool's cost for all of its disruption (a score of 0.1, below
-/// 0.5): the Balanced pool keeps its node, the WhenEmptyOrUnderutilized pool replaces it.
+/// 0.5): the Balanced pool keeps its node, the WhenEmptyOrUnderutilized pool replaces it. Once
+/// a `small` MachineDeployment ($0.2/h) appears, the move saves 80 % (a score of 0.8) and the
+/// Balanced pool takes it, with a `ConsolidationApproved` Event on the node.
 async fn a_balanced_pool_keeps_a_node_a_marginal_replacement_would_save_little_on(
     backend: Backend,
 ) {
@@ -918,6 +920,53 @@ async fn a_balanced_pool_keeps_a_node_a_marginal_replacement_would_save_little_o
     assert!(
         records.iter().any(|r| r.replacements == ["medium"]),
         "{records:?}"
+    );
+
+    scenario::apply(
+        &world.management_client(),
+        &[md("small", 2, 8, "zone-a", 0.2)],
+    )
+    .await
+    .unwrap();
+    wait_for(
+        "the balanced pool's node replaced by a small one",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            let balanced: Vec<&Node> = nodes
+                .iter()
+                .filter(|n| label(n, "karpenter.sh/nodepool") == "balanced")
+                .collect();
+            (balanced.len() == 1
+                && label(balanced[0], "node.kubernetes.io/instance-type") == "small")
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(moves("approved", "balanced", "Balanced") >= 1);
+    let events = Api::<k8s_openapi::api::events::v1::Event>::all(world.workload_client());
+    let note = wait_for(
+        "a ConsolidationApproved Event on the balanced pool's old node",
+        Duration::from_secs(30),
+        || async {
+            events
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .find(|e| {
+                    e.reason.as_deref() == Some("ConsolidationApproved")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref())
+                            == Some(kept.as_str())
+                })
+                .and_then(|e| e.note)
+        },
+    )
+    .await;
+    assert!(
+        note.starts_with("Balanced score 0.80 is at least 0.5"),
+        "{note}"
     );
 }
 
