@@ -234,6 +234,9 @@ pub mod events {
     pub const DISRUPTION_BLOCKED: &str = "DisruptionBlocked";
     /// A node cannot be consolidated, and why (on Node and NodeClaim).
     pub const UNCONSOLIDATABLE: &str = "Unconsolidatable";
+    /// A Balanced NodePool approved a consolidation move, with its score (on the candidates'
+    /// Node and NodeClaim).
+    pub const CONSOLIDATION_APPROVED: &str = "ConsolidationApproved";
     /// Disruption launched a replacement (on the candidate's Node and NodeClaim).
     pub const DISRUPTION_LAUNCHING: &str = "DisruptionLaunching";
     /// Disruption waits for a replacement to initialize (on Node and NodeClaim).

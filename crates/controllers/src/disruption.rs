@@ -11,6 +11,7 @@
 //! - [`simulation`]: "what if these nodes were gone" through the scheduling engine (spec §5.8);
 //! - [`methods`]: emptiness, multi- and single-node consolidation, deciding [`methods::Command`]s;
 //!   [`static_drift`]: the one-for-one replacement of a static NodePool's drifted nodes;
+//!   [`balanced`]: the score a move needs under `consolidationPolicy: Balanced` (spec §5.12);
 //! - [`writes`]: the taint and status patches; [`orchestration`]: carrying a command out;
 //! - [`explain`]: what the next pass would do and a verdict per node (for `plan`);
 //! - [`controller`]: the loop on the leader ([`Disruption`]).
@@ -18,6 +19,7 @@
 //! Inputs: the cluster state, the cloud provider, the time. Outputs: commands carried out,
 //! conditions, Events, metrics.
 
+pub mod balanced;
 pub mod budget_map;
 pub mod budgets;
 pub mod candidates;

@@ -69,6 +69,17 @@ pub struct PoolReasonLabels {
     pub reason: String,
 }
 
+/// `{decision, nodepool, policy}` (Balanced consolidation scoring).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScoreLabels {
+    /// `approved` or `rejected`.
+    pub decision: String,
+    /// NodePool.
+    pub nodepool: String,
+    /// Its consolidation policy (`Balanced`, `WhenEmptyOrUnderutilized`).
+    pub policy: String,
+}
+
 /// `{consolidation_type}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ConsolidationTypeLabels {
@@ -179,6 +190,10 @@ fn long_buckets() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 2.0, 16))
 }
 
+fn score_buckets() -> Histogram {
+    Histogram::new([0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0])
+}
+
 /// Every metric family of the controllers.
 #[derive(Debug)]
 pub struct Metrics {
@@ -243,6 +258,10 @@ pub struct Metrics {
     pub nodepools_nodes_consuming_budgets: Family<PoolReasonLabels, Gauge>,
     /// `karpenter_pods_disruption_initiated_total` (per reason).
     pub pods_disruption_initiated: Family<ReasonLabels, Counter>,
+    /// `karpenter_consolidation_score` (Balanced NodePools' scores of consolidation moves).
+    pub consolidation_score: Hist<ScoreLabels>,
+    /// `karpenter_consolidation_moves_total` (consolidation moves scored, per NodePool).
+    pub consolidation_moves: Family<ScoreLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -287,6 +306,8 @@ impl Metrics {
             nodepools_allowed_disruptions: Family::default(),
             nodepools_nodes_consuming_budgets: Family::default(),
             pods_disruption_initiated: Family::default(),
+            consolidation_score: Family::new_with_constructor(score_buckets),
+            consolidation_moves: Family::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -428,6 +449,16 @@ impl Metrics {
             "Pods whose node voluntary disruption started removing",
             m.pods_disruption_initiated.clone(),
         );
+        r.register(
+            "consolidation_score",
+            "Balanced consolidation scores of moves, per decision and NodePool",
+            m.consolidation_score.clone(),
+        );
+        r.register(
+            "consolidation_moves",
+            "Consolidation moves scored, per decision, NodePool and policy",
+            m.consolidation_moves.clone(),
+        );
         m.build_info
             .get_or_create(&BuildLabels {
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -468,8 +499,18 @@ mod tests {
         m.pods_eviction_requests
             .get_or_create(&CodeLabels { code: "200".into() })
             .inc();
+        let labels = ScoreLabels {
+            decision: "rejected".into(),
+            nodepool: "default".into(),
+            policy: "Balanced".into(),
+        };
+        m.consolidation_score.get_or_create(&labels).observe(0.31);
+        m.consolidation_moves.get_or_create(&labels).inc();
         let text = m.encode();
         for name in [
+            "karpenter_consolidation_score_bucket{le=\"0.33\",decision=\"rejected\",nodepool=\"default\",policy=\"Balanced\"} 1",
+            "karpenter_consolidation_score_bucket{le=\"0.25\",decision=\"rejected\",nodepool=\"default\",policy=\"Balanced\"} 0",
+            "karpenter_consolidation_moves_total{decision=\"rejected\",nodepool=\"default\",policy=\"Balanced\"} 1",
             "karpenter_nodeclaims_created_total{reason=\"provisioned\",nodepool=\"default\",min_values_relaxed=\"false\"} 1",
             "karpenter_pods_eviction_requests_total{code=\"200\"} 1",
             "karpenter_build_info{",

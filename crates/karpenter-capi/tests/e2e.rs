@@ -83,6 +83,11 @@ async fn setup_consolidating(backend: Backend, mds: &[Value]) -> World {
 }
 
 async fn setup_with_disruption(backend: Backend, mds: &[Value], disruption: Value) -> World {
+    setup_pools(backend, mds, &[("default", disruption)]).await
+}
+
+/// [`setup`] with the given NodePools (name, `spec.disruption`), all of the one NodeClass.
+async fn setup_pools(backend: Backend, mds: &[Value], pools: &[(&str, Value)]) -> World {
     let world = World::start_on(backend, fast_world()).await.unwrap();
     sim::world::crds::install_karpenter_crds(&world.workload_client())
         .await
@@ -90,19 +95,21 @@ async fn setup_with_disruption(backend: Backend, mds: &[Value], disruption: Valu
     scenario::apply(&world.management_client(), mds)
         .await
         .unwrap();
-    scenario::apply(
-        &world.workload_client(),
-        &[
-            json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
-                "metadata": {"name": "default"}, "spec": {}}),
-            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+    let mut objects = vec![
+        json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
+            "metadata": {"name": "default"}, "spec": {}}),
+    ];
+    for (name, disruption) in pools {
+        objects.push(
+            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
                 "spec": {"disruption": disruption,
                     "template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
                     "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}),
-        ],
-    )
-    .await
-    .unwrap();
+        );
+    }
+    scenario::apply(&world.workload_client(), &objects)
+        .await
+        .unwrap();
     world
 }
 
@@ -794,6 +801,175 @@ async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
     );
 }
 
+/// `consolidationPolicy: Balanced`: two NodePools alike but for the policy, each with one
+/// `big` node ($1.0/h) left holding one 1-cpu pod that a `medium` node ($0.9/h) could take.
+/// Replacing it saves 10 % of the pool's cost for all of its disruption (a score of 0.1, below
+/// 0.5): the Balanced pool keeps its node, the WhenEmptyOrUnderutilized pool replaces it. Once
+/// a `small` MachineDeployment ($0.2/h) appears, the move saves 80 % (a score of 0.8) and the
+/// Balanced pool takes it, with a `ConsolidationApproved` Event on the node.
+async fn a_balanced_pool_keeps_a_node_a_marginal_replacement_would_save_little_on(
+    backend: Backend,
+) {
+    let disruption =
+        |policy: &str| json!({"consolidateAfter": "0s", "consolidationPolicy": policy});
+    let world = setup_pools(
+        backend,
+        &[
+            md("big", 8, 32, "zone-a", 1.0),
+            md("medium", 4, 16, "zone-a", 0.9),
+        ],
+        &[
+            ("balanced", disruption("Balanced")),
+            ("standard", disruption("WhenEmptyOrUnderutilized")),
+        ],
+    )
+    .await;
+    let operator = start_disruptive(&world);
+    let pinned = |pool: &str| json!({"nodeSelector": {"karpenter.sh/nodepool": pool}});
+    for pool in ["balanced", "standard"] {
+        scenario::apply(
+            &world.workload_client(),
+            &[deployment(
+                &format!("{pool}-huge"),
+                1,
+                "6",
+                "1Gi",
+                pinned(pool),
+            )],
+        )
+        .await
+        .unwrap();
+    }
+    all_running(&world, 2, Duration::from_secs(90)).await;
+    for pool in ["balanced", "standard"] {
+        scenario::apply(
+            &world.workload_client(),
+            &[deployment(
+                &format!("{pool}-tiny"),
+                1,
+                "1",
+                "1Gi",
+                pinned(pool),
+            )],
+        )
+        .await
+        .unwrap();
+    }
+    all_running(&world, 4, Duration::from_secs(60)).await;
+    let before = nodes(&world).await;
+    assert_eq!(before.len(), 2, "each tiny pod beside its pool's huge one");
+    let kept = before
+        .iter()
+        .find(|n| label(n, "karpenter.sh/nodepool") == "balanced")
+        .unwrap()
+        .name_any();
+    scale(&world, "balanced-huge", 0).await;
+    scale(&world, "standard-huge", 0).await;
+    let metrics = operator.metrics();
+    let moves = |decision: &str, pool: &str, policy: &str| {
+        metrics
+            .consolidation_moves
+            .get_or_create(&controllers::metrics::ScoreLabels {
+                decision: decision.into(),
+                nodepool: pool.into(),
+                policy: policy.into(),
+            })
+            .get()
+    };
+    wait_for(
+        "the standard pool's node replaced by a medium one, the balanced move rejected",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            let standard: Vec<&Node> = nodes
+                .iter()
+                .filter(|n| label(n, "karpenter.sh/nodepool") == "standard")
+                .collect();
+            (standard.len() == 1
+                && label(standard[0], "node.kubernetes.io/instance-type") == "medium"
+                && machines(&world).await.len() == 2
+                && moves("rejected", "balanced", "Balanced") >= 1)
+                .then_some(())
+        },
+    )
+    .await;
+    // Then the loop settles with nothing more to do: the Balanced pool's node stays.
+    let (passes, _) = operator.disruption_passes();
+    wait_for(
+        "the disruption loop idle",
+        Duration::from_secs(60),
+        || async {
+            let (now, idle) = operator.disruption_passes();
+            (now >= passes + 3 && idle >= 3).then_some(())
+        },
+    )
+    .await;
+    assert!(untouched(&world, &kept).await, "{kept} was disrupted");
+    let node = Api::<Node>::all(world.workload_client())
+        .get(&kept)
+        .await
+        .unwrap();
+    assert_eq!(label(&node, "node.kubernetes.io/instance-type"), "big");
+    assert_eq!(moves("approved", "balanced", "Balanced"), 0);
+    assert!(moves("approved", "standard", "WhenEmptyOrUnderutilized") >= 1);
+    let records = operator.disruptions();
+    assert!(
+        records.iter().all(|r| !r.nodes.contains(&kept)),
+        "{records:?}"
+    );
+    assert!(
+        records.iter().any(|r| r.replacements == ["medium"]),
+        "{records:?}"
+    );
+
+    scenario::apply(
+        &world.management_client(),
+        &[md("small", 2, 8, "zone-a", 0.2)],
+    )
+    .await
+    .unwrap();
+    wait_for(
+        "the balanced pool's node replaced by a small one",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            let balanced: Vec<&Node> = nodes
+                .iter()
+                .filter(|n| label(n, "karpenter.sh/nodepool") == "balanced")
+                .collect();
+            (balanced.len() == 1
+                && label(balanced[0], "node.kubernetes.io/instance-type") == "small")
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(moves("approved", "balanced", "Balanced") >= 1);
+    let events = Api::<k8s_openapi::api::events::v1::Event>::all(world.workload_client());
+    let note = wait_for(
+        "a ConsolidationApproved Event on the balanced pool's old node",
+        Duration::from_secs(30),
+        || async {
+            events
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .find(|e| {
+                    e.reason.as_deref() == Some("ConsolidationApproved")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref())
+                            == Some(kept.as_str())
+                })
+                .and_then(|e| e.note)
+        },
+    )
+    .await;
+    assert!(
+        note.starts_with("Balanced score 0.80 is at least 0.5"),
+        "{note}"
+    );
+}
+
 /// Sets the MachineDeployment's min-size annotation.
 async fn min_size(world: &World, md: &str, min: &str) {
     Api::<MachineDeployment>::namespaced(world.management_client(), "default")
@@ -1180,6 +1356,7 @@ sim::backend_tests!(
     a_node_is_replaced_by_a_cheaper_machine_deployment,
     pdbs_do_not_disrupt_and_budgets_block_until_lifted,
     emptiness_stops_at_the_machine_deployment_min_size,
+    a_balanced_pool_keeps_a_node_a_marginal_replacement_would_save_little_on,
 );
 
 /// A static NodePool (`spec.replicas`, gate `StaticCapacity`) keeps its replica count with no

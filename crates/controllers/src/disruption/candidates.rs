@@ -239,7 +239,11 @@ fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
 
 /// The price of the node's offering: the instance type's offering in its zone (any zone when
 /// it has no zone label) with its capacity type; 0 when unknown.
-fn price(it: Option<&Arc<InstanceType>>, zone: Option<&str>, capacity_type: Option<&str>) -> f64 {
+pub(super) fn offering_price(
+    it: Option<&Arc<InstanceType>>,
+    zone: Option<&str>,
+    capacity_type: Option<&str>,
+) -> f64 {
     it.into_iter()
         .flat_map(|it| it.offerings().iter())
         .filter(|o| zone.is_none_or(|z| o.zone() == Some(z)))
@@ -398,7 +402,7 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
                 .map(|p| eviction_cost(p).max(0.0))
                 .sum::<f64>();
         out.push(Candidate {
-            price: price(
+            price: offering_price(
                 instance_type.as_ref(),
                 zone.as_deref(),
                 capacity_type.as_deref(),

@@ -15,6 +15,11 @@
 //!    snapshot (still candidates, still within budget, the same decision); then the command is
 //!    carried out in its own task ([`super::orchestration`]) and the loop goes on (its nodes
 //!    are in flight, so they are not candidates again);
+//!    consolidation moves are scored for the NodePools they touch ([`super::balanced`]):
+//!    `karpenter_consolidation_moves_total` per pool, `karpenter_consolidation_score` per
+//!    Balanced pool, and a `ConsolidationApproved` Event on the Node and NodeClaim of each
+//!    candidate a Balanced pool approved (multi-node's rejected binary-search probes are not
+//!    counted: they are trials, not moves);
 //! 5. without a command, the next pass comes after the poll interval or the next change of
 //!    the state, whichever is later.
 //!
@@ -32,7 +37,7 @@ use std::time::Duration;
 use api::common::{ConditionStatus, Conditions};
 use api::nodepool::DisruptionReason;
 use api::well_known::conditions::{CONSOLIDATABLE, DISRUPTION_REASON, DRIFTED, LAUNCHED};
-use api::well_known::events::{DISRUPTION_BLOCKED, UNCONSOLIDATABLE};
+use api::well_known::events::{CONSOLIDATION_APPROVED, DISRUPTION_BLOCKED, UNCONSOLIDATABLE};
 use api::{NodeClaim, NodePool};
 use cloudprovider::CloudProvider;
 use k8s_openapi::jiff::Timestamp;
@@ -43,6 +48,7 @@ use scheduling::labels::{NODE_POOL, WellKnownLabels};
 use state::{ClusterState, Snapshot};
 use tokio::time::Instant;
 
+use super::balanced::PoolScore;
 use super::budget_map::{BudgetMap, budget_map};
 use super::candidates::{Blocked, Candidate, Class, Inputs, candidates, is_ours};
 use super::consolidatable::{self, Consolidation};
@@ -55,7 +61,7 @@ use super::static_drift::{PoolCount, static_drift};
 use super::writes;
 use crate::events::{Events, Message};
 use crate::metrics::{
-    ConsolidationTypeLabels, EvaluationLabels, Metrics, PoolReasonLabels, ReasonLabels,
+    ConsolidationTypeLabels, EvaluationLabels, Metrics, PoolReasonLabels, ReasonLabels, ScoreLabels,
 };
 use crate::provisioning::inputs::ClusterObjects;
 use crate::provisioning::node_claim::PoolHash;
@@ -435,6 +441,13 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 return false;
             }
         };
+        for r in reasons.iter().filter(|r| !r.scores.is_empty()) {
+            self.report_scores(&r.scores, false);
+        }
+        if let Some(cmd) = &cmd {
+            self.report_scores(&cmd.scores, true);
+            self.approved_events(cmd);
+        }
         for r in reasons {
             tracing::debug!(node = %r.node, reason = %r.reason, "not consolidated");
             self.event_on_node(
@@ -525,6 +538,55 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                     .await
             }
             None => false,
+        }
+    }
+
+    /// `karpenter_consolidation_moves_total` for each NodePool of a consolidation move
+    /// (`approved`: the move was taken), and `karpenter_consolidation_score` for each Balanced
+    /// one (labelled with the pool's own decision).
+    fn report_scores(&self, scores: &[PoolScore], approved: bool) {
+        let decision = |ok: bool| if ok { "approved" } else { "rejected" }.to_owned();
+        for p in scores {
+            let labels = ScoreLabels {
+                decision: decision(approved),
+                nodepool: p.pool.clone(),
+                policy: p.policy.clone(),
+            };
+            self.metrics
+                .consolidation_moves
+                .get_or_create(&labels)
+                .inc();
+            if let Some(score) = p.score {
+                tracing::debug!(nodepool = %p.pool, nodes = ?p.nodes, score = score.value(), approved = score.approved(), "balanced consolidation score");
+                self.metrics
+                    .consolidation_score
+                    .get_or_create(&ScoreLabels {
+                        decision: decision(score.approved()),
+                        ..labels
+                    })
+                    .observe(score.value());
+            }
+        }
+    }
+
+    /// `ConsolidationApproved` on the Node and NodeClaim of each candidate of a Balanced
+    /// NodePool in `cmd`, with the pool's score.
+    fn approved_events(&self, cmd: &Command) {
+        for p in &cmd.scores {
+            let Some(score) = p.score else {
+                continue;
+            };
+            for c in cmd.candidates.iter().filter(|c| p.nodes.contains(&c.node)) {
+                let message = || Message::normal(CONSOLIDATION_APPROVED, score.to_string());
+                self.event_on_node(&c.node, message());
+                if let Some(nc) = self
+                    .state
+                    .node_claims()
+                    .get(&kube::runtime::reflector::ObjectRef::new(&c.node_claim))
+                {
+                    self.events.publish(&*nc, message());
+                }
+            }
         }
     }
 
@@ -836,6 +898,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         match (expected.decision(), again.decision()) {
             (Decision::Delete, Decision::Delete) => Ok(Command {
                 took: expected.took,
+                scores: expected.scores,
                 ..again
             }),
             (Decision::Replace, Decision::Replace) => {
@@ -852,6 +915,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 if subset {
                     Ok(Command {
                         took: expected.took,
+                        scores: expected.scores,
                         ..again
                     })
                 } else {

@@ -5,9 +5,9 @@
 //! consolidation that finds one, as the loop does), and a verdict for every managed node: in
 //! that command, or what it alone could come to in a later pass — removed, replaced (by what),
 //! or kept with the reason (a blocking rule, a budget, "would need more than one new node",
-//! "not cheaper", ...). Each other node is judged alone in the cluster the next command leaves
-//! (its nodes gone, their pods pending again), so two nodes that could each go alone may not
-//! both go. Drift counts a `Drifted` condition in the
+//! "not cheaper", a Balanced NodePool's score below 0.5, ...). Each other node is judged alone
+//! in the cluster the next command leaves (its nodes gone, their pods pending again), so two
+//! nodes that could each go alone may not both go. Drift counts a `Drifted` condition in the
 //! dump and the drift computable from the dump alone (NodePool hash, requirements, instance
 //! type gone); the provider's Machine-template drift and the MachineDeployments' min sizes need
 //! the management cluster and are not evaluated. Nomination and pod events are not in a dump:
@@ -378,7 +378,7 @@ fn why(cmd: &Command, in_next: bool) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use crate::disruption::testing::{Fixture, instance_type};
+    use crate::disruption::testing::{Fixture, instance_type, marginal_replacements};
 
     fn verdicts(e: &Explanation) -> Vec<(&str, &str)> {
         e.nodes
@@ -427,5 +427,26 @@ mod tests {
         );
         assert!(e.nodes[3].reason.contains("guarded"), "{e:#?}");
         assert!(!e.nodes[4].reason.is_empty(), "{e:#?}");
+    }
+
+    #[test]
+    fn a_node_a_balanced_pool_keeps_is_explained_by_its_score() {
+        let mut f = marginal_replacements();
+        let e = f.explain();
+        assert_eq!(e.commands[0].method, "single-node");
+        assert_eq!(e.commands[0].nodes, ["s-half"], "{e:#?}");
+        // The Balanced pool alone: nothing to do, and why.
+        let ours = |name: Option<&str>| name.is_some_and(|n| n.starts_with("b-"));
+        f.nodes.retain(|n| ours(n.metadata.name.as_deref()));
+        f.node_claims.retain(|n| ours(n.metadata.name.as_deref()));
+        f.pods.retain(|p| ours(p.metadata.name.as_deref()));
+        let e = f.explain();
+        assert!(e.commands.is_empty(), "{e:#?}");
+        let half = e.nodes.iter().find(|n| n.node == "b-half").unwrap();
+        assert_eq!(half.verdict, "keep");
+        assert_eq!(
+            half.reason,
+            "Balanced score 0.10 is below 0.5 (savings 5.0% of the NodePool's cost, disruption 50.0% of its disruption cost)"
+        );
     }
 }

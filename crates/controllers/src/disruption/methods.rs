@@ -6,9 +6,11 @@
 //!   DELETE command (all consolidation policies);
 //! - [`multi_node`]: the longest prefix (by savings ratio, at most 100) of underutilized
 //!   candidates whose pods fit on the remaining nodes plus at most one new, strictly cheaper
-//!   node, found by binary search;
+//!   node, and which every Balanced NodePool involved approves, found by binary search;
 //! - [`single_node`]: the first underutilized candidate (by savings ratio, pools interleaved)
-//!   that can be deleted, or replaced by one strictly cheaper node;
+//!   that can be deleted, or replaced by one strictly cheaper node, with its NodePool's
+//!   approval when the pool is Balanced (a candidate whose deletion alone could not be
+//!   approved is not simulated);
 //! - [`consolidation`]: the decision for one set of candidates (shared by both and by the
 //!   validation after the delay).
 //!
@@ -16,7 +18,9 @@
 //! candidates' summed price, still satisfying minValues; when it may launch as spot or
 //! on-demand it is restricted to spot (the price comparison assumed spot); spot candidates are
 //! never replaced by spot (upstream's `SpotToSpotConsolidation` gate, off by default).
-//! Candidates that were not acted on get a reason ([`Unconsolidatable`]).
+//! Candidates that were not acted on get a reason ([`Unconsolidatable`]). Consolidation
+//! commands carry the scores of the NodePools they touch ([`super::balanced`]), and a single-node
+//! move a Balanced pool rejects carries its scores with its reason (for metrics and Events).
 //!
 //! Inputs: [`Candidate`]s, [`BudgetMap`], [`World`]. Outputs: [`Command`]s and reasons. Pure.
 
@@ -31,6 +35,7 @@ use scheduling::labels::{CAPACITY_TYPE, CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_S
 use scheduling::requirements::Requirement;
 use scheduling::scheduler::PlannedNodeClaim;
 
+use super::balanced::{self, PoolScore, PoolTotals};
 use super::budget_map::BudgetMap;
 use super::candidates::Candidate;
 use super::consolidatable::Consolidation;
@@ -101,6 +106,9 @@ pub struct Command {
     pub replacements: Vec<PlannedNodeClaim>,
     /// Price per hour saved (candidates' prices minus the replacement's cheapest option).
     pub savings: f64,
+    /// Consolidation: per NodePool of the candidates, its policy and (Balanced) its approving
+    /// score; empty for the other methods.
+    pub scores: Vec<PoolScore>,
     /// How long the decision took to compute.
     pub took: Duration,
 }
@@ -139,12 +147,24 @@ impl Command {
 }
 
 /// A candidate not acted on, and why (for `Unconsolidatable` Events and `plan`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Unconsolidatable {
     /// The node.
     pub node: String,
     /// Why.
     pub reason: String,
+    /// When a Balanced NodePool rejected the move: the move's scores.
+    pub scores: Vec<PoolScore>,
+}
+
+impl Unconsolidatable {
+    fn new(node: &str, reason: String) -> Self {
+        Self {
+            node: node.to_owned(),
+            reason,
+            scores: Vec::new(),
+        }
+    }
 }
 
 fn pool_of<'a>(pools: &'a [NodePool], name: &str) -> Option<&'a NodePool> {
@@ -179,6 +199,7 @@ pub fn emptiness(candidates: &[Candidate], budgets: &mut BudgetMap) -> Option<Co
         savings: taken.iter().map(|c| c.price).sum(),
         candidates: taken,
         replacements: Vec::new(),
+        scores: Vec::new(),
         took: started.elapsed(),
     })
 }
@@ -244,6 +265,7 @@ pub fn consolidation(
             candidates: owned,
             replacements: Vec::new(),
             savings: source,
+            scores: Vec::new(),
             took: started.elapsed(),
         }),
         1 => {
@@ -262,6 +284,7 @@ pub fn consolidation(
                 candidates: owned,
                 replacements: vec![replacement],
                 savings: source - cost,
+                scores: Vec::new(),
                 took: started.elapsed(),
             })
         }
@@ -374,10 +397,7 @@ pub fn eligible<'a>(
     for c in candidates {
         match underutilized(c, pools) {
             Ok(()) => ok.push(c),
-            Err(reason) => not.push(Unconsolidatable {
-                node: c.node.clone(),
-                reason,
-            }),
+            Err(reason) => not.push(Unconsolidatable::new(&c.node, reason)),
         }
     }
     ok.sort_by(|a, b| {
@@ -386,6 +406,36 @@ pub fn eligible<'a>(
             .then_with(|| a.node.cmp(&b.node))
     });
     (ok, not)
+}
+
+/// A consolidation move that is not taken: why, and (a Balanced NodePool rejected it) its
+/// scores.
+struct Rejected {
+    reason: String,
+    scores: Vec<PoolScore>,
+}
+
+/// The command of `computed` with its scores, if every Balanced NodePool of its candidates
+/// approves it (spec §5.12).
+fn approved(
+    computed: Result<Command, String>,
+    pools: &[NodePool],
+    totals: &PoolTotals,
+) -> Result<Command, Rejected> {
+    let mut cmd = computed.map_err(|reason| Rejected {
+        reason,
+        scores: Vec::new(),
+    })?;
+    let refs: Vec<&Candidate> = cmd.candidates.iter().collect();
+    let verdict = balanced::evaluate(&refs, cmd.savings, pools, totals);
+    if let Some(reason) = verdict.why_not() {
+        return Err(Rejected {
+            reason,
+            scores: verdict.pools,
+        });
+    }
+    cmd.scores = verdict.pools;
+    Ok(cmd)
 }
 
 /// The most candidates multi-node consolidation considers at once.
@@ -399,6 +449,7 @@ pub fn multi_node(
     pools: &[NodePool],
     budgets: &BudgetMap,
 ) -> Option<Command> {
+    let totals = PoolTotals::new(world.node_costs(), candidates);
     let (eligible, _) = eligible(candidates, pools);
     let mut budgets = budgets.clone();
     let within: Vec<&Candidate> = eligible
@@ -417,7 +468,11 @@ pub fn multi_node(
         let Some(prefix) = within.get(..=mid) else {
             break;
         };
-        match consolidation(world, prefix, Method::MultiNode) {
+        match approved(
+            consolidation(world, prefix, Method::MultiNode),
+            pools,
+            &totals,
+        ) {
             Ok(cmd) => {
                 best = Some(cmd);
                 lo = mid + 1;
@@ -446,6 +501,7 @@ pub fn single_node(
     budgets: &BudgetMap,
 ) -> (Option<Command>, Vec<Unconsolidatable>) {
     let started = Instant::now();
+    let totals = PoolTotals::new(world.node_costs(), candidates);
     let (eligible, mut reasons) = eligible(candidates, pools);
     // Round-robin across NodePools, each pool's candidates in savings order.
     let mut by_pool: BTreeMap<&str, Vec<&Candidate>> = BTreeMap::new();
@@ -464,23 +520,35 @@ pub fn single_node(
     }
     for c in ordered {
         if !budgets.allows(c) {
-            reasons.push(Unconsolidatable {
-                node: c.node.clone(),
-                reason: format!(
+            reasons.push(Unconsolidatable::new(
+                &c.node,
+                format!(
                     "No allowed disruptions for disruption reason {} due to blocking budget",
                     reason_name(DisruptionReason::Underutilized)
                 ),
-            });
+            ));
             continue;
         }
-        match consolidation(world, &[c], Method::SingleNode) {
+        if let Err(best) = balanced::can_pass(c, pools, &totals) {
+            reasons.push(Unconsolidatable::new(
+                &c.node,
+                format!("{best}, even if it were deleted"),
+            ));
+            continue;
+        }
+        match approved(
+            consolidation(world, &[c], Method::SingleNode),
+            pools,
+            &totals,
+        ) {
             Ok(mut cmd) => {
                 cmd.took = started.elapsed();
                 return (Some(cmd), reasons);
             }
-            Err(reason) => reasons.push(Unconsolidatable {
+            Err(rejected) => reasons.push(Unconsolidatable {
                 node: c.node.clone(),
-                reason,
+                reason: rejected.reason,
+                scores: rejected.scores,
             }),
         }
     }
@@ -510,21 +578,18 @@ pub fn drift(
     let mut reasons = Vec::new();
     for c in drifted {
         if !budgets.allows(c) {
-            reasons.push(Unconsolidatable {
-                node: c.node.clone(),
-                reason: format!(
+            reasons.push(Unconsolidatable::new(
+                &c.node,
+                format!(
                     "No allowed disruptions for disruption reason {} due to blocking budget",
                     reason_name(DisruptionReason::Drifted)
                 ),
-            });
+            ));
             continue;
         }
         let sim = world.simulate(&[c]);
         if !sim.all_moved() {
-            reasons.push(Unconsolidatable {
-                node: c.node.clone(),
-                reason: sim.why_not(),
-            });
+            reasons.push(Unconsolidatable::new(&c.node, sim.why_not()));
             continue;
         }
         budgets.take(&c.node_pool);
@@ -546,6 +611,7 @@ pub fn drift(
                 savings: c.price - cost,
                 candidates: vec![c.clone()],
                 replacements: sim.results.new_node_claims,
+                scores: Vec::new(),
                 took: started.elapsed(),
             }),
             reasons,

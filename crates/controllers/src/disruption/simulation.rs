@@ -10,6 +10,9 @@
 //! not fit before either), which moved pods would land on an uninitialized node, and the new
 //! NodeClaims needed.
 //!
+//! The world also keeps every managed node's price and disruption cost from the same snapshot
+//! (the denominators of Balanced scoring, [`super::balanced`]).
+//!
 //! Inputs: a snapshot's objects, instance types per NodePool, candidates. Outputs:
 //! [`Simulation`]. Pure (the solve is CPU-bound; callers run it on a blocking thread).
 
@@ -22,6 +25,7 @@ use scheduling::instance_type::{InstanceType, MinValuesPolicy};
 use scheduling::labels::WellKnownLabels;
 use scheduling::scheduler::{Cluster, Options, PodError, PreferencePolicy, Results, Scheduler};
 
+use super::balanced::{NodeCost, node_costs};
 use super::candidates::Candidate;
 use super::pdb::Pdbs;
 use crate::provisioning::inputs::{self, ClusterObjects};
@@ -51,6 +55,8 @@ pub struct World {
     options: Options,
     /// Pods of candidates that cannot move (by UID): do-not-disrupt or a fully blocking PDB.
     immovable: BTreeSet<String>,
+    /// Every node of a NodePool with its price and disruption cost (Balanced scoring).
+    costs: Vec<NodeCost>,
     /// Warnings from the conversion (objects skipped).
     pub warnings: Vec<String>,
     /// Simulations run so far (for benchmarks).
@@ -137,6 +143,11 @@ impl World {
                 ..Options::default()
             },
             immovable,
+            costs: node_costs(
+                objects.cluster.nodes,
+                objects.cluster.pods,
+                objects.instance_types,
+            ),
             warnings,
             count: Arc::default(),
         }
@@ -250,6 +261,12 @@ impl World {
     #[must_use]
     pub fn simulations(&self) -> usize {
         self.count.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Every node of a NodePool in the snapshot, with its price and disruption cost.
+    #[must_use]
+    pub fn node_costs(&self) -> &[NodeCost] {
+        &self.costs
     }
 
     /// The NodePools the world schedules with.

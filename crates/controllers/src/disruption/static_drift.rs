@@ -59,6 +59,7 @@ pub fn static_drift(
                 reasons.push(Unconsolidatable {
                     node: c.node.clone(),
                     reason: why.clone(),
+                    scores: Vec::new(),
                 });
             }
         };
@@ -112,6 +113,7 @@ pub fn static_drift(
                 replacements: vec![planned],
                 savings,
                 took: started.elapsed(),
+                scores: Vec::new(),
             }),
             reasons,
         );

@@ -138,6 +138,28 @@ impl Fixture {
         })));
     }
 
+    /// Sets `pool`'s consolidation policy.
+    pub fn policy(&mut self, pool: &str, policy: api::nodepool::ConsolidationPolicy) {
+        let p = self
+            .node_pools
+            .iter_mut()
+            .find(|p| p.metadata.name.as_deref() == Some(pool))
+            .unwrap();
+        p.spec.disruption.as_mut().unwrap().consolidation_policy = Some(policy);
+    }
+
+    /// A pod as [`Self::pod`] that may only run on nodes of `pool`.
+    pub fn pinned_pod(&mut self, name: &str, node: Option<&str>, cpu: &str, pool: &str) {
+        self.pod(name, node, cpu)
+            .spec
+            .as_mut()
+            .unwrap()
+            .node_selector = Some(BTreeMap::from([(
+            "karpenter.sh/nodepool".to_owned(),
+            pool.to_owned(),
+        )]));
+    }
+
     /// Candidates of `class` at [`now`].
     pub fn candidates(&self, class: Class) -> (Vec<Candidate>, Vec<super::candidates::Blocked>) {
         let nominated = |n: &str| self.nominated.contains(n);
@@ -186,4 +208,35 @@ impl Fixture {
     pub fn world(&self) -> World {
         World::new(&self.objects(), &fake_well_known_labels())
     }
+}
+
+/// Two NodePools alike, `balanced` (Balanced) and `standard` (the default policy), offering
+/// `big` (8 cpu, $1.0/h) and `medium` (4 cpu, $0.9/h). Each has a `big` node full with one pod
+/// (`*-full`) and a `big` node holding one 3-cpu pod that a `medium` node could take
+/// (`*-half`), saving $0.1/h. Pods stay in their NodePool. In `balanced` (cost $2/h,
+/// disruption 4) replacing `b-half` saves 5 % of the cost for 50 % of the disruption: a score
+/// of 0.1.
+pub fn marginal_replacements() -> Fixture {
+    let big = instance_type("big", 8, 1.0);
+    let medium = instance_type("medium", 4, 0.9);
+    let mut f = Fixture::default();
+    for (pool, prefix) in [("balanced", "b"), ("standard", "s")] {
+        f.pool(pool, vec![big.clone(), medium.clone()]);
+        f.node(&format!("{prefix}-full"), pool, &big);
+        f.node(&format!("{prefix}-half"), pool, &big);
+        f.pinned_pod(
+            &format!("{prefix}-7"),
+            Some(&format!("{prefix}-full")),
+            "7",
+            pool,
+        );
+        f.pinned_pod(
+            &format!("{prefix}-3"),
+            Some(&format!("{prefix}-half")),
+            "3",
+            pool,
+        );
+    }
+    f.policy("balanced", api::nodepool::ConsolidationPolicy::Balanced);
+    f
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use super::*;
 use crate::disruption::budget_map::budget_map;
 use crate::disruption::candidates::Class;
-use crate::disruption::testing::{Fixture, instance_type, now};
+use crate::disruption::testing::{Fixture, instance_type, marginal_replacements, now};
 
 fn budgets(f: &Fixture, reason: DisruptionReason) -> BudgetMap {
     budget_map(
@@ -170,7 +170,8 @@ fn a_node_is_replaced_by_a_cheaper_type_but_never_by_an_equal_one() {
         reasons,
         vec![Unconsolidatable {
             node: "n1".into(),
-            reason: "Can't replace with a cheaper node".into()
+            reason: "Can't replace with a cheaper node".into(),
+            scores: Vec::new(),
         }]
     );
 }
@@ -375,4 +376,118 @@ fn emptiness_and_consolidation_never_take_a_group_below_its_min_size() {
         blocked[0].reason.contains("cannot be read") && blocked[0].reason.contains("\"two\""),
         "{blocked:?}"
     );
+}
+
+#[test]
+fn a_balanced_pool_keeps_a_marginal_replacement_that_another_policy_takes() {
+    let f = marginal_replacements();
+    let (c, _) = f.candidates(Class::Graceful);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let world = f.world();
+    assert!(
+        multi_node(&world, &c, &f.node_pools, &b).is_none(),
+        "no two nodes fit on one"
+    );
+    let (cmd, reasons) = single_node(&world, &c, &f.node_pools, &b);
+    let cmd = cmd.unwrap();
+    assert_eq!(names(&cmd), ["s-half"]);
+    assert_eq!(cmd.replacement_types(), ["medium"]);
+    assert_eq!(cmd.scores.len(), 1);
+    assert_eq!(cmd.scores[0].policy, "WhenEmptyOrUnderutilized");
+    assert_eq!(cmd.scores[0].score, None);
+    let kept = reasons.iter().find(|r| r.node == "b-half").unwrap();
+    assert_eq!(
+        kept.reason,
+        "Balanced score 0.10 is below 0.5 (savings 5.0% of the NodePool's cost, disruption 50.0% of its disruption cost)"
+    );
+    assert_eq!(kept.scores.len(), 1);
+    assert_eq!(kept.scores[0].pool, "balanced");
+    assert_eq!(kept.scores[0].nodes, ["b-half"]);
+    assert!((kept.scores[0].score.unwrap().value() - 0.1).abs() < 1e-9);
+
+    // The same pool under the default policy replaces b-half too (the pools take turns:
+    // "balanced" comes first).
+    let mut f = f;
+    f.policy("balanced", ConsolidationPolicy::WhenEmptyOrUnderutilized);
+    let (c, _) = f.candidates(Class::Graceful);
+    let (cmd, _) = single_node(&f.world(), &c, &f.node_pools, &b);
+    assert_eq!(names(&cmd.unwrap()), ["b-half"]);
+}
+
+#[test]
+fn a_balanced_move_with_enough_savings_is_approved_and_carries_its_score() {
+    // b-half's pod alone on a 1-cpu "tiny" at $0.1/h: saving $0.9 of $2 (45 %) for 50 % of the
+    // disruption scores 0.9.
+    let mut f = marginal_replacements();
+    let tiny = instance_type("tiny", 4, 0.1);
+    f.instance_types.get_mut("balanced").unwrap().push(tiny);
+    let (c, _) = f.candidates(Class::Graceful);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let (cmd, _) = single_node(&f.world(), &c, &f.node_pools, &b);
+    let cmd = cmd.unwrap();
+    assert_eq!(names(&cmd), ["b-half"]);
+    assert_eq!(cmd.replacement_types(), ["tiny"]);
+    let score = cmd.scores[0].score.unwrap();
+    assert!((score.value() - 0.9).abs() < 1e-9, "{score:?}");
+    assert!(score.approved());
+}
+
+#[test]
+fn a_balanced_candidate_whose_deletion_could_not_pass_is_not_simulated() {
+    // Ten more full nodes in "balanced": deleting b-half outright would save $1 of $12 (8.3 %)
+    // for 2 of 24 disruption (8.3 %), a score of 1.0. With b-half's pod weighted by priority,
+    // not even that passes, so no replacement is simulated.
+    let mut f = marginal_replacements();
+    let big = instance_type("big", 8, 1.0);
+    for i in 0..10 {
+        f.node(&format!("b-more{i}"), "balanced", &big);
+        f.pinned_pod(
+            &format!("b-more{i}"),
+            Some(&format!("b-more{i}")),
+            "7",
+            "balanced",
+        );
+    }
+    let heavy = f
+        .pods
+        .iter_mut()
+        .find(|p| p.metadata.name.as_deref() == Some("b-3"))
+        .unwrap();
+    // Eviction cost 1 + 2^28 / 2^25 = 9: b-half's disruption is 10 of 32.
+    heavy.spec.as_mut().unwrap().priority = Some(1 << 28);
+    let (mut c, _) = f.candidates(Class::Graceful);
+    c.retain(|c| c.node_pool == "balanced");
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let (cmd, reasons) = single_node(&f.world(), &c, &f.node_pools, &b);
+    assert!(cmd.is_none(), "{cmd:?}");
+    let kept = reasons.iter().find(|r| r.node == "b-half").unwrap();
+    // (1 / 12) / (10 / 32) = 0.2667.
+    assert!(
+        kept.reason.starts_with("Balanced score 0.27 is below 0.5")
+            && kept.reason.ends_with("even if it were deleted"),
+        "{kept:?}"
+    );
+    assert!(kept.scores.is_empty(), "no move was computed");
+}
+
+#[test]
+fn multi_node_takes_a_prefix_only_with_the_balanced_pool_s_approval() {
+    // Two half-full `big` nodes ($1/h each) merge onto one `huge` ($1.9/h): 5 % of the cost
+    // saved for all of the disruption, a score of 0.05.
+    let big = instance_type("big", 8, 1.0);
+    let huge = instance_type("huge", 16, 1.9);
+    let mut f = Fixture::default();
+    f.pool("p", vec![big.clone(), huge]);
+    f.node("n0", "p", &big);
+    f.node("n1", "p", &big);
+    f.pod("a", Some("n0"), "5");
+    f.pod("b", Some("n1"), "5");
+    let (c, _) = f.candidates(Class::Graceful);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let cmd = multi_node(&f.world(), &c, &f.node_pools, &b).unwrap();
+    assert_eq!(names(&cmd), ["n0", "n1"]);
+    assert_eq!(cmd.replacement_types(), ["huge"]);
+    assert_eq!(cmd.scores[0].score, None);
+    f.policy("p", ConsolidationPolicy::Balanced);
+    assert!(multi_node(&f.world(), &c, &f.node_pools, &b).is_none());
 }
