@@ -6,8 +6,9 @@
 //! that command, or what it alone could come to in a later pass — removed, replaced (by what),
 //! or kept with the reason (a blocking rule, a budget, "would need more than one new node",
 //! "not cheaper", a Balanced NodePool's score below 0.5, ...). Each other node is judged alone
-//! in the cluster the next command leaves (its nodes gone, their pods pending again), so two
-//! nodes that could each go alone may not both go. Drift counts a `Drifted` condition in the
+//! in the cluster the next command leaves (its nodes gone, their pods on the nodes its
+//! simulation chose — pending again when bound for a replacement), so two nodes that could
+//! each go alone may not both go. Drift counts a `Drifted` condition in the
 //! dump and the drift computable from the dump alone (NodePool hash, requirements, instance
 //! type gone); the provider's Machine-template drift and the MachineDeployments' min sizes need
 //! the management cluster and are not evaluated. Nomination and pod events are not in a dump:
@@ -234,11 +235,12 @@ impl<'o, 'a> Pass<'o, 'a> {
     }
 }
 
-/// The objects once `gone`'s nodes are removed: their NodeClaims go and their pods wait to be
-/// scheduled again (pending, unschedulable).
+/// The objects once `gone`'s nodes are removed: their NodeClaims go and their pods land where
+/// `placed` (pod UID → node) says, or wait to be scheduled again (pending, unschedulable).
 fn without(
     objects: &Objects<'_>,
     gone: &BTreeSet<String>,
+    placed: &BTreeMap<String, String>,
 ) -> (Vec<Node>, Vec<api::NodeClaim>, Vec<Pod>) {
     let named = |n: Option<&str>| n.is_some_and(|n| gone.contains(n));
     let nodes = objects
@@ -267,8 +269,12 @@ fn without(
                 return None;
             }
             let mut p = p.clone();
+            let to = p.metadata.uid.as_ref().and_then(|uid| placed.get(uid));
             if let Some(spec) = p.spec.as_mut() {
-                spec.node_name = None;
+                spec.node_name = to.cloned();
+            }
+            if to.is_some() {
+                return Some(p);
             }
             p.status = Some(k8s_openapi::api::core::v1::PodStatus {
                 phase: Some("Pending".into()),
@@ -289,15 +295,38 @@ fn without(
 /// Explains what disruption would do with `objects`.
 #[must_use]
 pub fn explain(objects: &Objects<'_>, well_known: &WellKnownLabels) -> Explanation {
-    let next = Pass::new(objects, well_known).next_command();
+    let first = Pass::new(objects, well_known);
+    let next = first.next_command();
     let next_nodes: BTreeSet<String> = next
         .as_ref()
         .map(Command::nodes)
         .unwrap_or_default()
         .into_iter()
         .collect();
+    // Where the next command's simulation puts the pods of its nodes (existing nodes only; a
+    // pod bound for a replacement is pending in the "after" cluster).
+    let placed: BTreeMap<String, String> = next
+        .as_ref()
+        .map(|cmd| {
+            let gone: Vec<&Candidate> = cmd.candidates.iter().collect();
+            first
+                .world
+                .simulate(&gone)
+                .results
+                .existing_nodes
+                .into_iter()
+                .flat_map(|b| {
+                    let node = b.node.to_string();
+                    b.pods
+                        .into_iter()
+                        .map(move |uid| (uid.to_string(), node.clone()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    drop(first);
     // The other nodes are judged in the cluster the next command leaves.
-    let (nodes_after, claims_after, pods_after) = without(objects, &next_nodes);
+    let (nodes_after, claims_after, pods_after) = without(objects, &next_nodes, &placed);
     let after_objects = Objects {
         cluster: ClusterObjects {
             nodes: &nodes_after,
@@ -385,6 +414,42 @@ mod tests {
             .iter()
             .map(|n| (n.node.as_str(), n.verdict.as_str()))
             .collect()
+    }
+
+    #[test]
+    fn the_cluster_after_the_next_command_has_its_pods_where_it_put_them() {
+        let it = instance_type("m", 4, 1.0);
+        let mut f = Fixture::default();
+        f.pool("p", vec![it.clone()]);
+        f.node("a", "p", &it).node("b", "p", &it);
+        f.pod("moved", Some("a"), "1");
+        f.pod("stays", Some("b"), "1");
+        f.pod("homeless", Some("a"), "1");
+        let objects = f.objects();
+        let gone = BTreeSet::from(["a".to_owned()]);
+        let placed = BTreeMap::from([("uid-moved".to_owned(), "b".to_owned())]);
+        let (nodes, claims, pods) = without(&objects, &gone, &placed);
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(claims.len(), 1);
+        let pod = |name: &str| {
+            pods.iter()
+                .find(|p| p.metadata.name.as_deref() == Some(name))
+                .unwrap()
+        };
+        let phase = |name: &str| pod(name).status.as_ref().unwrap().phase.clone().unwrap();
+        let on = |name: &str| pod(name).spec.as_ref().unwrap().node_name.clone();
+        assert_eq!(
+            (on("moved"), phase("moved")),
+            (Some("b".into()), "Running".into())
+        );
+        assert_eq!(
+            (on("stays"), phase("stays")),
+            (Some("b".into()), "Running".into())
+        );
+        assert_eq!(
+            (on("homeless"), phase("homeless")),
+            (None, "Pending".into())
+        );
     }
 
     #[test]
