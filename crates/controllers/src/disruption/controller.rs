@@ -9,8 +9,11 @@
 //!    `status.lastPodEventTime` ([`super::consolidatable`], from the pod events the state saw;
 //!    the time only for NodePools whose `consolidateAfter` is neither 0 nor Never, where it
 //!    matters after a restart), only when they change;
-//! 4. the methods in upstream's order — emptiness, multi-node consolidation, single-node
-//!    consolidation — each with its budget map; the first that decides a command acts: a
+//! 4. expiration (`expireAfter`: the NodeClaim is deleted, no budget), then StaticDrift for
+//!    static NodePools ([`super::static_drift`]), then the methods in upstream's order —
+//!    emptiness, drift, multi-node consolidation, single-node consolidation (static pools'
+//!    nodes are never candidates of these) — each with its budget map; the first that decides
+//!    a command acts: a
 //!    consolidation command is validated again after the validation delay against a fresh
 //!    snapshot (still candidates, still within budget, the same decision); then the command is
 //!    carried out in its own task ([`super::orchestration`]) and the loop goes on (its nodes
@@ -23,7 +26,6 @@
 //! 5. without a command, the next pass comes after the poll interval or the next change of
 //!    the state, whichever is later.
 //!
-//! Drift (`Drifted`) and expiration are not decided here yet.
 //! Every decision is kept as a [`Record`] for `simulate` and `bench`.
 //!
 //! Inputs: [`ClusterState`], a [`CloudProvider`] (instance types and prices). Outputs:
