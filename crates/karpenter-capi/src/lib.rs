@@ -7,6 +7,8 @@
 //! - [`connect`]: clients for the workload and management clusters (TLS, every kubeconfig
 //!   authentication, the management URL flags), checked once with errors naming the source;
 //! - [`operator`]: every controller wired to a workload and a management cluster;
+//! - [`probes`]: `/healthz` (every long-running task alive) and `/readyz` (caches synced,
+//!   CRDs served) of `run`;
 //! - [`process`]: this process's CPU and RSS;
 //! - [`scenario`] and [`simulate`]: the `simulate` command's scenarios and runner.
 //!
@@ -16,6 +18,7 @@ pub mod api_counter;
 pub mod chaos;
 pub mod connect;
 pub mod operator;
+pub mod probes;
 pub mod process;
 pub mod scenario;
 pub mod simulate;

@@ -109,12 +109,13 @@ pub struct Operator {
         Arc<std::sync::atomic::AtomicU64>,
         Arc<std::sync::atomic::AtomicU64>,
     ),
-    tasks: Vec<JoinHandle<()>>,
+    /// The controllers' tasks, by name.
+    tasks: Vec<(&'static str, JoinHandle<()>)>,
 }
 
 impl Drop for Operator {
     fn drop(&mut self) {
-        for t in &self.tasks {
+        for (_, t) in &self.tasks {
             t.abort();
         }
     }
@@ -215,14 +216,20 @@ impl Operator {
             config.node_claim_gc,
         );
         let tasks = vec![
-            tokio::spawn(provisioner.run(rx)),
-            tokio::spawn(lifecycle.run()),
-            tokio::spawn(termination.run()),
-            tokio::spawn(node_pools.run()),
-            tokio::spawn(nodeclass_status::run(workload, management, status)),
-            tokio::spawn(gc.run()),
-            tokio::spawn(node_claim_gc.run()),
-            tokio::spawn(disruption.run()),
+            ("provisioner", tokio::spawn(provisioner.run(rx))),
+            ("nodeclaim lifecycle", tokio::spawn(lifecycle.run())),
+            ("node termination", tokio::spawn(termination.run())),
+            ("nodepool controllers", tokio::spawn(node_pools.run())),
+            (
+                "nodeclass status",
+                tokio::spawn(nodeclass_status::run(workload, management, status)),
+            ),
+            ("machine garbage collection", tokio::spawn(gc.run())),
+            (
+                "nodeclaim garbage collection",
+                tokio::spawn(node_claim_gc.run()),
+            ),
+            ("disruption", tokio::spawn(disruption.run())),
         ];
         Self {
             state,
@@ -239,6 +246,18 @@ impl Operator {
     #[must_use]
     pub fn provider(&self) -> Arc<ClusterApiProvider> {
         Arc::clone(&self.provider)
+    }
+
+    /// The leader's long-running tasks — every controller and the provider's watches — by
+    /// name, for liveness (`/healthz`; the shared state's watches: [`ClusterState::watch_tasks`]).
+    /// Each runs until the operator is dropped.
+    #[must_use]
+    pub fn tasks(&self) -> Vec<(String, tokio::task::AbortHandle)> {
+        self.tasks
+            .iter()
+            .map(|(name, t)| ((*name).to_owned(), t.abort_handle()))
+            .chain(self.provider.watch_tasks())
+            .collect()
     }
 
     /// The metrics.

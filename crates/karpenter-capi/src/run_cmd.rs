@@ -7,14 +7,15 @@
 //! `CLUSTER_API_TOKEN_FILE`, `CLUSTER_API_SKIP_TLS_VERIFY`), logging (plain or JSON), clients for the workload cluster
 //! (`--kubeconfig`/`KUBECONFIG`, else in-cluster) and the management cluster (its kubeconfig, else
 //! URL + token + CA, else the workload credentials; see [`karpenter_capi::connect`]: each is
-//! checked once with `/version`, failures name the source), the health/metrics servers, leader
-//! election on a Lease, then the [`Operator`] until Ctrl-C/SIGTERM or lost leadership.
+//! checked once with `/version`, failures name the source), the health/metrics servers
+//! ([`Probes`]: `/healthz` fails when a long-running task stopped, `/readyz` waits for the
+//! caches and the CRDs), leader election on a Lease, then the [`Operator`] until
+//! Ctrl-C/SIGTERM or lost leadership.
 //! Inputs: [`RunArgs`]. Outputs: a running controller; logs.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -24,6 +25,7 @@ use controllers::leader::{LeaderElector, LeaseConfig};
 use controllers::provisioning::batcher::BatchConfig;
 use karpenter_capi::connect::{Source, UrlCredentials, connect};
 use karpenter_capi::operator::{Caches, Operator, OperatorConfig};
+use karpenter_capi::probes::{CrdCheckConfig, Probes};
 use scheduling::instance_type::MinValuesPolicy;
 use scheduling::scheduler::PreferencePolicy;
 
@@ -253,48 +255,26 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
 
     // Health and metrics first: probes answer while waiting for leadership. Both ports serve
-    // `/healthz`, `/readyz` and `/metrics`.
+    // `/healthz`, `/readyz` and `/metrics` (see [`karpenter_capi::probes`]).
     let metrics = Arc::new(controllers::metrics::Metrics::new());
-    let ready_flag = Arc::new(AtomicBool::new(false));
-    // While leading: why the Cluster API caches cannot answer (`None`: synced, or standby).
-    let provider_unready: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
-    let flag = Arc::clone(&ready_flag);
-    let unready = Arc::clone(&provider_unready);
-    let ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = Arc::new(move || {
-        if !flag.load(Ordering::Relaxed) {
-            return Err("caches not synced yet".to_owned());
-        }
-        match unready
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-        {
-            Some(reason) => Err(reason),
-            None => Ok(()),
-        }
-    });
+    let probes = Probes::new();
     for port in [args.health_probe_port, args.metrics_port] {
         let addr = SocketAddr::from(([0, 0, 0, 0], port));
-        let router = controllers::http::router(Arc::clone(&metrics), Arc::clone(&ready));
-        tokio::spawn(async move {
-            if let Err(e) = controllers::http::serve(addr, router).await {
-                tracing::error!(error = %e, %addr, "HTTP server stopped");
-            }
-        });
+        probes
+            .serve(addr, Arc::clone(&metrics))
+            .await
+            .with_context(|| format!("cannot serve health and metrics on {addr}"))?;
     }
+    probes.spawn_crd_check(
+        workload.clone(),
+        management.clone(),
+        CrdCheckConfig::default(),
+    );
     // The caches run on every replica: a standby is ready once they listed (as upstream:
     // ready means synced, leading or not), so a rolling update of an HA Deployment proceeds.
     let mut caches = Caches::start(&workload);
-    let state = Arc::clone(caches.state());
-    let flag = Arc::clone(&ready_flag);
-    let listed = tokio::spawn(async move {
-        let outcome = state.wait_listed(LIST_TIMEOUT).await;
-        if outcome.is_ok() {
-            flag.store(true, Ordering::Relaxed);
-            tracing::info!("caches synced");
-        }
-        outcome
-    });
+    probes.watch_caches(&caches);
+    let listed = probes.wait_listed(&caches, LIST_TIMEOUT);
     let elector = if args.disable_leader_election {
         None
     } else {
@@ -329,14 +309,14 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
     caches.discard_triggers();
     let operator = Operator::start_with_caches(caches, workload, management, config, metrics);
+    probes.watch_operator(&operator);
     // The leader is ready once the Cluster API caches listed too; while one cannot (a missing
     // RBAC rule, an unreachable management cluster) `/readyz` says which and why.
-    *provider_unready
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) =
-        Some("Cluster API caches not synced yet".to_owned());
+    probes
+        .ready
+        .set_provider(Err("Cluster API caches not synced yet".to_owned()));
     let provider = operator.provider();
-    let unready = Arc::clone(&provider_unready);
+    let readiness = probes.ready.clone();
     let provider_sync = tokio::spawn(async move {
         loop {
             let outcome = provider.caches_synced().await.map_err(|e| e.to_string());
@@ -344,9 +324,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             if let Err(reason) = &outcome {
                 tracing::warn!(%reason, "not ready: the Cluster API caches have not synced");
             }
-            *unready
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = outcome.err();
+            readiness.set_provider(outcome);
             if synced {
                 tracing::info!("Cluster API caches synced");
                 return;
