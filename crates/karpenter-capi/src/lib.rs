@@ -10,6 +10,7 @@
 //! - [`probes`]: `/healthz` (every long-running task alive) and `/readyz` (caches synced,
 //!   CRDs served) of `run`;
 //! - [`process`]: this process's CPU and RSS;
+//! - [`rate_limit`]: the clients' token bucket (`--kube-client-qps`, `--kube-client-burst`);
 //! - [`scenario`] and [`simulate`]: the `simulate` command's scenarios and runner.
 //!
 //! Inputs: clients, configuration, scenarios. Outputs: running controllers and summaries.
@@ -20,5 +21,6 @@ pub mod connect;
 pub mod operator;
 pub mod probes;
 pub mod process;
+pub mod rate_limit;
 pub mod scenario;
 pub mod simulate;

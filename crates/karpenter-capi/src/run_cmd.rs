@@ -2,7 +2,8 @@
 //!
 //! Responsibility: flags with environment fallbacks named as upstream (core: `BATCH_*`,
 //! `PREFERENCE_POLICY`, `MIN_VALUES_POLICY`, `LOG_LEVEL`, `METRICS_PORT`, `HEALTH_PROBE_PORT`,
-//! `DISABLE_LEADER_ELECTION`, `LEADER_ELECTION_*`; provider: `CLUSTER_API_KUBECONFIG`,
+//! `DISABLE_LEADER_ELECTION`, `LEADER_ELECTION_*`, `KUBE_CLIENT_QPS`, `KUBE_CLIENT_BURST`;
+//! provider: `CLUSTER_API_KUBECONFIG`,
 //! `CLUSTER_API_URL`, `CLUSTER_API_TOKEN`, `CLUSTER_API_CERTIFICATE_AUTHORITY_DATA`,
 //! `CLUSTER_API_TOKEN_FILE`, `CLUSTER_API_SKIP_TLS_VERIFY`), logging (plain or JSON), clients for the workload cluster
 //! (`--kubeconfig`/`KUBECONFIG`, else in-cluster) and the management cluster (its kubeconfig, else
@@ -23,9 +24,10 @@ use clap::{Args, ValueEnum};
 use clusterapi::Scope;
 use controllers::leader::{LeaderElector, LeaseConfig};
 use controllers::provisioning::batcher::BatchConfig;
-use karpenter_capi::connect::{Source, UrlCredentials, connect};
+use karpenter_capi::connect::{Source, UrlCredentials, connect_limited};
 use karpenter_capi::operator::{Caches, Operator, OperatorConfig};
 use karpenter_capi::probes::{CrdCheckConfig, Probes};
+use karpenter_capi::rate_limit::RateLimit;
 use scheduling::instance_type::MinValuesPolicy;
 use scheduling::scheduler::PreferencePolicy;
 
@@ -141,6 +143,26 @@ pub struct RunArgs {
     /// The Lease's namespace (default: the pod's namespace, else `kube-system`).
     #[arg(long, env = "LEADER_ELECTION_NAMESPACE")]
     pub leader_election_namespace: Option<String>,
+    /// Sustained requests per second of each Kubernetes client (workload and management,
+    /// each its own token bucket).
+    #[arg(long, env = "KUBE_CLIENT_QPS", default_value_t = 200,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub kube_client_qps: u32,
+    /// Requests each Kubernetes client may make at once above the sustained rate.
+    #[arg(long, env = "KUBE_CLIENT_BURST", default_value_t = 300,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub kube_client_burst: u32,
+}
+
+impl RunArgs {
+    /// The clients' rate limit.
+    #[must_use]
+    pub fn rate_limit(&self) -> RateLimit {
+        RateLimit {
+            qps: self.kube_client_qps,
+            burst: self.kube_client_burst,
+        }
+    }
 }
 
 /// Sets up logging (`LOG_LEVEL`, plain or JSON) for `run`.
@@ -172,11 +194,12 @@ async fn management_client(
     workload: &kube::Client,
 ) -> anyhow::Result<kube::Client> {
     if let Some(path) = &args.cluster_api_kubeconfig {
-        return connect(
+        return connect_limited(
             "management",
             &Source::Kubeconfig(path.clone()),
             None,
             CONNECT_TIMEOUT,
+            Some(args.rate_limit()),
         )
         .await;
     }
@@ -190,11 +213,12 @@ async fn management_client(
         certificate_authority_data: args.cluster_api_certificate_authority_data.clone(),
         skip_tls_verify: args.cluster_api_skip_tls_verify,
     };
-    connect(
+    connect_limited(
         "management",
         &Source::Url(url.clone()),
         Some(&creds),
         CONNECT_TIMEOUT,
+        Some(args.rate_limit()),
     )
     .await
 }
@@ -225,7 +249,14 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         .kubeconfig
         .clone()
         .map_or(Source::Default, Source::Kubeconfig);
-    let workload = connect("workload", &source, None, CONNECT_TIMEOUT).await?;
+    let workload = connect_limited(
+        "workload",
+        &source,
+        None,
+        CONNECT_TIMEOUT,
+        Some(args.rate_limit()),
+    )
+    .await?;
     let management = management_client(&args, &workload).await?;
     let config = OperatorConfig {
         provisioner: controllers::provisioning::provisioner::ProvisionerConfig {
@@ -381,6 +412,33 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn client_rate_limits_default_to_upstreams_and_must_be_positive() {
+        use clap::Parser as _;
+        let flags = Flags::try_parse_from(["run"]).unwrap();
+        assert_eq!(
+            flags.run.rate_limit(),
+            RateLimit {
+                qps: 200,
+                burst: 300
+            }
+        );
+        let flags =
+            Flags::try_parse_from(["run", "--kube-client-qps", "5", "--kube-client-burst", "10"])
+                .unwrap();
+        assert_eq!(flags.run.rate_limit(), RateLimit { qps: 5, burst: 10 });
+        for flag in ["--kube-client-qps", "--kube-client-burst"] {
+            let err = Flags::try_parse_from(["run", flag, "0"]).unwrap_err();
+            assert!(err.to_string().contains(flag), "{err}");
+        }
+    }
 
     #[test]
     fn durations_parse_like_go() {
