@@ -10,7 +10,7 @@
 //! - [`nodepool`]: NodePool status (resources, readiness, registration health) and hash;
 //! - shared plumbing: [`clock`] (wall time that follows tokio time), [`conditions`] (upstream's condition library), [`events`] (deduplicated
 //!   Kubernetes Events), [`metrics`] (upstream metric names), [`liveness`] (the tasks
-//!   `/healthz` watches), [`http`] (the health and metrics server).
+//!   `/healthz` watches), [`metered`] (the CloudProvider metrics decorator), [`http`] (the health and metrics server).
 //!
 //! Inputs: a workload `kube::Client`, a [`cloudprovider::CloudProvider`], the cluster
 //! [`state`]. Outputs: API writes, Events, metrics.
@@ -22,6 +22,7 @@ pub mod events;
 pub mod http;
 pub mod leader;
 pub mod liveness;
+pub mod metered;
 pub mod metrics;
 pub mod nodeclaim;
 pub mod nodepool;

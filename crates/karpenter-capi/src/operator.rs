@@ -18,6 +18,7 @@ use clusterapi::nodeclass_status::{self, StatusConfig};
 use clusterapi::provider::{ClusterApiProvider, ProviderConfig};
 use controllers::disruption::{Disruption, DisruptionConfig, Record};
 use controllers::events::Events;
+use controllers::metered::Metered;
 use controllers::metrics::Metrics;
 use controllers::nodeclaim::{Lifecycle, LifecycleConfig};
 use controllers::nodepool::NodePoolControllers;
@@ -161,9 +162,17 @@ impl Operator {
             workload.clone(),
             config.provider.clone(),
         ));
+        // Each controller calls the provider through the metrics decorator, under its own name.
+        let metered = |controller| {
+            Arc::new(Metered::new(
+                Arc::clone(&provider),
+                controller,
+                Arc::clone(&metrics),
+            ))
+        };
         let provisioner = Provisioner::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("provisioner"),
             Arc::clone(&state),
             events.clone(),
             Arc::clone(&metrics),
@@ -173,14 +182,14 @@ impl Operator {
         let decisions = provisioner.decisions();
         let lifecycle = Lifecycle::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("nodeclaim.lifecycle"),
             events.clone(),
             Arc::clone(&metrics),
             config.lifecycle,
         );
         let termination = Termination::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("node.termination"),
             events.clone(),
             Arc::clone(&metrics),
             config.termination,
@@ -188,7 +197,7 @@ impl Operator {
         .with_node_claims(state.node_claims().clone());
         let disruption = Disruption::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("disruption"),
             Arc::clone(&state),
             events.clone(),
             Arc::clone(&metrics),
@@ -211,7 +220,7 @@ impl Operator {
         let gc = MachineGc::new(Arc::clone(&provider), config.gc.clone());
         let node_claim_gc = controllers::nodeclaim::garbage_collection::NodeClaimGc::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("nodeclaim.garbagecollection"),
             Arc::clone(&metrics),
             config.node_claim_gc,
         );
