@@ -289,7 +289,10 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     // `/healthz`, `/readyz` and `/metrics` (see [`karpenter_capi::probes`]).
     let metrics = Arc::new(controllers::metrics::Metrics::new());
     let probes = Probes::new();
-    for port in [args.health_probe_port, args.metrics_port] {
+    // One server when both ports are the same; a port that cannot be bound stops `run`.
+    let mut ports = vec![args.health_probe_port, args.metrics_port];
+    ports.dedup();
+    for port in ports {
         let addr = SocketAddr::from(([0, 0, 0, 0], port));
         probes
             .serve(addr, Arc::clone(&metrics))
