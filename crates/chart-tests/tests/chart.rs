@@ -44,6 +44,8 @@ const RUN_ENV: &[&str] = &[
     "DISABLE_LEADER_ELECTION",
     "LEADER_ELECTION_NAME",
     "LEADER_ELECTION_NAMESPACE",
+    "KUBE_CLIENT_QPS",
+    "KUBE_CLIENT_BURST",
 ];
 
 /// The long flags of `karpenter-capi run`.
@@ -68,6 +70,8 @@ const RUN_FLAGS: &[&str] = &[
     "--disable-leader-election",
     "--leader-election-name",
     "--leader-election-namespace",
+    "--kube-client-qps",
+    "--kube-client-burst",
 ];
 
 /// Kinds without a namespace.
@@ -284,6 +288,8 @@ fn matrix() -> Vec<(&'static str, Vec<&'static str>)> {
                 "settings.clusterName=prod",
                 "--set",
                 "settings.batchIdleDuration=2s",
+                "--set",
+                "settings.kubeClientQPS=50",
                 "--set",
                 "settings.featureGates.spotToSpotConsolidation=true",
                 "--set",
@@ -870,6 +876,8 @@ fn settings_map_to_runs_environment() {
         ("HEALTH_PROBE_PORT", "9091"),
         ("PREFERENCE_POLICY", "Respect"),
         ("MIN_VALUES_POLICY", "Strict"),
+        ("KUBE_CLIENT_QPS", "50"),
+        ("KUBE_CLIENT_BURST", "300"),
     ] {
         assert_eq!(env_value(&objects, key).as_deref(), Some(value), "{key}");
     }

@@ -1,18 +1,19 @@
 //! The health and metrics HTTP server (spec §6 `--metrics-port`, `--health-probe-port`; §7).
 //!
 //! Responsibility: an axum [`router`] serving
-//! - `GET /healthz`: 200 `ok` while the process serves;
+//! - `GET /healthz`: 200 `ok` while the liveness check returns `Ok` (`run`: every
+//!   long-running task of [`crate::liveness::Liveness`] still runs), else 500 with its reason
+//!   (the tasks that stopped);
 //! - `GET /readyz`: 200 `ok` when the readiness check returns `Ok`, else 503 with its reason
-//!   (`run` is ready once the cluster state's watches have listed once; the NodeClaim, NodePool
-//!   and ClusterAPINodeClass watches cannot list while their CRDs are not served, so neither
-//!   can readiness — there is no separate CRD check);
+//!   (`run`: the caches listed, the CRDs it needs are served, and on the leader the Cluster
+//!   API caches synced — see `karpenter_capi::probes`);
 //! - `GET /metrics`: [`Metrics::encode`] as OpenMetrics text.
 //!
 //! [`bind`] binds a listener (port 0 picks a free port) and returns the bound address with the
 //! serving future; [`serve`] does both and serves until the process ends. The binary may serve
 //! one router on both ports or split them.
 //!
-//! Inputs: the [`Metrics`], a readiness closure, an address. Outputs: HTTP responses.
+//! Inputs: the [`Metrics`], a liveness and a readiness closure, an address. Outputs: HTTP responses.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -33,19 +34,34 @@ pub const OPENMETRICS_CONTENT_TYPE: &str =
 /// The readiness check of `/readyz`: `Err(reason)` while not ready.
 pub type ReadyCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
+/// The liveness check of `/healthz`: `Err(reason)` once the process should be restarted.
+pub type LiveCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
 #[derive(Clone)]
 struct AppState {
     metrics: Arc<Metrics>,
+    live: LiveCheck,
     ready: ReadyCheck,
 }
 
 /// The routes `/healthz`, `/readyz` and `/metrics`.
-pub fn router(metrics: Arc<Metrics>, ready: ReadyCheck) -> Router {
+pub fn router(metrics: Arc<Metrics>, live: LiveCheck, ready: ReadyCheck) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
-        .with_state(AppState { metrics, ready })
+        .with_state(AppState {
+            metrics,
+            live,
+            ready,
+        })
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    match (state.live)() {
+        Ok(()) => (StatusCode::OK, "ok").into_response(),
+        Err(reason) => (StatusCode::INTERNAL_SERVER_ERROR, reason).into_response(),
+    }
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {

@@ -9,7 +9,8 @@
 //!   termination;
 //! - [`nodepool`]: NodePool status (resources, readiness, registration health) and hash;
 //! - shared plumbing: [`clock`] (wall time that follows tokio time), [`conditions`] (upstream's condition library), [`events`] (deduplicated
-//!   Kubernetes Events), [`metrics`] (upstream metric names).
+//!   Kubernetes Events), [`metrics`] (upstream metric names), [`liveness`] (the tasks
+//!   `/healthz` watches), [`metered`] (the CloudProvider metrics decorator), [`http`] (the health and metrics server).
 //!
 //! Inputs: a workload `kube::Client`, a [`cloudprovider::CloudProvider`], the cluster
 //! [`state`]. Outputs: API writes, Events, metrics.
@@ -20,6 +21,8 @@ pub mod disruption;
 pub mod events;
 pub mod http;
 pub mod leader;
+pub mod liveness;
+pub mod metered;
 pub mod metrics;
 pub mod nodeclaim;
 pub mod nodepool;

@@ -14,7 +14,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::{Metric, Registry};
 
 /// `{reason, nodepool, min_values_relaxed}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -194,10 +195,24 @@ fn score_buckets() -> Histogram {
     Histogram::new([0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0])
 }
 
+/// Registers `metric` as `karpenter_<name>` and records its name and type in `families`.
+fn register<M: Metric + TypedMetric>(
+    registry: &mut Registry,
+    families: &mut Vec<(String, MetricType)>,
+    name: &str,
+    help: &str,
+    metric: M,
+) {
+    families.push((format!("karpenter_{name}"), M::TYPE));
+    registry.register(name, help, metric);
+}
+
 /// Every metric family of the controllers.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
+    /// Name and type of every registered family ([`Metrics::families`]).
+    families: Vec<(String, MetricType)>,
     /// `karpenter_nodeclaims_created_total`.
     pub nodeclaims_created: Family<CreatedLabels, Counter>,
     /// `karpenter_nodeclaims_terminated_total`.
@@ -275,6 +290,7 @@ impl Metrics {
     #[must_use]
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("karpenter");
+        let mut families = Vec::new();
         let m = Self {
             nodeclaims_created: Family::default(),
             nodeclaims_terminated: Family::default(),
@@ -309,152 +325,229 @@ impl Metrics {
             consolidation_score: Family::new_with_constructor(score_buckets),
             consolidation_moves: Family::default(),
             registry: Registry::default(),
+            families: Vec::new(),
         };
         let r = &mut registry;
-        r.register(
+        register(
+            r,
+            &mut families,
             "nodeclaims_created",
             "NodeClaims created",
             m.nodeclaims_created.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "nodeclaims_terminated",
             "NodeClaims terminated",
             m.nodeclaims_terminated.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "nodeclaims_disrupted",
             "NodeClaims disrupted",
             m.nodeclaims_disrupted.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "nodeclaims_termination_duration_seconds",
             "Time from NodeClaim deletion to finalizer removal",
             m.nodeclaims_termination_duration.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "nodeclaims_instance_termination_duration_seconds",
             "Time from the first instance delete to the instance being gone",
             m.nodeclaims_instance_termination_duration.clone(),
         );
-        r.register("nodes_created", "Nodes registered", m.nodes_created.clone());
-        r.register(
+        register(
+            r,
+            &mut families,
+            "nodes_created",
+            "Nodes registered",
+            m.nodes_created.clone(),
+        );
+        register(
+            r,
+            &mut families,
             "nodes_terminated",
             "Nodes terminated",
             m.nodes_terminated.clone(),
         );
-        r.register("nodes_drained", "Nodes drained", m.nodes_drained.clone());
-        r.register(
+        register(
+            r,
+            &mut families,
+            "nodes_drained",
+            "Nodes drained",
+            m.nodes_drained.clone(),
+        );
+        register(
+            r,
+            &mut families,
             "nodes_termination_duration_seconds",
             "Time from Node deletion to finalizer removal",
             m.nodes_termination_duration.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "nodes_lifetime_duration_seconds",
             "Node lifetime at termination",
             m.nodes_lifetime_duration.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "pods_eviction_requests",
             "Eviction requests by response code",
             m.pods_eviction_requests.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "pods_drained",
             "Pods evicted by drain",
             m.pods_drained.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "scheduler_scheduling_duration_seconds",
             "Duration of scheduling simulations",
             m.scheduling_duration.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "scheduler_unschedulable_pods_count",
             "Pods the last scheduling simulation could not place",
             m.unschedulable_pods.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "scheduler_ignored_pods_count",
             "Pods the last loop ignored (validation)",
             m.ignored_pods.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "nodepools_usage",
             "Resources used per NodePool",
             m.nodepools_usage.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "nodepools_limit",
             "Limits per NodePool",
             m.nodepools_limit.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "cluster_state_synced",
             "Whether cluster state is synced",
             m.cluster_state_synced.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "cluster_state_node_count",
             "Nodes in cluster state",
             m.cluster_state_node_count.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "cloudprovider_duration_seconds",
             "Duration of CloudProvider calls",
             m.cloudprovider_duration.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "cloudprovider_errors",
             "CloudProvider errors",
             m.cloudprovider_errors.clone(),
         );
-        r.register("build_info", "Build information", m.build_info.clone());
-        r.register(
+        register(
+            r,
+            &mut families,
+            "build_info",
+            "Build information",
+            m.build_info.clone(),
+        );
+        register(
+            r,
+            &mut families,
             "voluntary_disruption_decisions",
             "Disruption decisions made",
             m.disruption_decisions.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "voluntary_disruption_eligible_nodes",
             "Nodes eligible for disruption, per reason",
             m.disruption_eligible_nodes.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "voluntary_disruption_decision_evaluation_duration_seconds",
             "Time to compute a disruption decision",
             m.disruption_evaluation_duration.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "voluntary_disruption_failed_validations",
             "Consolidation commands abandoned at validation",
             m.disruption_failed_validations.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "voluntary_disruption_queue_failures",
             "Disruption commands that failed and were rolled back",
             m.disruption_queue_failures.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "nodepools_allowed_disruptions",
             "Disruptions a NodePool's budgets allow, per reason",
             m.nodepools_allowed_disruptions.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "nodepools_nodes_consuming_budgets",
             "Nodes of a NodePool already disrupting, per reason",
             m.nodepools_nodes_consuming_budgets.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "pods_disruption_initiated",
             "Pods whose node voluntary disruption started removing",
             m.pods_disruption_initiated.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "consolidation_score",
             "Balanced consolidation scores of moves, per decision and NodePool",
             m.consolidation_score.clone(),
         );
-        r.register(
+        register(
+            r,
+            &mut families,
             "consolidation_moves",
             "Consolidation moves scored, per decision, NodePool and policy",
             m.consolidation_moves.clone(),
@@ -467,7 +560,32 @@ impl Metrics {
                 commit: String::new(),
             })
             .set(1);
-        Self { registry, ..m }
+        Self {
+            registry,
+            families,
+            ..m
+        }
+    }
+
+    /// Every registered family: its name (with the `karpenter_` prefix, without the `_total`
+    /// a counter's series add) and type (`counter`, `gauge`, `histogram`). The text exposition
+    /// omits a labelled family until it has a series; this lists them all (`docs/metrics.md`
+    /// is checked against it).
+    #[must_use]
+    pub fn families(&self) -> Vec<(String, &'static str)> {
+        self.families
+            .iter()
+            .map(|(name, kind)| {
+                let kind = match kind {
+                    MetricType::Counter => "counter",
+                    MetricType::Gauge => "gauge",
+                    MetricType::Histogram => "histogram",
+                    MetricType::Info => "info",
+                    MetricType::Unknown => "unknown",
+                };
+                (name.clone(), kind)
+            })
+            .collect()
     }
 
     /// The OpenMetrics text exposition of every family.

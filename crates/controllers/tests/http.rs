@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use controllers::http::{OPENMETRICS_CONTENT_TYPE, bind, router};
+use controllers::liveness::Liveness;
 use controllers::metrics::Metrics;
 use tokio::net::TcpStream;
 
@@ -57,8 +58,13 @@ async fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
 async fn health_readiness_and_metrics_are_served() {
     let ready = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&ready);
+    let live = Liveness::new();
+    let provisioner = live.spawn("provisioner", std::future::pending());
+    let _watch = live.spawn("Node watch", std::future::pending());
+    let checked = live.clone();
     let app = router(
         Arc::new(Metrics::new()),
+        Arc::new(move || checked.check()),
         Arc::new(move || {
             if flag.load(Ordering::SeqCst) {
                 Ok(())
@@ -92,4 +98,12 @@ async fn health_readiness_and_metrics_are_served() {
 
     let (code, _, _) = get(addr, "/nope").await;
     assert_eq!(code, 404);
+
+    // A controller task that ends makes `/healthz` fail, naming it; the others still serve.
+    provisioner.abort();
+    let _ = provisioner.await;
+    let (code, _, body) = get(addr, "/healthz").await;
+    assert_eq!((code, body.as_str()), (500, "tasks stopped: provisioner"));
+    let (code, _, _) = get(addr, "/readyz").await;
+    assert_eq!(code, 200);
 }

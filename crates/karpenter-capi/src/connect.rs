@@ -21,12 +21,17 @@
 //! [`install_crypto_provider`] before any client exists: ring needs only a C compiler to build
 //! (no cmake, no system OpenSSL) and is the provider kube documents for rustls.
 //!
-//! Inputs: paths, URLs, tokens. Outputs: clients, or errors that name the source.
+//! [`connect_limited`] adds client-side rate limiting ([`crate::rate_limit`]; `run`'s
+//! `--kube-client-qps` / `--kube-client-burst`).
+//!
+//! Inputs: paths, URLs, tokens, a rate limit. Outputs: clients, or errors that name the source.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+
+use crate::rate_limit::RateLimit;
 
 /// Installs rustls' ring provider as the process default (idempotent). Call before building a
 /// client; kube's TLS setup uses the process default.
@@ -178,6 +183,21 @@ pub async fn connect(
     creds: Option<&UrlCredentials>,
     timeout: Duration,
 ) -> anyhow::Result<kube::Client> {
+    connect_limited(role, source, creds, timeout, None).await
+}
+
+/// [`connect`] with every request of the client rate-limited by `limit` (its own token
+/// bucket, [`RateLimit`]); `None`: unlimited.
+///
+/// # Errors
+/// As [`connect`].
+pub async fn connect_limited(
+    role: &str,
+    source: &Source,
+    creds: Option<&UrlCredentials>,
+    timeout: Duration,
+    limit: Option<RateLimit>,
+) -> anyhow::Result<kube::Client> {
     install_crypto_provider();
     let config = match (source, creds) {
         (Source::Kubeconfig(path), _) => config_from_kubeconfig(path).await,
@@ -191,8 +211,12 @@ pub async fn connect(
     }
     .with_context(|| format!("{role} cluster ({source})"))?;
     let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(without_retry(config))
+    let builder = kube::client::ClientBuilder::try_from(without_retry(config))
         .with_context(|| format!("{role} cluster ({source}): cannot build a client"))?;
+    let client = match limit {
+        Some(limit) => builder.with_layer(&limit).build(),
+        None => builder.build(),
+    };
     match tokio::time::timeout(timeout, client.apiserver_version()).await {
         Ok(Ok(_)) => Ok(client),
         Ok(Err(e)) => Err(anyhow::Error::new(e)).with_context(|| {

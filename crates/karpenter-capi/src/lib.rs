@@ -7,7 +7,10 @@
 //! - [`connect`]: clients for the workload and management clusters (TLS, every kubeconfig
 //!   authentication, the management URL flags), checked once with errors naming the source;
 //! - [`operator`]: every controller wired to a workload and a management cluster;
+//! - [`probes`]: `/healthz` (every long-running task alive) and `/readyz` (caches synced,
+//!   CRDs served) of `run`;
 //! - [`process`]: this process's CPU and RSS;
+//! - [`rate_limit`]: the clients' token bucket (`--kube-client-qps`, `--kube-client-burst`);
 //! - [`scenario`] and [`simulate`]: the `simulate` command's scenarios and runner.
 //!
 //! Inputs: clients, configuration, scenarios. Outputs: running controllers and summaries.
@@ -17,6 +20,8 @@ pub mod chaos;
 pub mod connect;
 pub mod feature_gates;
 pub mod operator;
+pub mod probes;
 pub mod process;
+pub mod rate_limit;
 pub mod scenario;
 pub mod simulate;

@@ -18,6 +18,7 @@ use clusterapi::nodeclass_status::{self, StatusConfig};
 use clusterapi::provider::{ClusterApiProvider, ProviderConfig};
 use controllers::disruption::{Disruption, DisruptionConfig, Record};
 use controllers::events::Events;
+use controllers::metered::Metered;
 use controllers::metrics::Metrics;
 use controllers::nodeclaim::{Lifecycle, LifecycleConfig};
 use controllers::nodepool::NodePoolControllers;
@@ -112,12 +113,13 @@ pub struct Operator {
         Arc<std::sync::atomic::AtomicU64>,
         Arc<std::sync::atomic::AtomicU64>,
     ),
-    tasks: Vec<JoinHandle<()>>,
+    /// The controllers' tasks, by name.
+    tasks: Vec<(&'static str, JoinHandle<()>)>,
 }
 
 impl Drop for Operator {
     fn drop(&mut self) {
-        for t in &self.tasks {
+        for (_, t) in &self.tasks {
             t.abort();
         }
     }
@@ -163,9 +165,17 @@ impl Operator {
             workload.clone(),
             config.provider.clone(),
         ));
+        // Each controller calls the provider through the metrics decorator, under its own name.
+        let metered = |controller| {
+            Arc::new(Metered::new(
+                Arc::clone(&provider),
+                controller,
+                Arc::clone(&metrics),
+            ))
+        };
         let provisioner = Provisioner::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("provisioner"),
             Arc::clone(&state),
             events.clone(),
             Arc::clone(&metrics),
@@ -175,14 +185,14 @@ impl Operator {
         let decisions = provisioner.decisions();
         let lifecycle = Lifecycle::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("nodeclaim.lifecycle"),
             events.clone(),
             Arc::clone(&metrics),
             config.lifecycle,
         );
         let termination = Termination::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("node.termination"),
             events.clone(),
             Arc::clone(&metrics),
             config.termination,
@@ -190,7 +200,7 @@ impl Operator {
         .with_node_claims(state.node_claims().clone());
         let disruption = Disruption::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("disruption"),
             Arc::clone(&state),
             events.clone(),
             Arc::clone(&metrics),
@@ -198,10 +208,11 @@ impl Operator {
             stamp,
         );
         let mut static_config = config.static_capacity.clone();
+        let static_enabled = static_config.enabled;
         static_config.options.min_values_policy = config.provisioner.min_values_policy;
         let static_capacity = StaticCapacity::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("static.provisioning"),
             Arc::clone(&state),
             events.clone(),
             Arc::clone(&metrics),
@@ -224,21 +235,31 @@ impl Operator {
         let gc = MachineGc::new(Arc::clone(&provider), config.gc.clone());
         let node_claim_gc = controllers::nodeclaim::garbage_collection::NodeClaimGc::new(
             workload.clone(),
-            Arc::clone(&provider),
+            metered("nodeclaim.garbagecollection"),
             Arc::clone(&metrics),
             config.node_claim_gc,
         );
-        let tasks = vec![
-            tokio::spawn(provisioner.run(rx)),
-            tokio::spawn(lifecycle.run()),
-            tokio::spawn(termination.run()),
-            tokio::spawn(node_pools.run()),
-            tokio::spawn(nodeclass_status::run(workload, management, status)),
-            tokio::spawn(gc.run()),
-            tokio::spawn(node_claim_gc.run()),
-            tokio::spawn(disruption.run()),
-            tokio::spawn(static_capacity.run()),
+        let mut tasks = vec![
+            ("provisioner", tokio::spawn(provisioner.run(rx))),
+            ("nodeclaim lifecycle", tokio::spawn(lifecycle.run())),
+            ("node termination", tokio::spawn(termination.run())),
+            ("nodepool controllers", tokio::spawn(node_pools.run())),
+            (
+                "nodeclass status",
+                tokio::spawn(nodeclass_status::run(workload, management, status)),
+            ),
+            ("machine garbage collection", tokio::spawn(gc.run())),
+            (
+                "nodeclaim garbage collection",
+                tokio::spawn(node_claim_gc.run()),
+            ),
+            ("disruption", tokio::spawn(disruption.run())),
         ];
+        // The static capacity loop runs only behind its gate (off, it would end at once and
+        // read as a stopped task).
+        if static_enabled {
+            tasks.push(("static capacity", tokio::spawn(static_capacity.run())));
+        }
         Self {
             state,
             provider,
@@ -254,6 +275,18 @@ impl Operator {
     #[must_use]
     pub fn provider(&self) -> Arc<ClusterApiProvider> {
         Arc::clone(&self.provider)
+    }
+
+    /// The leader's long-running tasks — every controller and the provider's watches — by
+    /// name, for liveness (`/healthz`; the shared state's watches: [`ClusterState::watch_tasks`]).
+    /// Each runs until the operator is dropped.
+    #[must_use]
+    pub fn tasks(&self) -> Vec<(String, tokio::task::AbortHandle)> {
+        self.tasks
+            .iter()
+            .map(|(name, t)| ((*name).to_owned(), t.abort_handle()))
+            .chain(self.provider.watch_tasks())
+            .collect()
     }
 
     /// The metrics.

@@ -2,19 +2,21 @@
 //!
 //! Responsibility: flags with environment fallbacks named as upstream (core: `BATCH_*`,
 //! `PREFERENCE_POLICY`, `MIN_VALUES_POLICY`, `LOG_LEVEL`, `METRICS_PORT`, `HEALTH_PROBE_PORT`,
-//! `DISABLE_LEADER_ELECTION`, `LEADER_ELECTION_*`; provider: `CLUSTER_API_KUBECONFIG`,
+//! `DISABLE_LEADER_ELECTION`, `LEADER_ELECTION_*`, `KUBE_CLIENT_QPS`, `KUBE_CLIENT_BURST`;
+//! provider: `CLUSTER_API_KUBECONFIG`,
 //! `CLUSTER_API_URL`, `CLUSTER_API_TOKEN`, `CLUSTER_API_CERTIFICATE_AUTHORITY_DATA`,
 //! `CLUSTER_API_TOKEN_FILE`, `CLUSTER_API_SKIP_TLS_VERIFY`), logging (plain or JSON), clients for the workload cluster
 //! (`--kubeconfig`/`KUBECONFIG`, else in-cluster) and the management cluster (its kubeconfig, else
 //! URL + token + CA, else the workload credentials; see [`karpenter_capi::connect`]: each is
-//! checked once with `/version`, failures name the source), the health/metrics servers, leader
-//! election on a Lease, then the [`Operator`] until Ctrl-C/SIGTERM or lost leadership.
+//! checked once with `/version`, failures name the source), the health/metrics servers
+//! ([`Probes`]: `/healthz` fails when a long-running task stopped, `/readyz` waits for the
+//! caches and the CRDs), leader election on a Lease, then the [`Operator`] until
+//! Ctrl-C/SIGTERM or lost leadership.
 //! Inputs: [`RunArgs`]. Outputs: a running controller; logs.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -22,8 +24,10 @@ use clap::{Args, ValueEnum};
 use clusterapi::Scope;
 use controllers::leader::{LeaderElector, LeaseConfig};
 use controllers::provisioning::batcher::BatchConfig;
-use karpenter_capi::connect::{Source, UrlCredentials, connect};
+use karpenter_capi::connect::{Source, UrlCredentials, connect_limited};
 use karpenter_capi::operator::{Caches, Operator, OperatorConfig};
+use karpenter_capi::probes::{CrdCheckConfig, Probes};
+use karpenter_capi::rate_limit::RateLimit;
 use scheduling::instance_type::MinValuesPolicy;
 use scheduling::scheduler::PreferencePolicy;
 
@@ -143,6 +147,26 @@ pub struct RunArgs {
     /// and gates this binary does not implement are refused.
     #[arg(long, env = "FEATURE_GATES", default_value = "", value_name = "LIST")]
     pub feature_gates: karpenter_capi::feature_gates::FeatureGates,
+    /// Sustained requests per second of each Kubernetes client (workload and management,
+    /// each its own token bucket).
+    #[arg(long, env = "KUBE_CLIENT_QPS", default_value_t = 200,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub kube_client_qps: u32,
+    /// Requests each Kubernetes client may make at once above the sustained rate.
+    #[arg(long, env = "KUBE_CLIENT_BURST", default_value_t = 300,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub kube_client_burst: u32,
+}
+
+impl RunArgs {
+    /// The clients' rate limit.
+    #[must_use]
+    pub fn rate_limit(&self) -> RateLimit {
+        RateLimit {
+            qps: self.kube_client_qps,
+            burst: self.kube_client_burst,
+        }
+    }
 }
 
 /// Sets up logging (`LOG_LEVEL`, plain or JSON) for `run`.
@@ -174,11 +198,12 @@ async fn management_client(
     workload: &kube::Client,
 ) -> anyhow::Result<kube::Client> {
     if let Some(path) = &args.cluster_api_kubeconfig {
-        return connect(
+        return connect_limited(
             "management",
             &Source::Kubeconfig(path.clone()),
             None,
             CONNECT_TIMEOUT,
+            Some(args.rate_limit()),
         )
         .await;
     }
@@ -192,11 +217,12 @@ async fn management_client(
         certificate_authority_data: args.cluster_api_certificate_authority_data.clone(),
         skip_tls_verify: args.cluster_api_skip_tls_verify,
     };
-    connect(
+    connect_limited(
         "management",
         &Source::Url(url.clone()),
         Some(&creds),
         CONNECT_TIMEOUT,
+        Some(args.rate_limit()),
     )
     .await
 }
@@ -227,7 +253,14 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         .kubeconfig
         .clone()
         .map_or(Source::Default, Source::Kubeconfig);
-    let workload = connect("workload", &source, None, CONNECT_TIMEOUT).await?;
+    let workload = connect_limited(
+        "workload",
+        &source,
+        None,
+        CONNECT_TIMEOUT,
+        Some(args.rate_limit()),
+    )
+    .await?;
     let management = management_client(&args, &workload).await?;
     let config = OperatorConfig {
         provisioner: controllers::provisioning::provisioner::ProvisionerConfig {
@@ -261,48 +294,29 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
 
     // Health and metrics first: probes answer while waiting for leadership. Both ports serve
-    // `/healthz`, `/readyz` and `/metrics`.
+    // `/healthz`, `/readyz` and `/metrics` (see [`karpenter_capi::probes`]).
     let metrics = Arc::new(controllers::metrics::Metrics::new());
-    let ready_flag = Arc::new(AtomicBool::new(false));
-    // While leading: why the Cluster API caches cannot answer (`None`: synced, or standby).
-    let provider_unready: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
-    let flag = Arc::clone(&ready_flag);
-    let unready = Arc::clone(&provider_unready);
-    let ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = Arc::new(move || {
-        if !flag.load(Ordering::Relaxed) {
-            return Err("caches not synced yet".to_owned());
-        }
-        match unready
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-        {
-            Some(reason) => Err(reason),
-            None => Ok(()),
-        }
-    });
-    for port in [args.health_probe_port, args.metrics_port] {
+    let probes = Probes::new();
+    // One server when both ports are the same; a port that cannot be bound stops `run`.
+    let mut ports = vec![args.health_probe_port, args.metrics_port];
+    ports.dedup();
+    for port in ports {
         let addr = SocketAddr::from(([0, 0, 0, 0], port));
-        let router = controllers::http::router(Arc::clone(&metrics), Arc::clone(&ready));
-        tokio::spawn(async move {
-            if let Err(e) = controllers::http::serve(addr, router).await {
-                tracing::error!(error = %e, %addr, "HTTP server stopped");
-            }
-        });
+        probes
+            .serve(addr, Arc::clone(&metrics))
+            .await
+            .with_context(|| format!("cannot serve health and metrics on {addr}"))?;
     }
+    probes.spawn_crd_check(
+        workload.clone(),
+        management.clone(),
+        CrdCheckConfig::default(),
+    );
     // The caches run on every replica: a standby is ready once they listed (as upstream:
     // ready means synced, leading or not), so a rolling update of an HA Deployment proceeds.
     let mut caches = Caches::start(&workload);
-    let state = Arc::clone(caches.state());
-    let flag = Arc::clone(&ready_flag);
-    let listed = tokio::spawn(async move {
-        let outcome = state.wait_listed(LIST_TIMEOUT).await;
-        if outcome.is_ok() {
-            flag.store(true, Ordering::Relaxed);
-            tracing::info!("caches synced");
-        }
-        outcome
-    });
+    probes.watch_caches(&caches);
+    let listed = probes.wait_listed(&caches, LIST_TIMEOUT);
     let elector = if args.disable_leader_election {
         None
     } else {
@@ -337,14 +351,14 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
     caches.discard_triggers();
     let operator = Operator::start_with_caches(caches, workload, management, config, metrics);
+    probes.watch_operator(&operator);
     // The leader is ready once the Cluster API caches listed too; while one cannot (a missing
     // RBAC rule, an unreachable management cluster) `/readyz` says which and why.
-    *provider_unready
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) =
-        Some("Cluster API caches not synced yet".to_owned());
+    probes
+        .ready
+        .set_provider(Err("Cluster API caches not synced yet".to_owned()));
     let provider = operator.provider();
-    let unready = Arc::clone(&provider_unready);
+    let readiness = probes.ready.clone();
     let provider_sync = tokio::spawn(async move {
         loop {
             let outcome = provider.caches_synced().await.map_err(|e| e.to_string());
@@ -352,9 +366,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             if let Err(reason) = &outcome {
                 tracing::warn!(%reason, "not ready: the Cluster API caches have not synced");
             }
-            *unready
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = outcome.err();
+            readiness.set_provider(outcome);
             if synced {
                 tracing::info!("Cluster API caches synced");
                 return;
@@ -411,6 +423,33 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn client_rate_limits_default_to_upstreams_and_must_be_positive() {
+        use clap::Parser as _;
+        let flags = Flags::try_parse_from(["run"]).unwrap();
+        assert_eq!(
+            flags.run.rate_limit(),
+            RateLimit {
+                qps: 200,
+                burst: 300
+            }
+        );
+        let flags =
+            Flags::try_parse_from(["run", "--kube-client-qps", "5", "--kube-client-burst", "10"])
+                .unwrap();
+        assert_eq!(flags.run.rate_limit(), RateLimit { qps: 5, burst: 10 });
+        for flag in ["--kube-client-qps", "--kube-client-burst"] {
+            let err = Flags::try_parse_from(["run", flag, "0"]).unwrap_err();
+            assert!(err.to_string().contains(flag), "{err}");
+        }
+    }
 
     #[test]
     fn durations_parse_like_go() {

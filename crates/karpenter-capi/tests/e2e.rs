@@ -203,7 +203,7 @@ fn label<'a>(node: &'a Node, key: &str) -> &'a str {
 
 async fn one_pod_gets_one_node(backend: Backend) {
     let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
-    let _operator = start(&world);
+    let operator = start(&world);
     scenario::apply(
         &world.workload_client(),
         &[deployment("one", 1, "1", "1Gi", json!({}))],
@@ -228,6 +228,14 @@ async fn one_pod_gets_one_node(backend: Backend) {
     let ncs = node_claims(&world).await;
     assert_eq!(ncs.len(), 1);
     assert_eq!(replicas(&world).await, 1);
+    // The provider's calls are measured per calling controller.
+    let text = operator.metrics().encode();
+    for series in [
+        "karpenter_cloudprovider_duration_seconds_count{controller=\"nodeclaim.lifecycle\",method=\"Create\",provider=\"clusterapi\"}",
+        "karpenter_cloudprovider_duration_seconds_count{controller=\"provisioner\",method=\"GetInstanceTypes\",provider=\"clusterapi\"}",
+    ] {
+        assert!(text.contains(series), "{series} not in\n{text}");
+    }
 }
 
 async fn five_hundred_mixed_pods_all_run_with_no_node_claim_beyond_the_plan(backend: Backend) {

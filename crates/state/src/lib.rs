@@ -140,7 +140,8 @@ pub struct ClusterState {
     bookkeeping: Mutex<Bookkeeping>,
     pod_events: Arc<Mutex<PodEvents>>,
     changes: watch::Receiver<u64>,
-    tasks: Vec<JoinHandle<()>>,
+    /// The watch tasks, named `KIND watch`.
+    tasks: Vec<(String, JoinHandle<()>)>,
 }
 
 impl std::fmt::Debug for ClusterState {
@@ -155,7 +156,7 @@ impl std::fmt::Debug for ClusterState {
 
 impl Drop for ClusterState {
     fn drop(&mut self) {
-        for task in &self.tasks {
+        for (_, task) in &self.tasks {
             task.abort();
         }
     }
@@ -168,7 +169,7 @@ fn spawn_reflector<K>(
     client: &kube::Client,
     tick: Arc<watch::Sender<u64>>,
     on_event: Option<OnEvent<K>>,
-) -> (Store<K>, JoinHandle<()>)
+) -> (Store<K>, (String, JoinHandle<()>))
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -216,7 +217,7 @@ where
             tick.send_modify(|n| *n = n.wrapping_add(1));
         }
     });
-    (store, task)
+    (store, (format!("{} watch", K::kind(&())), task))
 }
 
 /// Whether `nc` is one of ours (its NodeClass is a ClusterAPINodeClass) still launching. A
@@ -329,6 +330,16 @@ impl ClusterState {
             changes,
             tasks,
         })
+    }
+
+    /// The watch tasks (`Node watch`, `Pod watch`, ...), for liveness: each runs until the
+    /// state is dropped (a watch error is retried inside it), so one that ended is a fault.
+    #[must_use]
+    pub fn watch_tasks(&self) -> Vec<(String, tokio::task::AbortHandle)> {
+        self.tasks
+            .iter()
+            .map(|(name, task)| (name.clone(), task.abort_handle()))
+            .collect()
     }
 
     /// Whether every store has listed once (no waiting).

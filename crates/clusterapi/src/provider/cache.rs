@@ -192,6 +192,12 @@ impl MachineCache {
         }
     }
 
+    /// The watch task (it runs until the cache is dropped), for liveness.
+    #[must_use]
+    pub fn watch_task(&self) -> tokio::task::AbortHandle {
+        self.task.abort_handle()
+    }
+
     /// The names of the NodeClaims (of any workload cluster) whose claimed Machine changed or
     /// was deleted, from now on; a listener that falls far behind skips what it missed.
     #[must_use]

@@ -308,6 +308,26 @@ impl ClusterApiProvider {
         &self.cache
     }
 
+    /// The provider's watch tasks (Machines, MachineDeployments, ClusterAPINodeClasses), each
+    /// running until the provider is dropped, for liveness.
+    #[must_use]
+    pub fn watch_tasks(&self) -> Vec<(String, tokio::task::AbortHandle)> {
+        vec![
+            (
+                "Machine watch (provider)".to_owned(),
+                self.cache.watch_task(),
+            ),
+            (
+                format!("{} watch (provider)", self.mds.kind()),
+                self.mds.watch_task(),
+            ),
+            (
+                format!("{} watch (provider)", self.classes.kind()),
+                self.classes.watch_task(),
+            ),
+        ]
+    }
+
     /// The infrastructure templates (share them with the NodeClass status controller).
     #[must_use]
     pub fn templates(&self) -> Arc<Templates> {

@@ -134,6 +134,12 @@ where
         self.kind
     }
 
+    /// The watch task (it runs until the cache is dropped), for liveness.
+    #[must_use]
+    pub fn watch_task(&self) -> tokio::task::AbortHandle {
+        self.task.abort_handle()
+    }
+
     /// Every object (after [`ObjectCache::ready`]).
     #[must_use]
     pub fn all(&self) -> Vec<Arc<K>> {
