@@ -46,6 +46,7 @@ const RUN_ENV: &[&str] = &[
     "LEADER_ELECTION_NAMESPACE",
     "KUBE_CLIENT_QPS",
     "KUBE_CLIENT_BURST",
+    "FEATURE_GATES",
 ];
 
 /// The long flags of `karpenter-capi run`.
@@ -72,6 +73,7 @@ const RUN_FLAGS: &[&str] = &[
     "--leader-election-namespace",
     "--kube-client-qps",
     "--kube-client-burst",
+    "--feature-gates",
 ];
 
 /// Kinds without a namespace.
@@ -291,7 +293,7 @@ fn matrix() -> Vec<(&'static str, Vec<&'static str>)> {
                 "--set",
                 "settings.kubeClientQPS=50",
                 "--set",
-                "settings.featureGates.spotToSpotConsolidation=true",
+                "settings.featureGates.staticCapacity=true",
                 "--set",
                 "clusterAPI.namespace=capi-prod",
                 "--set",
@@ -399,9 +401,19 @@ fn every_setting_the_deployment_passes_is_one_run_reads() {
         }
         let unique: BTreeSet<_> = names.iter().collect();
         assert_eq!(unique.len(), names.len(), "{case}: duplicate env {names:?}");
+        // Every upstream gate is passed; only StaticCapacity may be on (run refuses the others).
+        let gates = env_value(&objects, "FEATURE_GATES").unwrap_or_default();
         assert!(
-            !names.iter().any(|n| n == "FEATURE_GATES"),
-            "{case}: feature gates are not a setting of run"
+            gates.starts_with("StaticCapacity=")
+                && gates.contains(",SpotToSpotConsolidation=false")
+                && gates.contains(",NodeRepair=false")
+                && gates.contains(",NodeOverlay=false"),
+            "{case}: FEATURE_GATES {gates:?}"
+        );
+        assert_eq!(
+            gates.starts_with("StaticCapacity=true"),
+            case == "settings",
+            "{case}: FEATURE_GATES {gates:?}"
         );
     }
 }
