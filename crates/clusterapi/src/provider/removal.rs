@@ -16,6 +16,7 @@ use std::sync::PoisonError;
 use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME};
 use api::{Machine, NodeClaim};
 use cloudprovider::{CloudProviderError, ObjectRef};
+use futures::StreamExt;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 
@@ -26,6 +27,9 @@ use super::scale::{Attempts, MdWrite, min_size, too_many_conflicts};
 use super::{
     ClusterApiProvider, cache, claimable, deployment_of, status_code, terminating, transient,
 };
+
+/// Machines of one batch read and annotated at once.
+const PREPARE_CONCURRENCY: usize = 16;
 
 /// Now, as the `delete-machine` annotation's value.
 fn now_rfc3339() -> String {
@@ -216,9 +220,23 @@ impl ClusterApiProvider {
                 return;
             }
         };
+        // Each Machine is read and annotated on its own (compare-and-set per Machine), so a
+        // batch of 50 does not wait for 100 requests in a row.
+        let record = &record;
+        let prepared: Vec<_> = batch
+            .into_iter()
+            .map(|request| async move {
+                let step = self.prepare_removal(&request, record, cluster).await;
+                (request, step)
+            })
+            .collect();
+        let prepared: Vec<_> = futures::stream::iter(prepared)
+            .buffer_unordered(PREPARE_CONCURRENCY)
+            .collect()
+            .await;
         let mut pending = Vec::new();
-        for request in batch {
-            match self.prepare_removal(&request, &record, cluster).await {
+        for (request, step) in prepared {
+            match step {
                 Ok(Step::Account(finishing)) => pending.push((request, finishing)),
                 Ok(Step::Done(removal)) => {
                     let _ = request.done.send(Ok(removal));
