@@ -504,3 +504,41 @@ fn bench_disruption_reports_the_pass_and_the_command_as_json() {
     // Each node is a third full: some nodes can go.
     assert!(json["command"]["nodes"].as_u64().unwrap() >= 1, "{json:#}");
 }
+
+/// `docs/configuration.md` lists exactly the flags and environment variables of `run`.
+#[test]
+fn the_configuration_reference_lists_every_run_flag() {
+    let help = String::from_utf8(karpenter_capi(&["run", "--help"]).stdout).unwrap();
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/configuration.md"
+    ))
+    .unwrap();
+    let mut flags = Vec::new();
+    let mut envs = Vec::new();
+    for line in help.lines().map(str::trim) {
+        if let Some(flag) = line.strip_prefix("--") {
+            let name = flag.split([' ', '<']).next().unwrap();
+            flags.push(format!("--{name}"));
+        }
+        if let Some(rest) = line.strip_prefix("[env: ") {
+            envs.push(rest.split(['=', ']']).next().unwrap().to_owned());
+        }
+    }
+    assert!(flags.len() > 20 && envs.len() == flags.len(), "{flags:?} {envs:?}");
+    for name in flags.iter().chain(&envs) {
+        assert!(doc.contains(&format!("`{name}`")), "docs/configuration.md lacks {name}");
+    }
+    let documented: Vec<&str> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `--"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    for name in &documented {
+        assert!(
+            flags.contains(&format!("--{name}")),
+            "docs/configuration.md documents --{name}, which run does not have"
+        );
+    }
+    assert_eq!(documented.len(), flags.len());
+}
