@@ -525,9 +525,15 @@ fn the_configuration_reference_lists_every_run_flag() {
             envs.push(rest.split(['=', ']']).next().unwrap().to_owned());
         }
     }
-    assert!(flags.len() > 20 && envs.len() == flags.len(), "{flags:?} {envs:?}");
+    assert!(
+        flags.len() > 20 && envs.len() == flags.len(),
+        "{flags:?} {envs:?}"
+    );
     for name in flags.iter().chain(&envs) {
-        assert!(doc.contains(&format!("`{name}`")), "docs/configuration.md lacks {name}");
+        assert!(
+            doc.contains(&format!("`{name}`")),
+            "docs/configuration.md lacks {name}"
+        );
     }
     let documented: Vec<&str> = doc
         .lines()
