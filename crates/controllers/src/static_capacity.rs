@@ -323,3 +323,70 @@ pub fn members(snapshot: &Snapshot, pool: &str) -> Vec<Member> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn claim(name: &str, pool: &str, group: &str, node: Option<&str>) -> NodeClaim {
+        serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": pool}},
+            "spec": {"nodeClassRef": {"group": group, "kind": "ClusterAPINodeClass", "name": "d"},
+                "requirements": []},
+            "status": {"nodeName": node, "providerID": node.map(|n| format!("capi://{n}"))}
+        }))
+        .unwrap()
+    }
+
+    fn pod(name: &str, node: &str, do_not_disrupt: bool) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default",
+                "annotations": if do_not_disrupt { json!({"karpenter.sh/do-not-disrupt": "true"}) } else { json!({}) }},
+            "spec": {"nodeName": node, "containers": [{"name": "c"}]},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap()
+    }
+
+    /// Only our NodeClaims of the pool count (so only they can ever be deleted as surplus):
+    /// another pool's, and another provider's labelled with the same pool, are left out.
+    #[test]
+    fn members_are_our_node_claims_of_the_pool_only() {
+        let snapshot = Snapshot {
+            node_claims: vec![
+                claim("ours-a", "fixed", "karpenter.cluster.x-k8s.io", Some("a")),
+                claim("ours-b", "fixed", "karpenter.cluster.x-k8s.io", None),
+                claim(
+                    "other-pool",
+                    "dynamic",
+                    "karpenter.cluster.x-k8s.io",
+                    Some("c"),
+                ),
+                claim("other-provider", "fixed", "karpenter.k8s.aws", Some("d")),
+            ],
+            pods: vec![
+                pod("guarded", "a", true),
+                pod("free", "a", false),
+                pod("elsewhere", "c", false),
+            ],
+            ..Snapshot::default()
+        };
+        let members = members(&snapshot, "fixed");
+        let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["ours-a", "ours-b"]);
+        assert_eq!(
+            (
+                members[0].pods,
+                members[0].do_not_disrupt,
+                members[0].launched
+            ),
+            (2, true, true)
+        );
+        assert_eq!((members[1].pods, members[1].launched), (0, false));
+    }
+}
