@@ -242,6 +242,7 @@ pub fn run(args: &DisruptionArgs) -> anyhow::Result<Report> {
     for _ in 0..args.iterations.max(1) {
         let started = Instant::now();
         let nominated = |_: &str| false;
+        let planned = |_: &str| Vec::new();
         let last_event = |_: &str| None;
         let (cands, _) = candidates(
             &Inputs {
@@ -253,6 +254,7 @@ pub fn run(args: &DisruptionArgs) -> anyhow::Result<Report> {
                 instance_types: &its,
                 in_flight: &in_flight,
                 nominated: &nominated,
+                planned: &planned,
                 last_pod_event: &last_event,
                 floors: &Floors::default(),
                 now,

@@ -5,7 +5,10 @@
 //! NodeClaims this process created that the cache has not delivered yet (the synced gate waits
 //! for them, so a batch never plans against a state that misses its own previous decisions);
 //! entries older than [`UNSEEN_GRACE`] are dropped (the object was deleted before the watch saw
-//! it). Nominations remember, per node, until when pods are expected to land on it.
+//! it). Nominations remember, per node, until when pods are expected to land on it. Planned
+//! pods remember, per NodeClaim this process created, the UIDs of the pods it was created
+//! for (so disruption leaves a fresh node alone while those pods are still on their way to
+//! it); they are forgotten [`PLANNED_HORIZON`] after creation.
 //! Inputs: names and instants. Outputs: answers; no I/O.
 
 use std::collections::HashMap;
@@ -17,11 +20,17 @@ use tokio::time::Instant;
 /// unlaunched NodeClaim names 15 s after creation).
 pub const UNSEEN_GRACE: Duration = Duration::from_secs(15);
 
+/// How long the pods a NodeClaim was created for are remembered: upstream's registration TTL
+/// (15 minutes, after which an unregistered NodeClaim is deleted) plus a margin for the pods
+/// to bind once the node is up.
+pub const PLANNED_HORIZON: Duration = Duration::from_secs(20 * 60);
+
 /// In-memory facts of this process.
 #[derive(Debug, Default, Clone)]
 pub struct Bookkeeping {
     created: HashMap<String, Instant>,
     nominated: HashMap<String, Instant>,
+    planned: HashMap<String, (Vec<String>, Instant)>,
 }
 
 impl Bookkeeping {
@@ -54,9 +63,27 @@ impl Bookkeeping {
         self.nominated.get(node).is_some_and(|until| *until > now)
     }
 
-    /// Drop expired nominations.
+    /// Remember that NodeClaim `claim` was created at `now` for the pods `uids`.
+    pub fn planned(&mut self, claim: &str, uids: Vec<String>, now: Instant) {
+        if !uids.is_empty() {
+            self.planned.insert(claim.to_owned(), (uids, now));
+        }
+    }
+
+    /// The pods NodeClaim `claim` was created for, while remembered.
+    #[must_use]
+    pub fn planned_pods(&self, claim: &str, now: Instant) -> &[String] {
+        self.planned
+            .get(claim)
+            .filter(|(_, at)| now.saturating_duration_since(*at) < PLANNED_HORIZON)
+            .map_or(&[], |(uids, _)| uids.as_slice())
+    }
+
+    /// Drop expired nominations and planned pods.
     pub fn expire(&mut self, now: Instant) {
         self.nominated.retain(|_, until| *until > now);
+        self.planned
+            .retain(|_, (_, at)| now.saturating_duration_since(*at) < PLANNED_HORIZON);
     }
 }
 
@@ -86,5 +113,24 @@ mod tests {
         b.expire(t0 + Duration::from_secs(21));
         assert!(!b.is_nominated("n", t0));
         assert!(!b.is_nominated("other", t0));
+    }
+
+    #[test]
+    fn planned_pods_are_remembered_until_the_horizon() {
+        let t0 = Instant::now();
+        let mut b = Bookkeeping::default();
+        b.planned("nc", vec!["u1".into(), "u2".into()], t0);
+        b.planned("empty", Vec::new(), t0);
+        assert_eq!(
+            b.planned_pods("nc", t0 + Duration::from_secs(60)),
+            ["u1", "u2"]
+        );
+        assert!(b.planned_pods("empty", t0).is_empty());
+        assert!(b.planned_pods("other", t0).is_empty());
+        assert!(b.planned_pods("nc", t0 + PLANNED_HORIZON).is_empty());
+        b.expire(t0 + Duration::from_secs(60));
+        assert_eq!(b.planned_pods("nc", t0).len(), 2);
+        b.expire(t0 + PLANNED_HORIZON);
+        assert!(b.planned_pods("nc", t0).is_empty());
     }
 }

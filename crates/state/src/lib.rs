@@ -409,6 +409,18 @@ impl ClusterState {
         self.lock().created(name, Instant::now());
     }
 
+    /// Record that NodeClaim `name` was created for the pods with these UIDs.
+    pub fn node_claim_planned(&self, name: &str, pod_uids: Vec<String>) {
+        self.lock().planned(name, pod_uids, Instant::now());
+    }
+
+    /// The UIDs of the pods NodeClaim `name` was created for, while remembered
+    /// ([`bookkeeping::PLANNED_HORIZON`]).
+    #[must_use]
+    pub fn planned_pods(&self, name: &str) -> Vec<String> {
+        self.lock().planned_pods(name, Instant::now()).to_vec()
+    }
+
     /// Nominate `node` for pods for `window`.
     pub fn nominate(&self, node: &str, window: Duration) {
         self.lock().nominate(node, Instant::now() + window);

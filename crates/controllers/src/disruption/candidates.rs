@@ -5,7 +5,9 @@
 //! that is not, with the reason (for `DisruptionBlocked` Events and `plan`). A node is a
 //! candidate when: it is not in a command in flight; it has a Node and a NodeClaim of ours
 //! (nodepool label), both Initialized and neither being deleted nor tainted
-//! `karpenter.sh/disrupted`; it is not nominated; neither carries
+//! `karpenter.sh/disrupted`; it is not nominated, and its NodeClaim was not created for pods
+//! that are still unbound (for [`PLANNED_WINDOW`] after it initialized: the scheduler may bind
+//! them a moment after the node turns Ready, and an empty-looking node is not empty); neither carries
 //! `karpenter.sh/do-not-disrupt: "true"`; its NodePool exists and offers instance types; and,
 //! unless the class is eventual and the NodeClaim has a `terminationGracePeriod`, no active pod
 //! on it has an active do-not-disrupt annotation and every evictable pod could be evicted now
@@ -36,6 +38,10 @@ use crate::termination::pods::{
     is_daemon_set_pod, is_mirror, is_terminal, is_terminating, tolerates_disrupted,
 };
 
+/// How long after its NodeClaim initialized a node stays reserved for the still-unbound pods
+/// it was created for (upstream nominates nodes for twice the batch's maximum duration).
+pub const PLANNED_WINDOW: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// How a method disrupts (spec §5.2): graceful methods respect pod-level blocks; eventual
 /// ones (drift) ignore them for NodeClaims with a `terminationGracePeriod`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +71,8 @@ pub struct Inputs<'a> {
     pub in_flight: &'a BTreeSet<String>,
     /// Whether a node is nominated for pods now.
     pub nominated: &'a dyn Fn(&str) -> bool,
+    /// The UIDs of the pods a NodeClaim (by name) was created for, if this process knows.
+    pub planned: &'a dyn Fn(&str) -> Vec<String>,
     /// The last pod event seen on a node.
     pub last_pod_event: &'a dyn Fn(&str) -> Option<Timestamp>,
     /// The minimum sizes of the nodes' scaling groups.
@@ -255,6 +263,38 @@ pub(super) fn offering_price(
         .unwrap_or(0.0)
 }
 
+/// Whether `nc` initialized less than [`PLANNED_WINDOW`] ago and a pod it was created for
+/// is still unbound (not on any node, not finished, not being deleted).
+fn awaits_planned_pods(inputs: &Inputs<'_>, nc: &NodeClaim) -> bool {
+    let Some(name) = nc.metadata.name.as_deref() else {
+        return false;
+    };
+    let initialized_at = nc
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.condition(INITIALIZED))
+        .map(|c| c.last_transition_time.0);
+    let recent = initialized_at.is_none_or(|at| {
+        inputs.now < at
+            || inputs
+                .now
+                .duration_since(at)
+                .try_into()
+                .is_ok_and(|d: std::time::Duration| d < PLANNED_WINDOW)
+    });
+    if !recent {
+        return false;
+    }
+    let planned = (inputs.planned)(name);
+    !planned.is_empty()
+        && inputs.pods.iter().any(|p| {
+            p.metadata.uid.as_ref().is_some_and(|u| planned.contains(u))
+                && p.spec.as_ref().is_none_or(|s| s.node_name.is_none())
+                && p.metadata.deletion_timestamp.is_none()
+                && !is_terminal(p)
+        })
+}
+
 /// Every candidate and every managed node that is not one.
 #[must_use]
 pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blocked>) {
@@ -320,7 +360,7 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
             blocked.push(passing("node is not initialized", false));
             continue;
         }
-        if (inputs.nominated)(&name) {
+        if (inputs.nominated)(&name) || awaits_planned_pods(inputs, nc) {
             blocked.push(passing("node is nominated for a pending pod", true));
             continue;
         }

@@ -681,6 +681,8 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let state = Arc::clone(&self.state);
         let nominated = move |n: &str| state.is_nominated(n);
         let state = Arc::clone(&self.state);
+        let planned = move |claim: &str| state.planned_pods(claim);
+        let state = Arc::clone(&self.state);
         let last = move |n: &str| state.last_pod_event(n);
         candidates(
             &Inputs {
@@ -692,6 +694,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 instance_types: its,
                 in_flight,
                 nominated: &nominated,
+                planned: &planned,
                 last_pod_event: &last,
                 floors,
                 now,

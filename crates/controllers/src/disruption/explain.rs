@@ -108,6 +108,7 @@ impl<'o, 'a> Pass<'o, 'a> {
     fn new(objects: &'o Objects<'a>, well_known: &WellKnownLabels) -> Self {
         let floors = Floors::default();
         let nominated = |_: &str| false;
+        let planned = |_: &str| Vec::new();
         let last = |_: &str| None;
         let in_flight = BTreeSet::new();
         let run = |class: Class| {
@@ -121,6 +122,7 @@ impl<'o, 'a> Pass<'o, 'a> {
                     instance_types: objects.instance_types,
                     in_flight: &in_flight,
                     nominated: &nominated,
+                    planned: &planned,
                     last_pod_event: &last,
                     floors: &floors,
                     now: objects.now,

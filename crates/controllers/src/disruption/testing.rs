@@ -51,6 +51,8 @@ pub struct Fixture {
     pub instance_types: BTreeMap<String, Vec<Arc<InstanceType>>>,
     pub in_flight: BTreeSet<String>,
     pub nominated: BTreeSet<String>,
+    /// NodeClaim name → the UIDs of the pods it was created for.
+    pub planned: BTreeMap<String, Vec<String>>,
     pub floors: super::floors::Floors,
 }
 
@@ -163,6 +165,7 @@ impl Fixture {
     /// Candidates of `class` at [`now`].
     pub fn candidates(&self, class: Class) -> (Vec<Candidate>, Vec<super::candidates::Blocked>) {
         let nominated = |n: &str| self.nominated.contains(n);
+        let planned = |c: &str| self.planned.get(c).cloned().unwrap_or_default();
         let last = |_: &str| None;
         candidates(
             &Inputs {
@@ -174,6 +177,7 @@ impl Fixture {
                 instance_types: &self.instance_types,
                 in_flight: &self.in_flight,
                 nominated: &nominated,
+                planned: &planned,
                 last_pod_event: &last,
                 floors: &self.floors,
                 now: now(),

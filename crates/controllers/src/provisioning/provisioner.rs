@@ -533,6 +533,13 @@ impl CreateJob {
         };
         let name = created.name_any();
         self.state.node_claim_created(&name);
+        self.state.node_claim_planned(
+            &name,
+            self.pods
+                .iter()
+                .filter_map(|p| p.metadata.uid.clone())
+                .collect(),
+        );
         self.metrics
             .nodeclaims_created
             .get_or_create(&CreatedLabels {

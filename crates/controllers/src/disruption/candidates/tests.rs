@@ -6,7 +6,7 @@
 )]
 
 use super::*;
-use crate::disruption::testing::{Fixture, instance_type};
+use crate::disruption::testing::{Fixture, instance_type, now};
 use api::well_known::taints::DISRUPTED;
 
 fn fixture() -> Fixture {
@@ -127,6 +127,76 @@ fn busy_nodes_are_left_alone_quietly() {
             ("n1".into(), "node is not initialized".into()),
             ("n2".into(), "node is nominated for a pending pod".into()),
         ]
+    );
+}
+
+/// A fresh node whose pods have not been bound yet looks empty, but it is not: while a pod
+/// its NodeClaim was created for is unbound (and the node initialized recently), it is
+/// left alone; a bound, deleted or long-waiting pod no longer holds it.
+#[test]
+fn a_fresh_node_is_held_for_the_unbound_pods_it_was_created_for() {
+    let initialized_just_now = |f: &mut Fixture| {
+        let at = now() - std::time::Duration::from_secs(5);
+        for nc in &mut f.node_claims {
+            for c in nc.status.as_mut().unwrap().conditions.as_mut().unwrap() {
+                c.last_transition_time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at);
+            }
+        }
+    };
+    let mut f = fixture();
+    initialized_just_now(&mut f);
+    f.pod("late", None, "1");
+    f.planned.insert(
+        "n2-claim".into(),
+        vec!["uid-late".into(), "uid-gone".into()],
+    );
+    let (c, blocked) = f.candidates(Class::Graceful);
+    assert_eq!(
+        c.iter().map(|c| c.node.as_str()).collect::<Vec<_>>(),
+        ["n1"]
+    );
+    assert_eq!(
+        reasons(&blocked),
+        vec![("n2".into(), "node is nominated for a pending pod".into())]
+    );
+    assert!(blocked[0].transient);
+
+    let mut bound = f.clone();
+    bound.pods[1].spec.as_mut().unwrap().node_name = Some("n1".into());
+    assert_eq!(
+        bound.candidates(Class::Graceful).0.len(),
+        2,
+        "the pod went elsewhere"
+    );
+
+    let mut deleting = f.clone();
+    deleting.pods[1].metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    assert_eq!(
+        deleting.candidates(Class::Graceful).0.len(),
+        2,
+        "the pod is going away"
+    );
+
+    let mut other = f.clone();
+    other.planned.clear();
+    other
+        .planned
+        .insert("n1-claim".into(), vec!["uid-late".into()]);
+    assert_eq!(
+        reasons(&other.candidates(Class::Graceful).1),
+        vec![("n1".into(), "node is nominated for a pending pod".into())],
+        "only the NodeClaim the pod was planned for is held"
+    );
+
+    let mut old = fixture();
+    old.pod("late", None, "1");
+    old.planned
+        .insert("n2-claim".into(), vec!["uid-late".into()]);
+    assert_eq!(
+        old.candidates(Class::Graceful).0.len(),
+        2,
+        "initialized long ago: the scheduler had its chance"
     );
 }
 
