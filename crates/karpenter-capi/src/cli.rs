@@ -33,6 +33,10 @@ pub enum Command {
     /// Show offline which NodeClaims a cluster dump would get, which pods bind to existing
     /// nodes and why the others cannot schedule.
     Plan(crate::plan::PlanArgs),
+    /// Check a real installation: CRDs, permissions (SelfSubjectAccessReview), what each
+    /// NodeClass selects and derives, cluster-autoscaler overlap, NodePools that can never
+    /// launch a node. Exits 1 when something blocks provisioning.
+    Doctor(crate::doctor_cmd::DoctorArgs),
     /// Benchmarks.
     Bench(BenchArgs),
 }

@@ -198,6 +198,32 @@ pub async fn connect_limited(
     timeout: Duration,
     limit: Option<RateLimit>,
 ) -> anyhow::Result<kube::Client> {
+    connect_as(role, source, creds, timeout, limit, None).await
+}
+
+/// A user (and groups) to act as: the `Impersonate-User` / `Impersonate-Group` headers, as
+/// `kubectl --as` / `--as-group` send them (`doctor` checks the controller's permissions
+/// this way).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Impersonate {
+    /// The user, e.g. `system:serviceaccount:karpenter:karpenter-capi`.
+    pub user: String,
+    /// Groups (none: the server derives a service account's groups itself).
+    pub groups: Vec<String>,
+}
+
+/// [`connect_limited`], acting as `impersonate` when given.
+///
+/// # Errors
+/// As [`connect`].
+pub async fn connect_as(
+    role: &str,
+    source: &Source,
+    creds: Option<&UrlCredentials>,
+    timeout: Duration,
+    limit: Option<RateLimit>,
+    impersonate: Option<&Impersonate>,
+) -> anyhow::Result<kube::Client> {
     install_crypto_provider();
     let config = match (source, creds) {
         (Source::Kubeconfig(path), _) => config_from_kubeconfig(path).await,
@@ -210,6 +236,12 @@ pub async fn connect_limited(
         }),
     }
     .with_context(|| format!("{role} cluster ({source})"))?;
+    let mut config = config;
+    if let Some(who) = impersonate {
+        config.auth_info.impersonate = Some(who.user.clone());
+        config.auth_info.impersonate_groups =
+            (!who.groups.is_empty()).then(|| who.groups.clone());
+    }
     let server = config.cluster_url.to_string();
     let builder = kube::client::ClientBuilder::try_from(without_retry(config))
         .with_context(|| format!("{role} cluster ({source}): cannot build a client"))?;

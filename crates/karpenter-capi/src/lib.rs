@@ -4,6 +4,7 @@
 //! Responsibility:
 //! - [`api_counter`]: counting a client's API requests (benchmarks);
 //! - [`chaos`]: the randomized safety suite (`bench chaos` and its tests);
+//! - [`doctor`]: `karpenter-capi doctor`, what blocks provisioning in a real installation;
 //! - [`connect`]: clients for the workload and management clusters (TLS, every kubeconfig
 //!   authentication, the management URL flags), checked once with errors naming the source;
 //! - [`operator`]: every controller wired to a workload and a management cluster;
@@ -18,6 +19,7 @@
 pub mod api_counter;
 pub mod chaos;
 pub mod connect;
+pub mod doctor;
 pub mod feature_gates;
 pub mod operator;
 pub mod probes;

@@ -10,6 +10,7 @@ mod bench_disruption;
 mod bench_e2e;
 mod bench_sim;
 mod cli;
+mod doctor_cmd;
 mod plan;
 mod run_cmd;
 mod sim_cmd;
@@ -55,6 +56,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Doctor(args) => Ok(doctor_cmd::run(&args)),
         Command::Version(args) => {
             let info = cli::VersionInfo::current();
             let text = if args.output == cli::VersionOutput::Json {

@@ -26,7 +26,7 @@ use kube::Resource;
 use crate::operator::{Caches, Operator};
 
 /// Which cluster a CRD must be served by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Cluster {
     /// The workload cluster (NodePools, NodeClaims, NodeClasses).
     Workload,
@@ -127,12 +127,12 @@ pub fn required_matches_types() -> bool {
     )
 }
 
-/// Asks discovery of each cluster which [`REQUIRED`] resources it serves.
-///
-/// # Errors
-/// `CRDs not served: …` naming each missing resource and its cluster, and any group whose
-/// discovery failed for another reason than not being served (with the error).
-pub async fn check_crds(workload: &kube::Client, management: &kube::Client) -> Result<(), String> {
+/// Asks discovery of each cluster which [`REQUIRED`] resources it serves: those it does not,
+/// and the groups whose discovery failed for another reason (with the error).
+pub async fn served(
+    workload: &kube::Client,
+    management: &kube::Client,
+) -> (Vec<Required>, Vec<String>) {
     let mut missing = Vec::new();
     let mut failed = Vec::new();
     let mut groups: Vec<(Cluster, &str, &str)> = REQUIRED
@@ -155,19 +155,30 @@ pub async fn check_crds(workload: &kube::Client, management: &kube::Client) -> R
             Ok(list) => missing.extend(
                 wanted
                     .filter(|r| !list.resources.iter().any(|s| s.name == r.plural))
-                    .map(ToString::to_string),
+                    .copied(),
             ),
             Err(kube::Error::Api(s)) if s.code == 404 => {
-                missing.extend(wanted.map(ToString::to_string));
+                missing.extend(wanted.copied());
             }
             Err(e) => failed.push(format!(
                 "cannot discover {group}/{version} on the {cluster}: {e}"
             )),
         }
     }
+    (missing, failed)
+}
+
+/// Asks discovery of each cluster which [`REQUIRED`] resources it serves.
+///
+/// # Errors
+/// `CRDs not served: …` naming each missing resource and its cluster, and any group whose
+/// discovery failed for another reason than not being served (with the error).
+pub async fn check_crds(workload: &kube::Client, management: &kube::Client) -> Result<(), String> {
+    let (missing, failed) = served(workload, management).await;
     let mut reasons = Vec::new();
     if !missing.is_empty() {
-        reasons.push(format!("CRDs not served: {}", missing.join(", ")));
+        let names: Vec<String> = missing.iter().map(ToString::to_string).collect();
+        reasons.push(format!("CRDs not served: {}", names.join(", ")));
     }
     reasons.extend(failed);
     if reasons.is_empty() {

@@ -24,7 +24,7 @@ use clap::{Args, ValueEnum};
 use clusterapi::Scope;
 use controllers::leader::{LeaderElector, LeaseConfig};
 use controllers::provisioning::batcher::BatchConfig;
-use karpenter_capi::connect::{Source, UrlCredentials, connect_limited};
+use karpenter_capi::connect::{Impersonate, Source, UrlCredentials, connect_as};
 use karpenter_capi::operator::{Caches, Operator, OperatorConfig};
 use karpenter_capi::probes::{CrdCheckConfig, Probes};
 use karpenter_capi::rate_limit::RateLimit;
@@ -67,9 +67,10 @@ pub enum MinValuesPolicyArg {
     BestEffort,
 }
 
-/// Flags of `run`.
+/// How to reach the workload and the management cluster, and which MachineDeployments are
+/// ours to use: shared by `run` and `doctor`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub struct ClusterArgs {
     /// Kubeconfig of the workload cluster (default: in-cluster, else ~/.kube/config).
     #[arg(long, env = "KUBECONFIG", value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
@@ -106,6 +107,13 @@ pub struct RunArgs {
     /// Only MachineDeployments in this namespace of the management cluster.
     #[arg(long, env = "CLUSTER_API_NAMESPACE", value_name = "NAMESPACE")]
     pub cluster_api_namespace: Option<String>,
+}
+
+/// Flags of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub clusters: ClusterArgs,
     /// Idle gap that closes a batching window.
     #[arg(long, env = "BATCH_IDLE_DURATION", default_value = "1s", value_parser = duration)]
     pub batch_idle_duration: Duration,
@@ -193,17 +201,41 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long the first `/version` check of each cluster may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-async fn management_client(
-    args: &RunArgs,
+/// The workload cluster's client, checked with `GET /version`.
+///
+/// # Errors
+/// The client cannot be built or the server does not answer (the message names the source).
+pub async fn workload_client(
+    args: &ClusterArgs,
+    limit: Option<RateLimit>,
+    impersonate: Option<&Impersonate>,
+) -> anyhow::Result<kube::Client> {
+    let source = args
+        .kubeconfig
+        .clone()
+        .map_or(Source::Default, Source::Kubeconfig);
+    connect_as("workload", &source, None, CONNECT_TIMEOUT, limit, impersonate).await
+}
+
+/// The management cluster's client: its kubeconfig, else its URL flags, else `workload`
+/// (Cluster API objects in the workload cluster).
+///
+/// # Errors
+/// As [`workload_client`].
+pub async fn management_client(
+    args: &ClusterArgs,
     workload: &kube::Client,
+    limit: Option<RateLimit>,
+    impersonate: Option<&Impersonate>,
 ) -> anyhow::Result<kube::Client> {
     if let Some(path) = &args.cluster_api_kubeconfig {
-        return connect_limited(
+        return connect_as(
             "management",
             &Source::Kubeconfig(path.clone()),
             None,
             CONNECT_TIMEOUT,
-            Some(args.rate_limit()),
+            limit,
+            impersonate,
         )
         .await;
     }
@@ -217,14 +249,32 @@ async fn management_client(
         certificate_authority_data: args.cluster_api_certificate_authority_data.clone(),
         skip_tls_verify: args.cluster_api_skip_tls_verify,
     };
-    connect_limited(
+    connect_as(
         "management",
         &Source::Url(url.clone()),
         Some(&creds),
         CONNECT_TIMEOUT,
-        Some(args.rate_limit()),
+        limit,
+        impersonate,
     )
     .await
+}
+
+impl ClusterArgs {
+    /// Whether the Cluster API objects live in another cluster than the workload's.
+    #[must_use]
+    pub fn separate_management(&self) -> bool {
+        self.cluster_api_kubeconfig.is_some() || self.cluster_api_url.is_some()
+    }
+
+    /// The MachineDeployments in scope.
+    #[must_use]
+    pub fn scope(&self) -> Scope {
+        Scope {
+            namespace: self.cluster_api_namespace.clone(),
+            cluster_name: self.cluster_name.clone(),
+        }
+    }
 }
 
 fn identity() -> String {
@@ -249,19 +299,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 async fn run_async(args: RunArgs) -> anyhow::Result<()> {
-    let source = args
-        .kubeconfig
-        .clone()
-        .map_or(Source::Default, Source::Kubeconfig);
-    let workload = connect_limited(
-        "workload",
-        &source,
-        None,
-        CONNECT_TIMEOUT,
-        Some(args.rate_limit()),
-    )
-    .await?;
-    let management = management_client(&args, &workload).await?;
+    let workload = workload_client(&args.clusters, Some(args.rate_limit()), None).await?;
+    let management =
+        management_client(&args.clusters, &workload, Some(args.rate_limit()), None).await?;
     let config = OperatorConfig {
         provisioner: controllers::provisioning::provisioner::ProvisionerConfig {
             batch: BatchConfig {
@@ -279,10 +319,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             ..Default::default()
         },
         provider: clusterapi::provider::ProviderConfig {
-            scope: Scope {
-                namespace: args.cluster_api_namespace.clone(),
-                cluster_name: args.cluster_name.clone(),
-            },
+            scope: args.clusters.scope(),
             ..Default::default()
         },
         instance: std::env::var("HOSTNAME").ok(),

@@ -1,0 +1,258 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::doctor::permissions;
+
+fn from<T: serde::de::DeserializeOwned>(v: Value) -> T {
+    serde_json::from_value(v).unwrap()
+}
+
+fn md(name: &str, annotations: Value) -> Value {
+    let mut a = json!({
+        "capacity.cluster-autoscaler.kubernetes.io/cpu": "4",
+        "capacity.cluster-autoscaler.kubernetes.io/memory": "16Gi",
+        "capacity.cluster-autoscaler.kubernetes.io/labels": format!("node.kubernetes.io/instance-type={name}"),
+        "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "10",
+        "karpenter.cluster.x-k8s.io/price": "0.2",
+    });
+    for (k, v) in annotations.as_object().unwrap() {
+        if v.is_null() {
+            a.as_object_mut().unwrap().remove(k);
+        } else {
+            a[k] = v.clone();
+        }
+    }
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+        "metadata": {"name": name, "namespace": "capi",
+            "labels": {"node.cluster.x-k8s.io/karpenter-member": "", "cluster.x-k8s.io/cluster-name": "c1"},
+            "annotations": a},
+        "spec": {"clusterName": "c1", "replicas": 1,
+            "selector": {"matchLabels": {"pool": name}},
+            "template": {"metadata": {"labels": {"pool": name, "topology.kubernetes.io/zone": "z1"}},
+                "spec": {"clusterName": "c1", "bootstrap": {"dataSecretName": "b"},
+                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                        "kind": "DockerMachineTemplate", "name": name}}}}
+    })
+}
+
+fn pool(name: &str, class: &str, requirements: Value) -> NodePool {
+    from(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+        "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+            "kind": "ClusterAPINodeClass", "name": class}, "requirements": requirements}}}
+    }))
+}
+
+/// A working installation: one NodeClass selecting one priced MD, one NodePool, every
+/// permission allowed.
+fn good() -> Facts {
+    let mut checks = permissions::workload(Some(("karpenter", "lease")));
+    checks.extend(permissions::management(&[]));
+    Facts {
+        separate_management: true,
+        scope: Scope::default(),
+        crds_missing: Vec::new(),
+        discovery_errors: Vec::new(),
+        crd_drift: Vec::new(),
+        crd_definitions_unreadable: None,
+        permissions: checks.into_iter().map(|c| (c, Outcome::Allowed)).collect(),
+        node_classes: Ok(vec![from(json!({
+            "apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
+            "metadata": {"name": "default"}, "spec": {}}))]),
+        node_pools: Ok(vec![pool("default", "default", json!([]))]),
+        machine_deployments: Ok(vec![from(md("small", json!({})))]),
+        templates: Vec::new(),
+        template_errors: BTreeMap::new(),
+        autoscalers: Ok(Vec::new()),
+    }
+}
+
+fn codes(report: &Report) -> Vec<(Severity, &'static str)> {
+    report.findings.iter().map(|f| (f.severity, f.code)).collect()
+}
+
+#[test]
+fn a_working_installation_has_no_findings_and_an_inventory() {
+    let report = examine(&good());
+    assert!(report.ok, "{}", report.render());
+    assert!(report.findings.is_empty(), "{}", report.render());
+    // 34 workload rules' verbs + 3 for the Lease; 10 management verbs.
+    assert_eq!(report.permissions_checked, 34 + 3 + 10);
+    let md = &report.node_classes[0].machine_deployments[0];
+    assert_eq!(md.name, "capi/small");
+    assert_eq!(md.instance_type.as_deref(), Some("small"));
+    assert_eq!(md.name_source.as_deref(), Some("label"));
+    assert_eq!(md.capacity_source, "annotations");
+    assert_eq!(md.price_source.as_deref(), Some("annotation"));
+    assert_eq!((md.zone.as_str(), md.zone_source.as_str()), ("z1", "label"));
+    assert_eq!(md.max_size.as_deref(), Some("10"));
+    assert_eq!(report.node_pools[0].available_instance_types, ["small"]);
+    assert!(report.render().contains("instance type small (label), cpu=4"), "{}", report.render());
+}
+
+#[test]
+fn missing_crds_name_the_cluster_and_how_to_install() {
+    let mut f = good();
+    f.crds_missing = crate::probes::REQUIRED.to_vec();
+    let report = examine(&f);
+    let missing: Vec<&Finding> = report.with_code("crd-missing").collect();
+    assert_eq!(missing.len(), 6);
+    assert!(missing[0].subject.starts_with("workload cluster nodepools"));
+    assert!(missing[0].hint.as_deref().unwrap().contains("karpenter-capi crds"));
+    assert!(missing[5].hint.as_deref().unwrap().contains("clusterctl init"));
+    assert_eq!(report.exit_code(), 1);
+}
+
+#[test]
+fn a_denied_permission_is_a_blocker_naming_the_verb_and_resource() {
+    let mut f = good();
+    let (_, outcome) = f
+        .permissions
+        .iter_mut()
+        .find(|(c, _)| c.verb == "create" && c.subresource == "eviction")
+        .unwrap();
+    *outcome = Outcome::Denied(String::new());
+    for (_, o) in f.permissions.iter_mut().filter(|(c, _)| c.cluster == Cluster::Management) {
+        *o = Outcome::Unknown("the access review was refused: not found (404 NotFound)".into());
+    }
+    let report = examine(&f);
+    assert_eq!(
+        codes(&report),
+        [(Severity::Blocker, "permission-denied"), (Severity::Warning, "permission-unknown")]
+    );
+    assert_eq!(report.findings[0].message, "cannot create pods/eviction in every namespace");
+    assert!(report.findings[1].message.starts_with("10 permission(s) could not be checked"), "{}", report.findings[1].message);
+}
+
+#[test]
+fn a_machine_deployment_without_the_opt_in_label_is_named() {
+    let mut f = good();
+    let mut unlabelled: MachineDeployment = from(md("small", json!({})));
+    unlabelled.metadata.labels.as_mut().unwrap().remove(KARPENTER_MEMBER);
+    f.machine_deployments = Ok(vec![unlabelled]);
+    let report = examine(&f);
+    let finding = report.with_code("nodeclass-selects-nothing").next().unwrap();
+    assert_eq!(finding.severity, Severity::Blocker, "the NodePool uses it");
+    assert!(finding.hint.as_deref().unwrap().contains("lack the opt-in label node.cluster.x-k8s.io/karpenter-member: capi/small"), "{finding:?}");
+
+    // Opted in but outside the configured cluster.
+    let mut f = good();
+    f.scope.cluster_name = Some("other".into());
+    let report = examine(&f);
+    let finding = report.with_code("nodeclass-selects-nothing").next().unwrap();
+    assert!(finding.hint.as_deref().unwrap().contains("outside --cluster-name \"other\""), "{finding:?}");
+}
+
+#[test]
+fn a_machine_deployment_without_a_shape_is_left_out_and_says_why() {
+    let mut f = good();
+    f.machine_deployments = Ok(vec![from(md(
+        "small",
+        json!({"capacity.cluster-autoscaler.kubernetes.io/cpu": null}),
+    ))]);
+    f.template_errors.insert(
+        "capi/small".into(),
+        "cannot read DockerMachineTemplate capi/small: forbidden".into(),
+    );
+    let report = examine(&f);
+    assert_eq!(
+        codes(&report),
+        [
+            (Severity::Blocker, "nodeclass-no-instance-types"),
+            (Severity::Warning, "machine-deployment-excluded")
+        ],
+        "{}",
+        report.render()
+    );
+    let excluded = report.with_code("machine-deployment-excluded").next().unwrap();
+    assert!(excluded.message.contains("cpu"), "{excluded:?}");
+    assert!(excluded.hint.as_deref().unwrap().contains("forbidden"));
+    assert_eq!(report.node_classes[0].machine_deployments[0].capacity_source, "missing");
+}
+
+#[test]
+fn unpriced_paused_and_autoscaler_groups_are_warnings() {
+    let mut f = good();
+    let mut m: MachineDeployment = from(md(
+        "small",
+        json!({"karpenter.cluster.x-k8s.io/price": null,
+            "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "1",
+            "cluster.x-k8s.io/paused": ""}),
+    ));
+    m.spec.replicas = Some(2);
+    f.machine_deployments = Ok(vec![m]);
+    f.autoscalers = Ok(vec!["management cluster: kube-system/cluster-autoscaler".into()]);
+    let report = examine(&f);
+    let found = codes(&report);
+    assert!(found.contains(&(Severity::Warning, "machine-deployment-unpriced")), "{found:?}");
+    assert!(found.contains(&(Severity::Warning, "machine-deployment-unavailable")), "{found:?}");
+    assert!(found.contains(&(Severity::Blocker, "nodepool-nothing-available")), "{found:?}");
+    let cas = report.with_code("autoscaler-node-group").next().unwrap();
+    assert!(cas.message.contains("kube-system/cluster-autoscaler"), "{cas:?}");
+}
+
+#[test]
+fn node_pools_that_can_never_launch_are_blockers() {
+    let mut f = good();
+    f.node_pools = Ok(vec![
+        pool("wrong-zone", "default", json!([{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z9"]}])),
+        pool("no-class", "missing", json!([])),
+        pool("bad", "default", json!([{"key": "karpenter.sh/capacity-type", "operator": "Gt", "values": ["x"]}])),
+    ]);
+    let mut limited = pool("limited", "default", json!([]));
+    limited.spec.limits = Some(from(json!({"cpu": "8"})));
+    limited.status = Some(from(json!({"resources": {"cpu": "8", "nodes": "2"}})));
+    f.node_pools.as_mut().unwrap().push(limited);
+    let report = examine(&f);
+    let by_subject = |s: &str| -> Vec<&'static str> {
+        report.findings.iter().filter(|x| x.subject == s).map(|x| x.code).collect()
+    };
+    assert_eq!(by_subject("NodePool wrong-zone"), ["nodepool-no-compatible-instance-types"]);
+    assert_eq!(by_subject("NodePool no-class"), ["nodepool-nodeclass-missing"]);
+    assert_eq!(by_subject("NodePool bad"), ["nodepool-invalid"]);
+    assert_eq!(by_subject("NodePool limited"), ["nodepool-limits-reached"]);
+    assert!(report.with_code("nodepool-limits-reached").next().unwrap().message.contains("cpu 8 of 8"));
+    assert!(!report.ok);
+
+    let mut none = good();
+    none.node_pools = Ok(Vec::new());
+    assert_eq!(codes(&examine(&none)), [(Severity::Blocker, "no-nodepools")]);
+}
+
+#[test]
+fn outdated_crds_and_list_failures_are_reported() {
+    let mut f = good();
+    f.crd_drift = vec![("nodepools.karpenter.sh".into(), vec!["spec.replicas".into()])];
+    f.node_classes = Err("cannot list clusterapinodeclasses: forbidden".into());
+    let report = examine(&f);
+    assert_eq!(
+        codes(&report),
+        [
+            (Severity::Blocker, "cannot-list"),
+            (Severity::Blocker, "nodepool-nodeclass-missing"),
+            (Severity::Warning, "crd-outdated")
+        ]
+    );
+    assert!(report.findings[2].message.contains("spec.replicas"));
+}
+
+#[test]
+fn schema_fields_walk_properties_and_items() {
+    let schema = json!({"properties": {"spec": {"properties": {
+        "a": {"type": "string"},
+        "list": {"items": {"properties": {"key": {}}}}}}}});
+    let mut out = std::collections::BTreeSet::new();
+    crate::doctor::gather::schema_fields(&schema, "", &mut out);
+    assert_eq!(
+        out.into_iter().collect::<Vec<_>>(),
+        ["spec", "spec.a", "spec.list", "spec.list[].key"]
+    );
+}

@@ -1,0 +1,267 @@
+//! Reading what `doctor` examines from the two clusters.
+//!
+//! Responsibility: the only I/O of `doctor`. Discovery for the CRDs `run` needs
+//! ([`crate::probes::served`]); our three CRDs as installed, compared field by field with this
+//! binary's (when the caller may read CRDs); ClusterAPINodeClasses and NodePools (workload
+//! cluster); MachineDeployments (management cluster, the scope's namespace or all) and the
+//! infrastructure template each opted-in one names (resolved through discovery); a
+//! `SelfSubjectAccessReview` per permission ([`super::permissions`]); and Deployments running a
+//! cluster-autoscaler image in either cluster. Every failure is recorded in the [`Facts`],
+//! never returned: a report with what could be read beats none.
+//! Inputs: the two clients and [`Options`]. Outputs: [`Facts`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use api::{ClusterAPINodeClass, MachineDeployment, NodePool};
+use clusterapi::{MachineDeploymentRef, Scope};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::ApiResource;
+use serde::de::DeserializeOwned;
+
+use super::checks::Facts;
+use super::permissions;
+use crate::probes::Cluster;
+
+/// What to examine besides the clusters themselves.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The MachineDeployments `run` would consider (`--cluster-name`,
+    /// `--cluster-api-namespace`).
+    pub scope: Scope,
+    /// Whether the management client is another cluster than the workload's.
+    pub separate_management: bool,
+    /// The leader-election Lease (namespace, name), when leader election is on.
+    pub lease: Option<(String, String)>,
+}
+
+/// Reads everything `doctor` examines.
+pub async fn gather(workload: &kube::Client, management: &kube::Client, options: &Options) -> Facts {
+    let (crds_missing, discovery_errors) = crate::probes::served(workload, management).await;
+    let (crd_drift, crd_definitions_unreadable) = crd_drift(workload).await;
+    let node_classes = list::<ClusterAPINodeClass>(Api::all(workload.clone())).await;
+    let node_pools = list::<NodePool>(Api::all(workload.clone())).await;
+    let md_api: Api<MachineDeployment> = match &options.scope.namespace {
+        Some(ns) => Api::namespaced(management.clone(), ns),
+        None => Api::all(management.clone()),
+    };
+    let machine_deployments = list(md_api).await;
+    let (templates, template_errors, template_resources) = match &machine_deployments {
+        Ok(mds) => templates(management, mds, &options.scope).await,
+        Err(_) => Default::default(),
+    };
+    let lease = options
+        .lease
+        .as_ref()
+        .map(|(ns, name)| (ns.as_str(), name.as_str()));
+    let workload_checks = permissions::workload(lease);
+    let management_checks = permissions::management(&template_resources);
+    let mut permissions_found = Vec::new();
+    let answers = permissions::review(workload, &workload_checks).await;
+    permissions_found.extend(workload_checks.into_iter().zip(answers));
+    let answers = permissions::review(management, &management_checks).await;
+    permissions_found.extend(management_checks.into_iter().zip(answers));
+    let mut autoscalers = autoscalers(workload, Cluster::Workload).await;
+    if options.separate_management
+        && let Ok(found) = &mut autoscalers
+    {
+        match self::autoscalers(management, Cluster::Management).await {
+            Ok(more) => found.extend(more),
+            Err(e) => autoscalers = Err(e),
+        }
+    }
+    Facts {
+        separate_management: options.separate_management,
+        scope: options.scope.clone(),
+        crds_missing,
+        discovery_errors,
+        crd_drift,
+        crd_definitions_unreadable,
+        permissions: permissions_found,
+        node_classes,
+        node_pools,
+        machine_deployments,
+        templates,
+        template_errors,
+        autoscalers,
+    }
+}
+
+async fn list<K>(api: Api<K>) -> Result<Vec<K>, String>
+where
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    api.list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|e| format!("cannot list {}: {e}", K::plural(&K::DynamicType::default())))
+}
+
+/// Our CRDs as installed, each with the schema fields of this binary's version it lacks.
+async fn crd_drift(workload: &kube::Client) -> (Vec<(String, Vec<String>)>, Option<String>) {
+    let api: Api<CustomResourceDefinition> = Api::all(workload.clone());
+    let mut drift = Vec::new();
+    for ours in api::crd::all() {
+        let name = ours.metadata.name.clone().unwrap_or_default();
+        let installed = match api.get_opt(&name).await {
+            Ok(Some(crd)) => crd,
+            Ok(None) => continue,
+            Err(e) => return (drift, Some(format!("cannot read CustomResourceDefinition {name}: {e}"))),
+        };
+        let mut missing = BTreeSet::new();
+        for version in &ours.spec.versions {
+            let Some(theirs) = installed.spec.versions.iter().find(|v| v.name == version.name) else {
+                missing.insert(format!("(version {})", version.name));
+                continue;
+            };
+            let fields = |v: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion| {
+                let schema = v
+                    .schema
+                    .as_ref()
+                    .and_then(|s| serde_json::to_value(&s.open_api_v3_schema).ok())
+                    .unwrap_or_default();
+                let mut out = BTreeSet::new();
+                schema_fields(&schema, "", &mut out);
+                out
+            };
+            let have = fields(theirs);
+            missing.extend(fields(version).into_iter().filter(|f| !have.contains(f)));
+        }
+        if !missing.is_empty() {
+            drift.push((name, missing.into_iter().collect()));
+        }
+    }
+    (drift, None)
+}
+
+/// Every property path of an OpenAPI schema (`spec.template.spec.requirements[].key`).
+pub fn schema_fields(schema: &serde_json::Value, prefix: &str, out: &mut BTreeSet<String>) {
+    if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
+        for (key, sub) in props {
+            let path = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            out.insert(path.clone());
+            schema_fields(sub, &path, out);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        schema_fields(items, &format!("{prefix}[]"), out);
+    }
+}
+
+type Templates = (
+    Vec<serde_json::Value>,
+    BTreeMap<String, String>,
+    Vec<(String, String)>,
+);
+
+/// The infrastructure template of every opted-in MachineDeployment in scope, the errors per
+/// MachineDeployment, and the template resources (group, plural) seen.
+async fn templates(
+    management: &kube::Client,
+    mds: &[MachineDeployment],
+    scope: &Scope,
+) -> Templates {
+    let mut resolved: BTreeMap<(String, String), Result<ApiResource, String>> = BTreeMap::new();
+    let mut out = Vec::new();
+    let mut errors = BTreeMap::new();
+    let mut resources = BTreeSet::new();
+    let mut fetched = BTreeSet::new();
+    for md in mds.iter().filter(|md| clusterapi::is_member(md) && scope.contains(md)) {
+        let md_name = MachineDeploymentRef::of(md).to_string();
+        let r = &md.spec.template.spec.infrastructure_ref;
+        let (Some(api_version), Some(kind), Some(name)) =
+            (r.api_version.as_deref(), r.kind.as_deref(), r.name.as_deref())
+        else {
+            errors.insert(
+                md_name,
+                "spec.template.spec.infrastructureRef lacks apiVersion, kind or name".to_owned(),
+            );
+            continue;
+        };
+        let namespace = r
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .or_else(|| md.metadata.namespace.clone())
+            .unwrap_or_default();
+        let key = (api_version.to_owned(), kind.to_owned());
+        if !resolved.contains_key(&key) {
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+            let gvk = GroupVersionKind::gvk(group, version, kind);
+            let answer = kube::discovery::pinned_kind(management, &gvk)
+                .await
+                .map(|(ar, _)| ar)
+                .map_err(|e| format!("{kind}.{api_version} is not served: {e}"));
+            resolved.insert(key.clone(), answer);
+        }
+        let ar = match resolved.get(&key) {
+            Some(Ok(ar)) => ar.clone(),
+            Some(Err(e)) => {
+                errors.insert(md_name, e.clone());
+                continue;
+            }
+            None => continue,
+        };
+        resources.insert((ar.group.clone(), ar.plural.clone()));
+        if !fetched.insert((kind.to_owned(), namespace.clone(), name.to_owned())) {
+            continue;
+        }
+        let api: Api<DynamicObject> = Api::namespaced_with(management.clone(), &namespace, &ar);
+        match api.get(name).await {
+            Ok(object) => match serde_json::to_value(&object) {
+                Ok(mut value) => {
+                    // DynamicObject keeps kind/apiVersion in `types`; make sure both are set.
+                    value["kind"] = serde_json::Value::String(kind.to_owned());
+                    value["apiVersion"] = serde_json::Value::String(api_version.to_owned());
+                    out.push(value);
+                }
+                Err(e) => {
+                    errors.insert(md_name, format!("{kind} {namespace}/{name}: {e}"));
+                }
+            },
+            Err(e) => {
+                errors.insert(md_name, format!("cannot read {kind} {namespace}/{name}: {e}"));
+            }
+        }
+    }
+    (out, errors, resources.into_iter().collect())
+}
+
+/// Deployments whose containers run a cluster-autoscaler image, as `<cluster>: ns/name`.
+async fn autoscalers(client: &kube::Client, cluster: Cluster) -> Result<Vec<String>, String> {
+    let api: Api<Deployment> = Api::all(client.clone());
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| format!("cannot list Deployments in the {cluster}: {e}"))?;
+    Ok(list
+        .items
+        .iter()
+        .filter(|d| {
+            d.spec
+                .as_ref()
+                .and_then(|s| s.template.spec.as_ref())
+                .is_some_and(|p| {
+                    p.containers.iter().any(|c| {
+                        c.image
+                            .as_deref()
+                            .is_some_and(|i| i.contains("cluster-autoscaler"))
+                    })
+                })
+        })
+        .map(|d| {
+            format!(
+                "{cluster}: {}/{}",
+                d.metadata.namespace.as_deref().unwrap_or_default(),
+                d.metadata.name.as_deref().unwrap_or_default()
+            )
+        })
+        .collect())
+}
