@@ -239,8 +239,7 @@ pub async fn connect_as(
     let mut config = config;
     if let Some(who) = impersonate {
         config.auth_info.impersonate = Some(who.user.clone());
-        config.auth_info.impersonate_groups =
-            (!who.groups.is_empty()).then(|| who.groups.clone());
+        config.auth_info.impersonate_groups = (!who.groups.is_empty()).then(|| who.groups.clone());
     }
     let server = config.cluster_url.to_string();
     let builder = kube::client::ClientBuilder::try_from(without_retry(config))

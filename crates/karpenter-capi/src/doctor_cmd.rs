@@ -33,7 +33,11 @@ pub struct DoctorArgs {
     #[arg(long = "cluster-api-as", value_name = "USER")]
     pub cluster_api_as: Option<String>,
     /// Groups to act as in the management cluster, with `--cluster-api-as`.
-    #[arg(long = "cluster-api-as-group", value_name = "GROUP", requires = "cluster_api_as")]
+    #[arg(
+        long = "cluster-api-as-group",
+        value_name = "GROUP",
+        requires = "cluster_api_as"
+    )]
     pub cluster_api_as_groups: Vec<String>,
     /// The controller runs without leader election (its Lease permissions are not checked).
     #[arg(long, env = "DISABLE_LEADER_ELECTION")]

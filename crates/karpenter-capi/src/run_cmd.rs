@@ -214,7 +214,15 @@ pub async fn workload_client(
         .kubeconfig
         .clone()
         .map_or(Source::Default, Source::Kubeconfig);
-    connect_as("workload", &source, None, CONNECT_TIMEOUT, limit, impersonate).await
+    connect_as(
+        "workload",
+        &source,
+        None,
+        CONNECT_TIMEOUT,
+        limit,
+        impersonate,
+    )
+    .await
 }
 
 /// The management cluster's client: its kubeconfig, else its URL flags, else `workload`

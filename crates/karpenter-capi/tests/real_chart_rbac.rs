@@ -1214,3 +1214,181 @@ fn rules_match_as_kubernetes_rbac_evaluates_them() {
     // Non-resource URLs: the chart grants none.
     assert!(!rule(&["*"], &["*"], &["*"], &[]).matches(&info("GET", "/version")));
 }
+
+// ---------------------------------------------------------------------------------------------
+// `doctor`'s permission table is the chart's, and finds a missing rule on the real server.
+
+/// Every (namespace, group, resource[/sub], verb, name) a rule grants, one per combination.
+fn grants(rules: &[Rule]) -> BTreeSet<(Option<String>, String, String, String, String)> {
+    let mut out = BTreeSet::new();
+    for r in rules {
+        let names = if r.names.is_empty() {
+            vec![String::new()]
+        } else {
+            r.names.clone()
+        };
+        for g in &r.groups {
+            for res in &r.resources {
+                for v in &r.verbs {
+                    for n in &names {
+                        out.insert((
+                            r.namespace.clone(),
+                            g.clone(),
+                            res.clone(),
+                            v.clone(),
+                            n.clone(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn doctors_permission_checks_are_exactly_the_charts_rules() {
+    use karpenter_capi::doctor::permissions;
+    let docs = render_chart();
+    let sa = docs
+        .iter()
+        .find(|d| kind(d) == "ServiceAccount")
+        .map(|d| name(d).to_owned())
+        .unwrap();
+    let rules = bound_rules(&docs, &sa);
+    let lease_name = rules
+        .iter()
+        .find(|r| r.resources == ["leases"] && !r.names.is_empty())
+        .map(|r| r.names[0].clone())
+        .unwrap();
+    // The infrastructure templates: the chart grants a wildcard the values choose; doctor
+    // checks each kind in use. Compared separately.
+    let (templates, chart): (Vec<Rule>, Vec<Rule>) = rules
+        .into_iter()
+        .partition(|r| r.groups == ["infrastructure.cluster.x-k8s.io"]);
+    assert_eq!(templates.len(), 1);
+    assert_eq!(templates[0].verbs, permissions::TEMPLATE_VERBS);
+    let mut checks = permissions::workload(Some((NAMESPACE, &lease_name)));
+    checks.extend(permissions::management(&[]));
+    let doctor: BTreeSet<_> = checks
+        .iter()
+        .map(|c| {
+            let resource = if c.subresource.is_empty() {
+                c.resource.clone()
+            } else {
+                format!("{}/{}", c.resource, c.subresource)
+            };
+            (
+                c.namespace.clone(),
+                c.group.clone(),
+                resource,
+                c.verb.clone(),
+                c.name.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let chart = grants(&chart);
+    assert_eq!(
+        doctor.difference(&chart).collect::<Vec<_>>(),
+        Vec::<&(Option<String>, String, String, String, String)>::new(),
+        "doctor checks what the chart does not grant"
+    );
+    assert_eq!(
+        chart.difference(&doctor).collect::<Vec<_>>(),
+        Vec::<&(Option<String>, String, String, String, String)>::new(),
+        "the chart grants what doctor does not check"
+    );
+}
+
+/// `doctor` run as the chart's ServiceAccount (its token, as `kubectl exec … doctor` in the
+/// controller's pod would be) finds every permission allowed; with the eviction rule removed
+/// from the ClusterRole it reports exactly that as a blocker; restored, it is clean again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_doctor_checks_the_charts_service_account() {
+    use karpenter_capi::doctor::{Options, Severity, doctor};
+    let docs = render_chart();
+    let world = World::start_on(
+        Backend::Real,
+        karpenter_capi::chaos::world::fast_world_config(0),
+    )
+    .await
+    .unwrap();
+    let real = world.real().expect("a real API server");
+    let admin = real.client().await.unwrap();
+    sim::world::crds::install_karpenter_crds(&admin)
+        .await
+        .unwrap();
+    sim::world::crds::install(&admin, &[docker_machine_template_crd()])
+        .await
+        .unwrap();
+    scenario::apply(
+        &admin,
+        &[
+            md("m", 4, 16, "zone-a", 0.2),
+            json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                "kind": "DockerMachineTemplate", "metadata": {"name": "m", "namespace": "default"},
+                "spec": {"template": {"spec": {}}}}),
+            json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
+                "metadata": {"name": "default"}, "spec": {}}),
+            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+                "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+                    "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}),
+        ],
+    )
+    .await
+    .unwrap();
+    let sa = install_rbac(&admin, &docs).await;
+    let rules = bound_rules(&docs, &sa);
+    let token = token(&admin, &sa).await;
+    let client = client_as(real, &token, None).await;
+    let options = Options {
+        lease: Some((NAMESPACE.into(), "karpenter-leader-election".into())),
+        ..Options::default()
+    };
+    let denied = |r: &karpenter_capi::doctor::Report| -> Vec<String> {
+        r.findings
+            .iter()
+            .filter(|f| f.code.starts_with("permission-"))
+            .map(|f| f.message.clone())
+            .collect()
+    };
+    let report = doctor(&client, &client, &options).await;
+    assert!(denied(&report).is_empty(), "{}", report.render());
+    assert!(report.ok, "{}", report.render());
+    // The template kind in use is checked too: 34 + 3 Lease + 10 + list/watch of the templates.
+    assert_eq!(
+        report.permissions_checked,
+        34 + 3 + 10 + 2,
+        "{}",
+        report.render()
+    );
+    assert_eq!(
+        report.node_classes[0].machine_deployments[0]
+            .instance_type
+            .as_deref(),
+        Some("m")
+    );
+
+    let eviction = rules
+        .iter()
+        .find(|r| r.resources == ["pods/eviction"])
+        .unwrap();
+    set_role_rules(&admin, &docs, eviction, true).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let report = loop {
+        let report = doctor(&client, &client, &options).await;
+        if !report.ok || tokio::time::Instant::now() > deadline {
+            break report;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        denied(&report),
+        ["cannot create pods/eviction in every namespace"],
+        "{}",
+        report.render()
+    );
+    assert_eq!(report.findings[0].severity, Severity::Blocker);
+    assert_eq!(report.exit_code(), 1);
+    set_role_rules(&admin, &docs, eviction, false).await;
+}

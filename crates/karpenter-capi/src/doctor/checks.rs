@@ -13,9 +13,7 @@ use std::collections::BTreeMap;
 use api::well_known::capi::{KARPENTER_MEMBER, MAX_SIZE, MIN_SIZE, capacity};
 use api::well_known::conditions::READY;
 use api::{ClusterAPINodeClass, MachineDeployment, NodePool};
-use clusterapi::{
-    Catalogue, MachineDeploymentRef, NameSource, PriceSource, Scope, Selector,
-};
+use clusterapi::{Catalogue, MachineDeploymentRef, NameSource, PriceSource, Scope, Selector};
 use controllers::provisioning::inputs::pools::{NODE_CLASS_GROUP, NODE_CLASS_KIND};
 use controllers::provisioning::inputs::{self, pools::infrastructure_template};
 use scheduling::labels::{NODE_POOL, WellKnownLabels};
@@ -74,7 +72,11 @@ pub fn examine(facts: &Facts) -> Report {
             );
         }
     };
-    listed("ClusterAPINodeClasses", facts.node_classes.as_ref().err(), &mut findings);
+    listed(
+        "ClusterAPINodeClasses",
+        facts.node_classes.as_ref().err(),
+        &mut findings,
+    );
     listed("NodePools", facts.node_pools.as_ref().err(), &mut findings);
     listed(
         "MachineDeployments",
@@ -136,7 +138,12 @@ fn crds(facts: &Facts, findings: &mut Vec<Finding>) {
         );
     }
     for e in &facts.discovery_errors {
-        findings.push(Finding::new(Severity::Blocker, "discovery-failed", "discovery", e.clone()));
+        findings.push(Finding::new(
+            Severity::Blocker,
+            "discovery-failed",
+            "discovery",
+            e.clone(),
+        ));
     }
     for (name, fields) in &facts.crd_drift {
         let shown: Vec<&str> = fields.iter().take(8).map(String::as_str).collect();
@@ -231,7 +238,12 @@ fn node_class(
     let catalogue = match catalogues.get(&name) {
         Some(Ok(c)) => c,
         Some(Err(e)) => {
-            findings.push(Finding::new(severity, "nodeclass-invalid", subject, e.clone()));
+            findings.push(Finding::new(
+                severity,
+                "nodeclass-invalid",
+                subject,
+                e.clone(),
+            ));
             return report;
         }
         None => return report,
@@ -288,7 +300,11 @@ fn selection_hint(
         format!(
             "{}{}",
             shown.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
         )
     };
     let unlabelled: Vec<&MachineDeployment> = mds
@@ -348,19 +364,10 @@ fn machine_deployment(
         (0, true) => format!("template {template_name} status.capacity"),
         _ => "missing".to_owned(),
     };
-    let labels = md.spec.template.metadata.labels.as_ref();
-    let zone_source = if labels.is_some_and(|l| l.contains_key(scheduling::labels::TOPOLOGY_ZONE))
-    {
-        "label"
-    } else if md.spec.template.spec.failure_domain.is_some() {
-        "spec.template.spec.failureDomain"
-    } else {
-        "none"
-    };
     let mut report = MachineDeploymentReport {
         name: reference.to_string(),
         capacity_source,
-        zone_source: zone_source.to_owned(),
+        zone_source: "none".to_owned(),
         replicas: md.spec.replicas,
         min_size: annotation(md, MIN_SIZE).map(str::to_owned),
         max_size: annotation(md, MAX_SIZE).map(str::to_owned),
@@ -381,7 +388,9 @@ fn machine_deployment(
             format!("left out of the instance types: {p}"),
         );
         if let Some(e) = template_error {
-            finding = finding.hint(format!("its template {template_name} could not be read: {e}"));
+            finding = finding.hint(format!(
+                "its template {template_name} could not be read: {e}"
+            ));
         }
         findings.push(finding);
     }
@@ -417,6 +426,23 @@ fn machine_deployment(
         PriceSource::Default => "none (0)".to_owned(),
     });
     report.zone = origin.zone.clone();
+    let zone_label = annotation(md, capacity::LABELS)
+        .is_some_and(|l| l.contains(scheduling::labels::TOPOLOGY_ZONE))
+        || md
+            .spec
+            .template
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(scheduling::labels::TOPOLOGY_ZONE));
+    report.zone_source = if report.zone.is_empty() {
+        "none"
+    } else if zone_label {
+        "label"
+    } else {
+        "spec.template.spec.failureDomain"
+    }
+    .to_owned();
     report.capacity_type = Some(origin.capacity_type.clone());
     report.labels = entry.node_labels(origin).len();
     report.taints = entry.taints().iter().map(ToString::to_string).collect();
@@ -484,7 +510,10 @@ fn node_pools(
             .hint("create a NodePool whose spec.template.spec.nodeClassRef names a ClusterAPINodeClass"),
         );
     }
-    let ours = pools.iter().filter(|p| inputs::node_class_of(p).is_some()).count();
+    let ours = pools
+        .iter()
+        .filter(|p| inputs::node_class_of(p).is_some())
+        .count();
     if !pools.is_empty() && ours == 0 {
         findings.push(Finding::new(
             Severity::Blocker,
@@ -507,14 +536,22 @@ fn node_pools(
                 Severity::Info,
                 "nodepool-not-ours",
                 subject,
-                format!("its nodeClassRef is {}/{} {}: another provider's", r.group, r.kind, r.name),
+                format!(
+                    "its nodeClassRef is {}/{} {}: another provider's",
+                    r.group, r.kind, r.name
+                ),
             ));
             out.push(report);
             continue;
         };
         report.node_class = Some(class.to_owned());
         if pool.metadata.deletion_timestamp.is_some() {
-            findings.push(Finding::new(Severity::Warning, "nodepool-deleting", subject, "the NodePool is being deleted"));
+            findings.push(Finding::new(
+                Severity::Warning,
+                "nodepool-deleting",
+                subject,
+                "the NodePool is being deleted",
+            ));
             out.push(report);
             continue;
         }
@@ -548,7 +585,12 @@ fn node_pools(
             match inputs::scheduler_node_pool(pool, catalogue.instance_types(), &well_known) {
                 Ok(p) => p,
                 Err(e) => {
-                    findings.push(Finding::new(Severity::Blocker, "nodepool-invalid", subject, e));
+                    findings.push(Finding::new(
+                        Severity::Blocker,
+                        "nodepool-invalid",
+                        subject,
+                        e,
+                    ));
                     out.push(report);
                     continue;
                 }
@@ -562,7 +604,8 @@ fn node_pools(
             .iter()
             .filter(|it| requirements.is_intersecting(it.requirements()))
             .collect();
-        report.compatible_instance_types = compatible.iter().map(|it| it.name().to_owned()).collect();
+        report.compatible_instance_types =
+            compatible.iter().map(|it| it.name().to_owned()).collect();
         report.available_instance_types = compatible
             .iter()
             .filter(|it| {
@@ -639,7 +682,10 @@ fn node_pools(
                 Severity::Warning,
                 "nodepool-not-ready",
                 subject,
-                format!("the controller reports Ready=False ({}): {}", ready.reason, ready.message),
+                format!(
+                    "the controller reports Ready=False ({}): {}",
+                    ready.reason, ready.message
+                ),
             ));
         }
         out.push(report);

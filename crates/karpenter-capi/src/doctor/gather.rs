@@ -38,7 +38,11 @@ pub struct Options {
 }
 
 /// Reads everything `doctor` examines.
-pub async fn gather(workload: &kube::Client, management: &kube::Client, options: &Options) -> Facts {
+pub async fn gather(
+    workload: &kube::Client,
+    management: &kube::Client,
+    options: &Options,
+) -> Facts {
     let (crds_missing, discovery_errors) = crate::probes::served(workload, management).await;
     let (crd_drift, crd_definitions_unreadable) = crd_drift(workload).await;
     let node_classes = list::<ClusterAPINodeClass>(Api::all(workload.clone())).await;
@@ -109,11 +113,21 @@ async fn crd_drift(workload: &kube::Client) -> (Vec<(String, Vec<String>)>, Opti
         let installed = match api.get_opt(&name).await {
             Ok(Some(crd)) => crd,
             Ok(None) => continue,
-            Err(e) => return (drift, Some(format!("cannot read CustomResourceDefinition {name}: {e}"))),
+            Err(e) => {
+                return (
+                    drift,
+                    Some(format!("cannot read CustomResourceDefinition {name}: {e}")),
+                );
+            }
         };
         let mut missing = BTreeSet::new();
         for version in &ours.spec.versions {
-            let Some(theirs) = installed.spec.versions.iter().find(|v| v.name == version.name) else {
+            let Some(theirs) = installed
+                .spec
+                .versions
+                .iter()
+                .find(|v| v.name == version.name)
+            else {
                 missing.insert(format!("(version {})", version.name));
                 continue;
             };
@@ -173,12 +187,17 @@ async fn templates(
     let mut errors = BTreeMap::new();
     let mut resources = BTreeSet::new();
     let mut fetched = BTreeSet::new();
-    for md in mds.iter().filter(|md| clusterapi::is_member(md) && scope.contains(md)) {
+    for md in mds
+        .iter()
+        .filter(|md| clusterapi::is_member(md) && scope.contains(md))
+    {
         let md_name = MachineDeploymentRef::of(md).to_string();
         let r = &md.spec.template.spec.infrastructure_ref;
-        let (Some(api_version), Some(kind), Some(name)) =
-            (r.api_version.as_deref(), r.kind.as_deref(), r.name.as_deref())
-        else {
+        let (Some(api_version), Some(kind), Some(name)) = (
+            r.api_version.as_deref(),
+            r.kind.as_deref(),
+            r.name.as_deref(),
+        ) else {
             errors.insert(
                 md_name,
                 "spec.template.spec.infrastructureRef lacks apiVersion, kind or name".to_owned(),
@@ -227,7 +246,10 @@ async fn templates(
                 }
             },
             Err(e) => {
-                errors.insert(md_name, format!("cannot read {kind} {namespace}/{name}: {e}"));
+                errors.insert(
+                    md_name,
+                    format!("cannot read {kind} {namespace}/{name}: {e}"),
+                );
             }
         }
     }

@@ -261,8 +261,16 @@ mod tests {
                 .into()
         ));
         assert_eq!(workload(None).len() + 3, checks.len());
-        let m = management(&[("infrastructure.cluster.x-k8s.io".into(), "dockermachinetemplates".into())]);
-        assert_eq!(m.iter().filter(|c| c.resource == "dockermachinetemplates").count(), 2);
+        let m = management(&[(
+            "infrastructure.cluster.x-k8s.io".into(),
+            "dockermachinetemplates".into(),
+        )]);
+        assert_eq!(
+            m.iter()
+                .filter(|c| c.resource == "dockermachinetemplates")
+                .count(),
+            2
+        );
         assert!(m.iter().all(|c| c.cluster == Cluster::Management));
     }
 }

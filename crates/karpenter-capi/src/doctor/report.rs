@@ -257,7 +257,11 @@ impl Report {
             let _ = writeln!(out, "  none");
         }
         for f in &self.findings {
-            let _ = writeln!(out, "  {} [{}] {}: {}", f.severity, f.code, f.subject, f.message);
+            let _ = writeln!(
+                out,
+                "  {} [{}] {}: {}",
+                f.severity, f.code, f.subject, f.message
+            );
             if let Some(hint) = &f.hint {
                 let _ = writeln!(out, "      → {hint}");
             }
@@ -279,7 +283,12 @@ impl Report {
 
 fn render_md(out: &mut String, md: &MachineDeploymentReport) {
     let Some(it) = &md.instance_type else {
-        let _ = writeln!(out, "    - {}: left out: {}", md.name, md.problems.join("; "));
+        let _ = writeln!(
+            out,
+            "    - {}: left out: {}",
+            md.name,
+            md.problems.join("; ")
+        );
         return;
     };
     let capacity: Vec<String> = md
@@ -300,10 +309,15 @@ fn render_md(out: &mut String, md: &MachineDeploymentReport) {
         "      price {} [{}], zone {} [{}], {}, replicas {}, min {}, max {}, {} label(s), taints [{}]{}",
         md.price.map_or_else(|| "-".into(), |p| format!("{p}")),
         md.price_source.as_deref().unwrap_or("-"),
-        if md.zone.is_empty() { "-" } else { md.zone.as_str() },
+        if md.zone.is_empty() {
+            "-"
+        } else {
+            md.zone.as_str()
+        },
         md.zone_source,
         md.capacity_type.as_deref().unwrap_or("-"),
-        md.replicas.map_or_else(|| "unset".into(), |r| r.to_string()),
+        md.replicas
+            .map_or_else(|| "unset".into(), |r| r.to_string()),
         md.min_size.as_deref().unwrap_or("-"),
         md.max_size.as_deref().unwrap_or("-"),
         md.labels,
@@ -330,11 +344,19 @@ mod tests {
             3,
         );
         assert_eq!(r.findings[0].code, "b");
-        assert_eq!((r.blockers, r.warnings, r.ok, r.exit_code()), (1, 1, false, 1));
+        assert_eq!(
+            (r.blockers, r.warnings, r.ok, r.exit_code()),
+            (1, 1, false, 1)
+        );
         let text = r.render();
         assert!(text.contains("BLOCKER [b] c: d\n      → fix it"), "{text}");
         assert!(text.contains("NOT OK"), "{text}");
-        let ok = Report::new(vec![Finding::new(Severity::Info, "i", "a", "b")], Vec::new(), Vec::new(), 0);
+        let ok = Report::new(
+            vec![Finding::new(Severity::Info, "i", "a", "b")],
+            Vec::new(),
+            Vec::new(),
+            0,
+        );
         assert_eq!(ok.exit_code(), 0);
         let json = serde_json::to_value(&ok).unwrap();
         assert_eq!(json["findings"][0]["severity"], "info");

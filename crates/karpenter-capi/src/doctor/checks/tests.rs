@@ -18,7 +18,7 @@ fn md(name: &str, annotations: Value) -> Value {
     let mut a = json!({
         "capacity.cluster-autoscaler.kubernetes.io/cpu": "4",
         "capacity.cluster-autoscaler.kubernetes.io/memory": "16Gi",
-        "capacity.cluster-autoscaler.kubernetes.io/labels": format!("node.kubernetes.io/instance-type={name}"),
+        "capacity.cluster-autoscaler.kubernetes.io/labels": format!("node.kubernetes.io/instance-type={name},topology.kubernetes.io/zone=z1"),
         "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "10",
         "karpenter.cluster.x-k8s.io/price": "0.2",
     });
@@ -36,7 +36,7 @@ fn md(name: &str, annotations: Value) -> Value {
             "annotations": a},
         "spec": {"clusterName": "c1", "replicas": 1,
             "selector": {"matchLabels": {"pool": name}},
-            "template": {"metadata": {"labels": {"pool": name, "topology.kubernetes.io/zone": "z1"}},
+            "template": {"metadata": {"labels": {"pool": name}},
                 "spec": {"clusterName": "c1", "bootstrap": {"dataSecretName": "b"},
                     "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
                         "kind": "DockerMachineTemplate", "name": name}}}}
@@ -76,7 +76,11 @@ fn good() -> Facts {
 }
 
 fn codes(report: &Report) -> Vec<(Severity, &'static str)> {
-    report.findings.iter().map(|f| (f.severity, f.code)).collect()
+    report
+        .findings
+        .iter()
+        .map(|f| (f.severity, f.code))
+        .collect()
 }
 
 #[test]
@@ -95,7 +99,13 @@ fn a_working_installation_has_no_findings_and_an_inventory() {
     assert_eq!((md.zone.as_str(), md.zone_source.as_str()), ("z1", "label"));
     assert_eq!(md.max_size.as_deref(), Some("10"));
     assert_eq!(report.node_pools[0].available_instance_types, ["small"]);
-    assert!(report.render().contains("instance type small (label), cpu=4"), "{}", report.render());
+    assert!(
+        report
+            .render()
+            .contains("instance type small (label), cpu=4"),
+        "{}",
+        report.render()
+    );
 }
 
 #[test]
@@ -106,8 +116,20 @@ fn missing_crds_name_the_cluster_and_how_to_install() {
     let missing: Vec<&Finding> = report.with_code("crd-missing").collect();
     assert_eq!(missing.len(), 6);
     assert!(missing[0].subject.starts_with("workload cluster nodepools"));
-    assert!(missing[0].hint.as_deref().unwrap().contains("karpenter-capi crds"));
-    assert!(missing[5].hint.as_deref().unwrap().contains("clusterctl init"));
+    assert!(
+        missing[0]
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("karpenter-capi crds")
+    );
+    assert!(
+        missing[5]
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("clusterctl init")
+    );
     assert_eq!(report.exit_code(), 1);
 }
 
@@ -120,35 +142,76 @@ fn a_denied_permission_is_a_blocker_naming_the_verb_and_resource() {
         .find(|(c, _)| c.verb == "create" && c.subresource == "eviction")
         .unwrap();
     *outcome = Outcome::Denied(String::new());
-    for (_, o) in f.permissions.iter_mut().filter(|(c, _)| c.cluster == Cluster::Management) {
+    for (_, o) in f
+        .permissions
+        .iter_mut()
+        .filter(|(c, _)| c.cluster == Cluster::Management)
+    {
         *o = Outcome::Unknown("the access review was refused: not found (404 NotFound)".into());
     }
     let report = examine(&f);
     assert_eq!(
         codes(&report),
-        [(Severity::Blocker, "permission-denied"), (Severity::Warning, "permission-unknown")]
+        [
+            (Severity::Blocker, "permission-denied"),
+            (Severity::Warning, "permission-unknown")
+        ]
     );
-    assert_eq!(report.findings[0].message, "cannot create pods/eviction in every namespace");
-    assert!(report.findings[1].message.starts_with("10 permission(s) could not be checked"), "{}", report.findings[1].message);
+    assert_eq!(
+        report.findings[0].message,
+        "cannot create pods/eviction in every namespace"
+    );
+    assert!(
+        report.findings[1]
+            .message
+            .starts_with("10 permission(s) could not be checked"),
+        "{}",
+        report.findings[1].message
+    );
 }
 
 #[test]
 fn a_machine_deployment_without_the_opt_in_label_is_named() {
     let mut f = good();
     let mut unlabelled: MachineDeployment = from(md("small", json!({})));
-    unlabelled.metadata.labels.as_mut().unwrap().remove(KARPENTER_MEMBER);
+    unlabelled
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .remove(KARPENTER_MEMBER);
     f.machine_deployments = Ok(vec![unlabelled]);
     let report = examine(&f);
-    let finding = report.with_code("nodeclass-selects-nothing").next().unwrap();
+    let finding = report
+        .with_code("nodeclass-selects-nothing")
+        .next()
+        .unwrap();
     assert_eq!(finding.severity, Severity::Blocker, "the NodePool uses it");
-    assert!(finding.hint.as_deref().unwrap().contains("lack the opt-in label node.cluster.x-k8s.io/karpenter-member: capi/small"), "{finding:?}");
+    assert!(
+        finding
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("lack the opt-in label node.cluster.x-k8s.io/karpenter-member: capi/small"),
+        "{finding:?}"
+    );
 
     // Opted in but outside the configured cluster.
     let mut f = good();
     f.scope.cluster_name = Some("other".into());
     let report = examine(&f);
-    let finding = report.with_code("nodeclass-selects-nothing").next().unwrap();
-    assert!(finding.hint.as_deref().unwrap().contains("outside --cluster-name \"other\""), "{finding:?}");
+    let finding = report
+        .with_code("nodeclass-selects-nothing")
+        .next()
+        .unwrap();
+    assert!(
+        finding
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("outside --cluster-name \"other\""),
+        "{finding:?}"
+    );
 }
 
 #[test]
@@ -172,10 +235,16 @@ fn a_machine_deployment_without_a_shape_is_left_out_and_says_why() {
         "{}",
         report.render()
     );
-    let excluded = report.with_code("machine-deployment-excluded").next().unwrap();
+    let excluded = report
+        .with_code("machine-deployment-excluded")
+        .next()
+        .unwrap();
     assert!(excluded.message.contains("cpu"), "{excluded:?}");
     assert!(excluded.hint.as_deref().unwrap().contains("forbidden"));
-    assert_eq!(report.node_classes[0].machine_deployments[0].capacity_source, "missing");
+    assert_eq!(
+        report.node_classes[0].machine_deployments[0].capacity_source,
+        "missing"
+    );
 }
 
 #[test]
@@ -189,23 +258,45 @@ fn unpriced_paused_and_autoscaler_groups_are_warnings() {
     ));
     m.spec.replicas = Some(2);
     f.machine_deployments = Ok(vec![m]);
-    f.autoscalers = Ok(vec!["management cluster: kube-system/cluster-autoscaler".into()]);
+    f.autoscalers = Ok(vec![
+        "management cluster: kube-system/cluster-autoscaler".into(),
+    ]);
     let report = examine(&f);
     let found = codes(&report);
-    assert!(found.contains(&(Severity::Warning, "machine-deployment-unpriced")), "{found:?}");
-    assert!(found.contains(&(Severity::Warning, "machine-deployment-unavailable")), "{found:?}");
-    assert!(found.contains(&(Severity::Blocker, "nodepool-nothing-available")), "{found:?}");
+    assert!(
+        found.contains(&(Severity::Warning, "machine-deployment-unpriced")),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&(Severity::Warning, "machine-deployment-unavailable")),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&(Severity::Blocker, "nodepool-nothing-available")),
+        "{found:?}"
+    );
     let cas = report.with_code("autoscaler-node-group").next().unwrap();
-    assert!(cas.message.contains("kube-system/cluster-autoscaler"), "{cas:?}");
+    assert!(
+        cas.message.contains("kube-system/cluster-autoscaler"),
+        "{cas:?}"
+    );
 }
 
 #[test]
 fn node_pools_that_can_never_launch_are_blockers() {
     let mut f = good();
     f.node_pools = Ok(vec![
-        pool("wrong-zone", "default", json!([{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z9"]}])),
+        pool(
+            "wrong-zone",
+            "default",
+            json!([{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z9"]}]),
+        ),
         pool("no-class", "missing", json!([])),
-        pool("bad", "default", json!([{"key": "karpenter.sh/capacity-type", "operator": "Gt", "values": ["x"]}])),
+        pool(
+            "bad",
+            "default",
+            json!([{"key": "karpenter.sh/capacity-type", "operator": "Gt", "values": ["x"]}]),
+        ),
     ]);
     let mut limited = pool("limited", "default", json!([]));
     limited.spec.limits = Some(from(json!({"cpu": "8"})));
@@ -213,24 +304,48 @@ fn node_pools_that_can_never_launch_are_blockers() {
     f.node_pools.as_mut().unwrap().push(limited);
     let report = examine(&f);
     let by_subject = |s: &str| -> Vec<&'static str> {
-        report.findings.iter().filter(|x| x.subject == s).map(|x| x.code).collect()
+        report
+            .findings
+            .iter()
+            .filter(|x| x.subject == s)
+            .map(|x| x.code)
+            .collect()
     };
-    assert_eq!(by_subject("NodePool wrong-zone"), ["nodepool-no-compatible-instance-types"]);
-    assert_eq!(by_subject("NodePool no-class"), ["nodepool-nodeclass-missing"]);
+    assert_eq!(
+        by_subject("NodePool wrong-zone"),
+        ["nodepool-no-compatible-instance-types"]
+    );
+    assert_eq!(
+        by_subject("NodePool no-class"),
+        ["nodepool-nodeclass-missing"]
+    );
     assert_eq!(by_subject("NodePool bad"), ["nodepool-invalid"]);
     assert_eq!(by_subject("NodePool limited"), ["nodepool-limits-reached"]);
-    assert!(report.with_code("nodepool-limits-reached").next().unwrap().message.contains("cpu 8 of 8"));
+    assert!(
+        report
+            .with_code("nodepool-limits-reached")
+            .next()
+            .unwrap()
+            .message
+            .contains("cpu 8 of 8")
+    );
     assert!(!report.ok);
 
     let mut none = good();
     none.node_pools = Ok(Vec::new());
-    assert_eq!(codes(&examine(&none)), [(Severity::Blocker, "no-nodepools")]);
+    assert_eq!(
+        codes(&examine(&none)),
+        [(Severity::Blocker, "no-nodepools")]
+    );
 }
 
 #[test]
 fn outdated_crds_and_list_failures_are_reported() {
     let mut f = good();
-    f.crd_drift = vec![("nodepools.karpenter.sh".into(), vec!["spec.replicas".into()])];
+    f.crd_drift = vec![(
+        "nodepools.karpenter.sh".into(),
+        vec!["spec.replicas".into()],
+    )];
     f.node_classes = Err("cannot list clusterapinodeclasses: forbidden".into());
     let report = examine(&f);
     assert_eq!(
