@@ -248,6 +248,65 @@ fn sim_serve_serves_clusters_kubectl_can_use() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `doctor` against `sim serve`: an installation without a NodePool is blocked (exit 1, the
+/// JSON names the finding); a cluster that cannot be reached is exit 2, naming the kubeconfig.
+#[test]
+fn doctor_reports_blockers_with_its_exit_status() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("karpenter-capi-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let workload = dir.join("workload.kubeconfig");
+    let management = dir.join("management.kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+        .args(["sim", "serve", "--kubeconfig", workload.to_str().unwrap()])
+        .args(["--management-kubeconfig", management.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let ready = stdout
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("ready:"));
+    assert!(ready, "sim serve never said it was ready");
+    let out = karpenter_capi(&[
+        "doctor",
+        "--kubeconfig",
+        workload.to_str().unwrap(),
+        "--cluster-api-kubeconfig",
+        management.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["code"] == "no-nodepools" && f["severity"] == "blocker"),
+        "{report}"
+    );
+    // The server is gone now.
+    let out = karpenter_capi(&["doctor", "--kubeconfig", workload.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("workload cluster") && err.contains("workload.kubeconfig"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
 }
