@@ -470,24 +470,32 @@ fn machine_deployment(
         );
     }
     if report.min_size.is_some() && report.max_size.is_some() {
-        let running = match &facts.autoscalers {
-            Ok(found) if !found.is_empty() => {
-                format!("; a cluster-autoscaler runs ({})", found.join(", "))
-            }
-            _ => String::new(),
+        // Both annotations make it a node group of cluster-autoscaler's clusterapi provider.
+        // We read them too (max: the launch ceiling; min: the emptiness floor), so they are
+        // expected; they matter when a cluster-autoscaler actually runs.
+        let (severity, running) = match &facts.autoscalers {
+            Ok(found) if !found.is_empty() => (
+                Severity::Warning,
+                format!(", and a cluster-autoscaler runs ({})", found.join(", ")),
+            ),
+            Ok(_) => (
+                Severity::Info,
+                ", but no cluster-autoscaler Deployment was found".to_owned(),
+            ),
+            Err(_) => (Severity::Info, String::new()),
         };
         findings.push(
             Finding::new(
-                Severity::Warning,
+                severity,
                 "autoscaler-node-group",
                 subject,
                 format!(
-                    "also a cluster-autoscaler node group ({MIN_SIZE} and {MAX_SIZE} are both set){running}: a cluster-autoscaler with the clusterapi provider would scale it too"
+                    "also a cluster-autoscaler node group ({MIN_SIZE} and {MAX_SIZE} are both set){running}: a cluster-autoscaler with the clusterapi provider scales it too"
                 ),
             )
-            .hint(format!(
-                "stop cluster-autoscaler from managing it (remove {MIN_SIZE}, keep {MAX_SIZE} as Karpenter's ceiling), or stop cluster-autoscaler"
-            )),
+            .hint(
+                "run one autoscaler per MachineDeployment: stop cluster-autoscaler, or keep this MachineDeployment out of its --node-group-auto-discovery (removing the min-size annotation also removes Karpenter's emptiness floor)",
+            ),
         );
     }
     report

@@ -237,8 +237,10 @@ async fn templates(
             Ok(object) => match serde_json::to_value(&object) {
                 Ok(mut value) => {
                     // DynamicObject keeps kind/apiVersion in `types`; make sure both are set.
-                    value["kind"] = serde_json::Value::String(kind.to_owned());
-                    value["apiVersion"] = serde_json::Value::String(api_version.to_owned());
+                    if let Some(map) = value.as_object_mut() {
+                        map.insert("kind".into(), kind.into());
+                        map.insert("apiVersion".into(), api_version.into());
+                    }
                     out.push(value);
                 }
                 Err(e) => {

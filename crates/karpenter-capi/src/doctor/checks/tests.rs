@@ -276,9 +276,21 @@ fn unpriced_paused_and_autoscaler_groups_are_warnings() {
         "{found:?}"
     );
     let cas = report.with_code("autoscaler-node-group").next().unwrap();
+    assert_eq!(cas.severity, Severity::Warning, "a cluster-autoscaler runs");
     assert!(
         cas.message.contains("kube-system/cluster-autoscaler"),
         "{cas:?}"
+    );
+    f.autoscalers = Ok(Vec::new());
+    let cas = examine(&f)
+        .with_code("autoscaler-node-group")
+        .next()
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        cas.severity,
+        Severity::Info,
+        "none runs: the annotations are ours too"
     );
 }
 
@@ -369,5 +381,26 @@ fn schema_fields_walk_properties_and_items() {
     assert_eq!(
         out.into_iter().collect::<Vec<_>>(),
         ["spec", "spec.a", "spec.list", "spec.list[].key"]
+    );
+}
+
+/// Every finding code `checks.rs` can emit has its row in docs/troubleshooting.md.
+#[test]
+fn the_troubleshooting_guide_explains_every_finding_code() {
+    let source = include_str!("../checks.rs");
+    let guide = include_str!("../../../../../docs/troubleshooting.md");
+    let codes: Vec<&str> = source
+        .split("Finding::new(")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').nth(1))
+        .collect();
+    assert!(codes.len() >= 20, "{codes:?}");
+    let missing: Vec<&&str> = codes
+        .iter()
+        .filter(|c| !guide.contains(&format!("| `{c}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not in docs/troubleshooting.md: {missing:?}"
     );
 }
