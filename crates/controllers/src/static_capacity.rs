@@ -270,7 +270,7 @@ pub fn managed(pool: &NodePool) -> bool {
 }
 
 /// `limits.nodes`, when set and readable.
-fn node_limit(pool: &NodePool) -> Option<i64> {
+pub(crate) fn node_limit(pool: &NodePool) -> Option<i64> {
     let q = pool
         .spec
         .limits

@@ -494,13 +494,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             .filter(|p| p.spec.is_static())
             .map(|p| {
                 let members = crate::static_capacity::members(snapshot, &p.name_any());
-                let live = members.iter().filter(|m| !m.deleting);
-                let pending = live.clone().filter(|m| m.pending_disruption).count();
-                let count = PoolCount {
-                    running: live.count() - pending,
-                    pending_disruption: pending,
-                };
-                (p.name_any(), count)
+                (p.name_any(), crate::static_capacity::plan::count(&members))
             })
             .collect();
         let mut budgets = self.budgets(snapshot, in_flight, DisruptionReason::Drifted, now);

@@ -21,14 +21,7 @@ use super::budget_map::BudgetMap;
 use super::candidates::Candidate;
 use super::methods::{Command, Method, Unconsolidatable};
 
-/// How many NodeClaims a static pool has (the static loop's counting).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PoolCount {
-    /// Not deleting and not being disrupted.
-    pub running: usize,
-    /// Marked by a disruption command, not deleting yet.
-    pub pending_disruption: usize,
-}
+pub use crate::static_capacity::plan::PoolCount;
 
 /// The first static drift replacement due, if any.
 #[must_use]
@@ -71,7 +64,8 @@ pub fn static_drift(
             ));
             continue;
         }
-        if let Some(limit) = node_limit(pool)
+        if let Some(limit) =
+            crate::static_capacity::node_limit(pool).map(|l| usize::try_from(l).unwrap_or(0))
             && count.running + count.pending_disruption + 1 > limit
         {
             pass(format!(
@@ -119,14 +113,6 @@ pub fn static_drift(
         );
     }
     (None, reasons)
-}
-
-/// `limits.nodes` of `pool`, when set and readable.
-#[must_use]
-pub fn node_limit(pool: &NodePool) -> Option<usize> {
-    let q = pool.spec.limits.as_ref()?.get("nodes")?;
-    let n = scheduling::quantity::Quantity::parse(&q.0).ok()?.value();
-    Some(usize::try_from(n).unwrap_or(0))
 }
 
 #[cfg(test)]

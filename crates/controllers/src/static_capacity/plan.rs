@@ -30,6 +30,27 @@ pub struct Member {
     pub disruption_cost: f64,
 }
 
+/// How a pool's live NodeClaims split: what static capacity and static drift count against
+/// `replicas` and `limits.nodes`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolCount {
+    /// Not deleting and not being disrupted.
+    pub running: usize,
+    /// Marked by a disruption command, not deleting yet.
+    pub pending_disruption: usize,
+}
+
+/// The split of `members` (deleting ones do not count).
+#[must_use]
+pub fn count(members: &[Member]) -> PoolCount {
+    let live = members.iter().filter(|m| !m.deleting);
+    let pending_disruption = live.clone().filter(|m| m.pending_disruption).count();
+    PoolCount {
+        running: live.count() - pending_disruption,
+        pending_disruption,
+    }
+}
+
 /// What to do for one pool.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Plan {
@@ -49,10 +70,7 @@ pub fn plan(replicas: i64, node_limit: Option<i64>, members: &[Member]) -> Plan 
         .iter()
         .filter(|m| !m.deleting && !m.pending_disruption)
         .collect();
-    let pending = members
-        .iter()
-        .filter(|m| !m.deleting && m.pending_disruption)
-        .count();
+    let pending = count(members).pending_disruption;
     let mut out = Plan::default();
     if running.len() + pending < replicas {
         let wanted = replicas - running.len();
