@@ -136,6 +136,17 @@ impl<P: CloudProvider + 'static> StaticCapacity<P> {
 
     /// One pass over every static NodePool.
     pub async fn pass(&self) {
+        // The NodePool store first: a full snapshot copies every object, and most clusters
+        // have no static pool.
+        if !self
+            .state
+            .node_pools()
+            .state()
+            .iter()
+            .any(|p| managed(p) && p.spec.replicas.is_some())
+        {
+            return;
+        }
         let snapshot = self.state.snapshot();
         for pool in snapshot.node_pools.iter().filter(|p| managed(p)) {
             let Some(replicas) = pool.spec.replicas else {
@@ -284,6 +295,15 @@ pub(crate) fn node_limit(pool: &NodePool) -> Option<i64> {
 /// The pool's NodeClaims (ours, labelled with its name) as the plan sees them.
 #[must_use]
 pub fn members(snapshot: &Snapshot, pool: &str) -> Vec<Member> {
+    // Pods by node once, not a scan of every pod per NodeClaim.
+    let mut by_node: std::collections::HashMap<&str, Vec<&Pod>> = std::collections::HashMap::new();
+    for p in &snapshot.pods {
+        if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref())
+            && is_reschedulable(p)
+        {
+            by_node.entry(node).or_default().push(p);
+        }
+    }
     snapshot
         .node_claims
         .iter()
@@ -291,18 +311,9 @@ pub fn members(snapshot: &Snapshot, pool: &str) -> Vec<Member> {
         .map(|nc| {
             let status = nc.status.as_ref();
             let node = status.and_then(|s| s.node_name.as_deref());
-            let pods: Vec<&Pod> = node
-                .map(|node| {
-                    snapshot
-                        .pods
-                        .iter()
-                        .filter(|p| {
-                            p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node)
-                        })
-                        .filter(|p| is_reschedulable(p))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let pods: &[&Pod] = node
+                .and_then(|node| by_node.get(node))
+                .map_or(&[], Vec::as_slice);
             Member {
                 name: nc.name_any(),
                 deleting: nc.meta().deletion_timestamp.is_some(),
