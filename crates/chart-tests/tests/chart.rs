@@ -340,6 +340,11 @@ fn lint_strict_passes() {
 fn every_case_puts_namespaced_objects_in_the_release_namespace_and_no_crds_in_templates() {
     for (case, args) in matrix() {
         let objects = render(&args);
+        // With clusterAPI.namespace the Cluster API Role and RoleBinding live in that namespace.
+        let capi_namespace = args
+            .iter()
+            .find_map(|a| a.strip_prefix("clusterAPI.namespace="))
+            .filter(|ns| !ns.is_empty());
         assert!(!objects.is_empty(), "{case}: nothing rendered");
         for o in &objects {
             let k = kind(o);
@@ -350,6 +355,20 @@ fn every_case_puts_namespaced_objects_in_the_release_namespace_and_no_crds_in_te
             let namespace = o["metadata"]["namespace"].as_str();
             if CLUSTER_SCOPED.contains(&k) {
                 assert_eq!(namespace, None, "{case}: {k} {} is cluster-scoped", name(o));
+            } else if let Some(ns) = capi_namespace
+                && name(o).ends_with("-cluster-api")
+            {
+                assert!(
+                    matches!(k, "Role" | "RoleBinding"),
+                    "{case}: {k} {}",
+                    name(o)
+                );
+                assert_eq!(
+                    namespace,
+                    Some(ns),
+                    "{case}: {k} {} is not in clusterAPI.namespace",
+                    name(o)
+                );
             } else {
                 assert_eq!(
                     namespace,
@@ -932,33 +951,42 @@ fn include_crds_renders_the_three_committed_crds() {
     assert_eq!(files, 3, "one file per CRD in crds/");
 }
 
-/// `RUN_ENV` and `RUN_FLAGS` are exactly what `RunArgs` declares (read from its source, so
+/// `RUN_ENV` and `RUN_FLAGS` are exactly what `RunArgs` (with the `ClusterArgs` it flattens) declares (read from its source, so
 /// nothing is built or run): a flag added, renamed or removed there fails here.
 #[test]
 fn known_settings_match_run_cmd() {
     let source =
         std::fs::read_to_string(workspace().join("crates/karpenter-capi/src/run_cmd.rs")).unwrap();
-    let start = source
-        .find("pub struct RunArgs {")
-        .expect("RunArgs in run_cmd.rs");
-    let body = &source[start + "pub struct RunArgs {".len()..];
-    let body = &body[..body.find("\n}\n").expect("end of RunArgs")];
     let mut env = BTreeSet::new();
     let mut flags = BTreeSet::new();
-    for line in body.lines().map(str::trim) {
-        if let Some(rest) = line.split("env = \"").nth(1) {
-            env.insert(rest.split('"').next().unwrap().to_owned());
-        }
-        if let Some(field) = line.strip_prefix("pub ").and_then(|l| l.split(':').next()) {
-            flags.insert(format!("--{}", field.replace('_', "-")));
+    // `run`'s flags: RunArgs and the ClusterArgs it flattens (shared with `doctor`).
+    for structure in ["pub struct ClusterArgs {", "pub struct RunArgs {"] {
+        let start = source.find(structure).expect("the struct in run_cmd.rs");
+        let body = &source[start + structure.len()..];
+        let body = &body[..body.find("\n}\n").expect("end of the struct")];
+        assert!(
+            !body.contains("long = \""),
+            "a renamed flag: derive it from its `long` attribute"
+        );
+        let mut flattened = false;
+        for line in body.lines().map(str::trim) {
+            if line == "#[command(flatten)]" {
+                flattened = true;
+                continue;
+            }
+            if let Some(rest) = line.split("env = \"").nth(1) {
+                env.insert(rest.split('"').next().unwrap().to_owned());
+            }
+            if let Some(field) = line.strip_prefix("pub ").and_then(|l| l.split(':').next()) {
+                if !flattened {
+                    flags.insert(format!("--{}", field.replace('_', "-")));
+                }
+                flattened = false;
+            }
         }
     }
     let known_env: BTreeSet<String> = RUN_ENV.iter().map(|s| (*s).to_owned()).collect();
     let known_flags: BTreeSet<String> = RUN_FLAGS.iter().map(|s| (*s).to_owned()).collect();
     assert_eq!(env, known_env, "RUN_ENV differs from run_cmd.rs");
     assert_eq!(flags, known_flags, "RUN_FLAGS differs from run_cmd.rs");
-    assert!(
-        !body.contains("long = \""),
-        "a renamed flag: derive it from its `long` attribute"
-    );
 }

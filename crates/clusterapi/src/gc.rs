@@ -190,7 +190,10 @@ impl MachineGc {
         let p = &self.provider;
         p.ready().await?;
         let cluster = p.cluster_id().await?.to_owned();
-        let mds: Api<MachineDeployment> = Api::all(p.management().clone());
+        let mds: Api<MachineDeployment> = match &p.scope().namespace {
+            Some(ns) => Api::namespaced(p.management().clone(), ns),
+            None => Api::all(p.management().clone()),
+        };
         let mds = mds
             .list(&ListParams::default())
             .await

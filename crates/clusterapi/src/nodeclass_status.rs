@@ -391,10 +391,13 @@ impl Context {
                 instance: None,
             },
         );
-        let templates = config
-            .templates
-            .clone()
-            .unwrap_or_else(|| Arc::new(Templates::new(management.clone(), TEMPLATE_SYNC_TIMEOUT)));
+        let templates = config.templates.clone().unwrap_or_else(|| {
+            Arc::new(Templates::scoped(
+                management.clone(),
+                config.scope.namespace.clone(),
+                TEMPLATE_SYNC_TIMEOUT,
+            ))
+        });
         Self {
             workload,
             management,

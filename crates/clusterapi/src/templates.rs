@@ -56,6 +56,7 @@ impl Drop for KindWatch {
 /// The watched infrastructure templates.
 pub struct Templates {
     client: kube::Client,
+    namespace: Option<String>,
     sync_timeout: Duration,
     kinds: Mutex<HashMap<GroupVersionKind, Arc<KindWatch>>>,
 }
@@ -96,8 +97,20 @@ impl Templates {
     /// Templates of `management`; the first lookup of a kind waits at most `sync_timeout`.
     #[must_use]
     pub fn new(management: kube::Client, sync_timeout: Duration) -> Self {
+        Self::scoped(management, None, sync_timeout)
+    }
+
+    /// Templates of `management` in `namespace` only (`None`: every namespace); a template
+    /// elsewhere is not found.
+    #[must_use]
+    pub fn scoped(
+        management: kube::Client,
+        namespace: Option<String>,
+        sync_timeout: Duration,
+    ) -> Self {
         Self {
             client: management,
+            namespace,
             sync_timeout,
             kinds: Mutex::default(),
         }
@@ -129,7 +142,10 @@ impl Templates {
             return Arc::clone(kind);
         }
         let resource = ApiResource::from_gvk(gvk);
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let api: Api<DynamicObject> = match &self.namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
+        };
         let writer = reflector::store::Writer::new(resource.clone());
         let store = writer.as_reader();
         let (tx, sync) = watch::channel(Sync::Pending);

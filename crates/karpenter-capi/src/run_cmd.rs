@@ -104,7 +104,8 @@ pub struct ClusterArgs {
     /// Only MachineDeployments of this Cluster (`cluster.x-k8s.io/cluster-name`).
     #[arg(long, env = "CLUSTER_NAME", value_name = "NAME")]
     pub cluster_name: Option<String>,
-    /// Only MachineDeployments in this namespace of the management cluster.
+    /// Only MachineDeployments in this namespace of the management cluster (the Cluster API
+    /// watches are namespaced then: a Role in it suffices).
     #[arg(long, env = "CLUSTER_API_NAMESPACE", value_name = "NAMESPACE")]
     pub cluster_api_namespace: Option<String>,
 }

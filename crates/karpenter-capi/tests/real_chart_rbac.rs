@@ -62,6 +62,11 @@ fn workspace() -> PathBuf {
 
 /// `helm template` of the chart with its default values, one JSON value per document.
 fn render_chart() -> Vec<Value> {
+    render_chart_with(&[])
+}
+
+/// `helm template` of the chart with `--set` values, one JSON value per document.
+fn render_chart_with(values: &[&str]) -> Vec<Value> {
     let helm = workspace().join("../shared/tools/helm/helm");
     assert!(
         helm.is_file(),
@@ -73,6 +78,7 @@ fn render_chart() -> Vec<Value> {
         .args(["template", RELEASE])
         .arg(&chart)
         .args(["--namespace", NAMESPACE, "--kube-version", KUBE_VERSION])
+        .args(values.iter().flat_map(|v| ["--set", v]))
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", helm.display()));
     assert!(
@@ -1269,7 +1275,7 @@ fn doctors_permission_checks_are_exactly_the_charts_rules() {
     assert_eq!(templates.len(), 1);
     assert_eq!(templates[0].verbs, permissions::TEMPLATE_VERBS);
     let mut checks = permissions::workload(Some((NAMESPACE, &lease_name)));
-    checks.extend(permissions::management(&[]));
+    checks.extend(permissions::management(&[], None));
     let doctor: BTreeSet<_> = checks
         .iter()
         .map(|c| {
@@ -1391,4 +1397,92 @@ async fn real_doctor_checks_the_charts_service_account() {
     assert_eq!(report.findings[0].severity, Severity::Blocker);
     assert_eq!(report.exit_code(), 1);
     set_role_rules(&admin, &docs, eviction, false).await;
+}
+
+/// With `clusterAPI.namespace`, the chart grants the Cluster API rules as a Role in that
+/// namespace only, and the controller scoped to it (`CLUSTER_API_NAMESPACE`) provisions and
+/// removes nodes as the chart's ServiceAccount with no 403 and no request outside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_a_namespace_scoped_install_needs_no_cluster_wide_cluster_api_rule() {
+    let docs = render_chart_with(&["clusterAPI.namespace=default"]);
+    assert!(
+        !docs
+            .iter()
+            .any(|d| kind(d) == "ClusterRole" && name(d).ends_with("-cluster-api")),
+        "no cluster-wide Cluster API role"
+    );
+    let world = World::start_on(
+        Backend::Real,
+        karpenter_capi::chaos::world::fast_world_config(0),
+    )
+    .await
+    .unwrap();
+    let real = world.real().expect("a real API server");
+    let admin = real.client().await.unwrap();
+    sim::world::crds::install_karpenter_crds(&admin)
+        .await
+        .unwrap();
+    sim::world::crds::install(&admin, &[docker_machine_template_crd()])
+        .await
+        .unwrap();
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "other"}})).unwrap();
+    Api::<Namespace>::all(admin.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let mut outside = md("m", 4, 16, "zone-b", 0.1);
+    outside["metadata"]["namespace"] = json!("other");
+    scenario::apply(
+        &admin,
+        &[
+            md("m", 4, 16, "zone-a", 0.2),
+            outside,
+            json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                "kind": "DockerMachineTemplate", "metadata": {"name": "m", "namespace": "default"},
+                "spec": {"template": {"spec": {}}}}),
+            json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
+                "metadata": {"name": "default"}, "spec": {}}),
+            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+                "spec": {"disruption": {"consolidateAfter": "0s"},
+                    "template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+                    "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}),
+        ],
+    )
+    .await
+    .unwrap();
+    let sa = install_rbac(&admin, &docs).await;
+    let token = token(&admin, &sa).await;
+    let recorder = Recorder::default();
+    let client = client_as(real, &token, Some(&recorder)).await;
+    let mut config = disruptive_operator();
+    config.provider.scope.namespace = Some("default".into());
+    let operator = Operator::start(client.clone(), client.clone(), config);
+    scenario::apply(&admin, &[deployment("big", 2, "3", "1Gi")])
+        .await
+        .unwrap();
+    settled(&admin, &recorder, (2, 2), &[], Duration::from_secs(90)).await;
+    scale(&admin, "big", 0).await;
+    settled(&admin, &recorder, (0, 0), &[], Duration::from_secs(90)).await;
+    assert_eq!(replicas(&admin).await, 0);
+    let other: MachineDeployment = Api::namespaced(admin.clone(), "other")
+        .get("m-zone-b")
+        .await
+        .unwrap();
+    assert_eq!(
+        other.spec.replicas,
+        Some(0),
+        "the cheaper MachineDeployment outside the scope was never used"
+    );
+    drop(operator);
+    let requests = recorder.requests();
+    let forbidden: Vec<&Request> = requests.iter().filter(|r| r.status == 403).collect();
+    assert!(forbidden.is_empty(), "{forbidden:#?}");
+    let capi_outside: Vec<&Request> = requests
+        .iter()
+        .filter(|r| {
+            (r.group == "cluster.x-k8s.io" || r.group == "infrastructure.cluster.x-k8s.io")
+                && r.namespace != "default"
+        })
+        .collect();
+    assert!(capi_outside.is_empty(), "{capi_outside:#?}");
 }

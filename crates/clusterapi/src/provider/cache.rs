@@ -108,10 +108,14 @@ fn provider_id(m: &Machine) -> Option<String> {
 }
 
 impl MachineCache {
-    /// Start watching Machines in every namespace of `management`; [`MachineCache::ready`]
-    /// waits at most `sync_timeout` for the first list.
+    /// Start watching Machines in every namespace of `management`, or in `namespace` only;
+    /// [`MachineCache::ready`] waits at most `sync_timeout` for the first list.
     #[must_use]
-    pub fn start(management: kube::Client, sync_timeout: Duration) -> Self {
+    pub fn start(
+        management: kube::Client,
+        namespace: Option<&str>,
+        sync_timeout: Duration,
+    ) -> Self {
         let (store, writer) = reflector::store();
         let (tx, changes) = watch::channel(0_u64);
         let index: Index = Arc::default();
@@ -119,7 +123,10 @@ impl MachineCache {
             last_error: None,
             report: WatchErrors::new("Machine"),
         }));
-        let api: Api<Machine> = Api::all(management);
+        let api: Api<Machine> = match namespace {
+            Some(ns) => Api::namespaced(management, ns),
+            None => Api::all(management),
+        };
         let task_index = Arc::clone(&index);
         let task_health = Arc::clone(&health);
         let (claimed_changes, _) = broadcast::channel(CLAIMED_CHANGES_BUFFER);

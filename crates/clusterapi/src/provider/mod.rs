@@ -273,19 +273,25 @@ impl ClusterApiProvider {
     #[must_use]
     pub fn new(management: kube::Client, workload: kube::Client, config: ProviderConfig) -> Self {
         Self {
-            cache: MachineCache::start(management.clone(), config.cache_sync_timeout),
+            cache: MachineCache::start(
+                management.clone(),
+                config.scope.namespace.as_deref(),
+                config.cache_sync_timeout,
+            ),
             mds: ObjectCache::start(
                 management.clone(),
+                config.scope.namespace.as_deref(),
                 "MachineDeployment",
                 config.cache_sync_timeout,
             ),
-            classes: ObjectCache::start(
+            classes: ObjectCache::start_cluster_scoped(
                 workload.clone(),
                 "ClusterAPINodeClass",
                 config.cache_sync_timeout,
             ),
-            templates: Arc::new(Templates::new(
+            templates: Arc::new(Templates::scoped(
                 management.clone(),
+                config.scope.namespace.clone(),
                 config.template_sync_timeout,
             )),
             management,
@@ -442,6 +448,10 @@ impl ClusterApiProvider {
     }
 
     /// The management cluster client.
+    pub(crate) fn scope(&self) -> &Scope {
+        &self.config.scope
+    }
+
     pub(crate) fn management(&self) -> &kube::Client {
         &self.management
     }

@@ -66,13 +66,39 @@ impl<K> ObjectCache<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    /// Watch every `K` of `client`'s cluster (`kind` names it in logs and errors).
+    /// Watch every `K` of `client`'s cluster, or of `namespace` only (`kind` names it in logs
+    /// and errors).
     #[must_use]
-    pub fn start(client: kube::Client, kind: &'static str, sync_timeout: Duration) -> Self {
+    pub fn start(
+        client: kube::Client,
+        namespace: Option<&str>,
+        kind: &'static str,
+        sync_timeout: Duration,
+    ) -> Self
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    {
+        let api: Api<K> = match namespace {
+            Some(ns) => Api::namespaced(client, ns),
+            None => Api::all(client),
+        };
+        Self::watch(api, kind, sync_timeout)
+    }
+
+    /// Watch every `K` of `client`'s cluster (cluster-scoped kinds).
+    #[must_use]
+    pub fn start_cluster_scoped(
+        client: kube::Client,
+        kind: &'static str,
+        sync_timeout: Duration,
+    ) -> Self {
+        Self::watch(Api::all(client), kind, sync_timeout)
+    }
+
+    fn watch(api: Api<K>, kind: &'static str, sync_timeout: Duration) -> Self {
         let (store, writer) = reflector::store();
         let last_error: Arc<Mutex<Option<String>>> = Arc::default();
         let task_error = Arc::clone(&last_error);
-        let api: Api<K> = Api::all(client);
         let task = tokio::spawn(async move {
             let mut report = WatchErrors::new(kind);
             let stream = watcher(api, watcher::Config::default())

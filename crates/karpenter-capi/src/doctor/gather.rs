@@ -61,7 +61,8 @@ pub async fn gather(
         .as_ref()
         .map(|(ns, name)| (ns.as_str(), name.as_str()));
     let workload_checks = permissions::workload(lease);
-    let management_checks = permissions::management(&template_resources);
+    let management_checks =
+        permissions::management(&template_resources, options.scope.namespace.as_deref());
     let mut permissions_found = Vec::new();
     let answers = permissions::review(workload, &workload_checks).await;
     permissions_found.extend(workload_checks.into_iter().zip(answers));

@@ -163,11 +163,15 @@ pub fn workload(lease: Option<(&str, &str)>) -> Vec<Check> {
 }
 
 /// Every check of the management cluster, with `list`/`watch` of each infrastructure template
-/// resource (group, plural) given.
+/// resource (group, plural) given; in `namespace` only when `run` is scoped to one
+/// (`--cluster-api-namespace`: its watches are namespaced then).
 #[must_use]
-pub fn management(templates: &[(String, String)]) -> Vec<Check> {
+pub fn management(templates: &[(String, String)], namespace: Option<&str>) -> Vec<Check> {
     let mut checks = expand(Cluster::Management, MANAGEMENT_RULES);
     checks.extend(template_checks(templates));
+    for c in &mut checks {
+        c.namespace = namespace.map(str::to_owned);
+    }
     checks
 }
 
@@ -261,16 +265,27 @@ mod tests {
                 .into()
         ));
         assert_eq!(workload(None).len() + 3, checks.len());
-        let m = management(&[(
-            "infrastructure.cluster.x-k8s.io".into(),
-            "dockermachinetemplates".into(),
-        )]);
+        let m = management(
+            &[(
+                "infrastructure.cluster.x-k8s.io".into(),
+                "dockermachinetemplates".into(),
+            )],
+            None,
+        );
         assert_eq!(
             m.iter()
                 .filter(|c| c.resource == "dockermachinetemplates")
                 .count(),
             2
         );
-        assert!(m.iter().all(|c| c.cluster == Cluster::Management));
+        assert!(
+            m.iter()
+                .all(|c| c.cluster == Cluster::Management && c.namespace.is_none())
+        );
+        assert!(
+            management(&[], Some("capi"))
+                .iter()
+                .all(|c| c.namespace.as_deref() == Some("capi"))
+        );
     }
 }

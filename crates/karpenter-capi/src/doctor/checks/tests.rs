@@ -55,7 +55,7 @@ fn pool(name: &str, class: &str, requirements: Value) -> NodePool {
 /// permission allowed.
 fn good() -> Facts {
     let mut checks = permissions::workload(Some(("karpenter", "lease")));
-    checks.extend(permissions::management(&[]));
+    checks.extend(permissions::management(&[], None));
     Facts {
         separate_management: true,
         scope: Scope::default(),
