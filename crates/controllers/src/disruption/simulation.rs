@@ -4,7 +4,8 @@
 //! provisioner uses. [`World::new`] converts one snapshot once (the scheduler's cluster, the
 //! NodePools with their instance types, the pending pods); [`World::simulate`] removes the
 //! candidates' nodes (and the pods bound to them) from a copy of the cluster and schedules the
-//! pending pods plus the candidates' pods that can move — not those with an active
+//! pending pods (and the pods of nodes already leaving: tainted by a command in flight, or
+//! being deleted — they take their room first) plus the candidates' pods that can move — not those with an active
 //! do-not-disrupt annotation or covered by a PDB that never allows a disruption. The answer
 //! says which moved pods found no place (pending pods that fit nowhere do not count: they did
 //! not fit before either), which moved pods would land on an uninitialized node, and the new
@@ -101,7 +102,7 @@ impl World {
     /// Converts the snapshot. Pools without instance types, invalid or static, are left out.
     #[must_use]
     pub fn new(objects: &Objects<'_>, well_known: &WellKnownLabels) -> Self {
-        let (cluster, mut warnings) = inputs::cluster(&objects.cluster);
+        let (mut cluster, mut warnings) = inputs::cluster(&objects.cluster);
         let mut pools = Vec::new();
         for pool in objects.node_pools {
             let name = pool.metadata.name.clone().unwrap_or_default();
@@ -117,13 +118,38 @@ impl World {
                 Err(e) => warnings.push(format!("NodePool {name} skipped: {e}")),
             }
         }
-        let pending = objects
+        let mut pending: Vec<scheduling::pod::Pod> = objects
             .cluster
             .pods
             .iter()
             .filter(|p| inputs::provisionable(p))
             .filter_map(|p| inputs::validate_pod(p, well_known).ok())
             .collect();
+        // The pods of nodes already leaving (a command in flight tainted them, or they are
+        // being deleted) are about to need a place too: they go first, like pending pods, so
+        // two commands never count on the same free room (upstream schedules the pods of
+        // deleting nodes in every simulation).
+        let leaving: BTreeSet<&str> = objects
+            .cluster
+            .nodes
+            .iter()
+            .filter(|n| n.metadata.deletion_timestamp.is_some() || super::writes::is_tainted(n))
+            .filter_map(|n| n.metadata.name.as_deref())
+            .collect();
+        if !leaving.is_empty() {
+            let on_leaving = |node: Option<&str>| node.is_some_and(|n| leaving.contains(n));
+            for pod in objects.cluster.pods.iter().filter(|p| {
+                on_leaving(p.spec.as_ref().and_then(|s| s.node_name.as_deref()))
+                    && super::candidates::is_reschedulable(p)
+            }) {
+                if let Ok(mut p) = scheduling::k8s::pod(pod) {
+                    p.node_name = None;
+                    p.terminal_or_terminating = false;
+                    pending.push(p);
+                }
+            }
+            cluster.pods.retain(|p| !on_leaving(p.node_name.as_deref()));
+        }
         let pdbs = Pdbs::new(objects.pdbs);
         let immovable = objects
             .cluster

@@ -134,6 +134,53 @@ fn a_half_empty_pair_becomes_one_node() {
     assert_eq!(cmd.method, Method::SingleNode);
 }
 
+/// Two commands must not count on the same free room: the pods of a node a command in flight
+/// already tainted will need a place, so a second node whose pods only fit in that same room
+/// stays (it used to be deleted, and its pods ended up on a new node).
+#[test]
+fn room_a_command_in_flight_needs_is_not_offered_twice() {
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    f.node("leaving", "default", &big)
+        .node("room", "default", &big)
+        .node("n3", "default", &big);
+    f.pod("moving", Some("leaving"), "4");
+    f.pod("resident", Some("room"), "4");
+    f.pod("c", Some("n3"), "4");
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    // Before the first command: n3's pod fits beside the resident pod.
+    let (c, _) = f.candidates(Class::Graceful);
+    let world = f.world();
+    let n3: Vec<&Candidate> = c.iter().filter(|c| c.node == "n3").collect();
+    assert_eq!(
+        consolidation(&world, &n3, Method::SingleNode)
+            .unwrap()
+            .decision(),
+        Decision::Delete
+    );
+    // A command took "leaving": tainted karpenter.sh/disrupted, its pod about to move to "room".
+    f.nodes[0].spec.get_or_insert_with(Default::default).taints =
+        Some(vec![k8s_openapi::api::core::v1::Taint {
+            key: api::well_known::taints::DISRUPTED.into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        }]);
+    let (c, _) = f.candidates(Class::Graceful);
+    let mut names: Vec<&str> = c.iter().map(|c| c.node.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["n3", "room"]);
+    let world = f.world();
+    let n3: Vec<&Candidate> = c.iter().filter(|c| c.node == "n3").collect();
+    let err = consolidation(&world, &n3, Method::SingleNode).unwrap_err();
+    assert!(
+        err.contains("cheaper") || err.contains("would schedule"),
+        "{err}"
+    );
+    let (cmd, _) = single_node(&world, &c, &f.node_pools, &b);
+    assert!(cmd.is_none(), "{cmd:?}");
+}
+
 #[test]
 fn a_node_is_replaced_by_a_cheaper_type_but_never_by_an_equal_one() {
     let big = instance_type("big", 8, 0.8);
