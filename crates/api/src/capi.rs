@@ -84,6 +84,8 @@ pub struct MachineTemplateSpec {
     version = "v1beta1",
     kind = "MachineDeployment",
     namespaced,
+    shortname = "md",
+    category = "cluster-api",
     status = "MachineDeploymentStatus",
     scale(
         spec_replicas_path = ".spec.replicas",
@@ -152,6 +154,8 @@ pub struct MachineDeploymentStatus {
     version = "v1beta1",
     kind = "MachineSet",
     namespaced,
+    shortname = "ms",
+    category = "cluster-api",
     status = "MachineSetStatus",
     scale(
         spec_replicas_path = ".spec.replicas",
@@ -200,6 +204,8 @@ pub struct MachineSetStatus {
     version = "v1beta1",
     kind = "Machine",
     namespaced,
+    shortname = "ma",
+    category = "cluster-api",
     status = "MachineStatus"
 )]
 #[serde(rename_all = "camelCase")]

@@ -278,7 +278,31 @@ fn doctor_reports_blockers_with_its_exit_status() {
         "--output",
         "json",
     ]);
+    // Cluster API's short names and category, as on a real management cluster.
+    let kubectl = Command::new("kubectl")
+        .args(["--kubeconfig", management.to_str().unwrap()])
+        .args(["get", "md,ms,ma", "-A"])
+        .output();
+    let category = Command::new("kubectl")
+        .args(["--kubeconfig", management.to_str().unwrap()])
+        .args(["get", "cluster-api", "-A"])
+        .output();
     child.kill().unwrap();
+    match (kubectl, category) {
+        (Ok(short), Ok(category)) => {
+            assert!(
+                short.status.success(),
+                "{}",
+                String::from_utf8_lossy(&short.stderr)
+            );
+            assert!(
+                category.status.success(),
+                "{}",
+                String::from_utf8_lossy(&category.stderr)
+            );
+        }
+        (Err(e), _) | (_, Err(e)) => eprintln!("kubectl not found ({e}); short names not checked"),
+    }
     child.wait().unwrap();
     assert_eq!(
         out.status.code(),

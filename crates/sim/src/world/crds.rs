@@ -147,5 +147,24 @@ mod tests {
         assert_eq!(scale["labelSelectorPath"], ".status.selector");
         let machine = serde_json::to_value(&crds[2]).unwrap();
         assert!(machine["spec"]["versions"][0]["subresources"]["status"].is_object());
+        // Cluster API's short names and category: `kubectl get md`, `kubectl get cluster-api`.
+        let names: Vec<(&str, &str)> = crds
+            .iter()
+            .map(|c| {
+                let n = &c.spec.names;
+                (
+                    n.short_names.as_ref().unwrap()[0].as_str(),
+                    n.categories.as_ref().unwrap()[0].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("md", "cluster-api"),
+                ("ms", "cluster-api"),
+                ("ma", "cluster-api")
+            ]
+        );
     }
 }
