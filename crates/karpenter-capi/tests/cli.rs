@@ -248,6 +248,56 @@ fn sim_serve_serves_clusters_kubectl_can_use() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `kubectl auth can-i` against `sim serve`: sim has no authorization, so it answers yes (exit
+/// 0) to a SelfSubjectAccessReview, and `--list` shows the `*` rules of a SelfSubjectRulesReview.
+#[test]
+fn sim_serve_answers_kubectl_auth_can_i() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("karpenter-capi-can-i-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let workload = dir.join("workload.kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+        .args(["sim", "serve", "--kubeconfig", workload.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let ready = stdout
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("ready:"));
+    assert!(ready, "sim serve never said it was ready");
+    let kubectl = |args: &[&str]| {
+        Command::new("kubectl")
+            .args(["--kubeconfig", workload.to_str().unwrap(), "auth", "can-i"])
+            .args(args)
+            .output()
+    };
+    let create = kubectl(&["create", "pods"]);
+    let list = kubectl(&["--list"]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    match (create, list) {
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("kubectl not found ({e}); only checked that sim serve starts");
+        }
+        (Ok(create), Ok(list)) => {
+            let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+            assert_eq!(create.status.code(), Some(0), "{}", stderr(&create));
+            assert_eq!(String::from_utf8_lossy(&create.stdout).trim(), "yes");
+            assert_eq!(list.status.code(), Some(0), "{}", stderr(&list));
+            let rules = String::from_utf8_lossy(&list.stdout);
+            assert!(
+                rules
+                    .lines()
+                    .any(|l| l.starts_with("*.*") && l.trim_end().ends_with("[*]")),
+                "{rules}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// `doctor` against `sim serve`: an installation without a NodePool is blocked (exit 1, the
 /// JSON names the finding); a cluster that cannot be reached is exit 2, naming the kubeconfig.
 #[test]

@@ -220,7 +220,22 @@ pub fn all() -> Vec<ResourceDef> {
         .generation()
         .special(Special::Crd)
         .def,
+        review("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+        review("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
+        review("subjectaccessreviews", "SubjectAccessReview", false),
+        review(
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            true,
+        ),
     ]
+}
+
+/// An `authorization.k8s.io/v1` access review: create-only, never stored.
+fn review(plural: &str, kind: &str, namespaced: bool) -> ResourceDef {
+    B::new("authorization.k8s.io", "v1", plural, kind, namespaced)
+        .special(Special::AccessReview)
+        .def
 }
 
 /// The built-in definition of `kind` (tests; the first built-in when unknown).

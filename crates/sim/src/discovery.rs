@@ -4,7 +4,8 @@
 //! `/api` (APIVersions), `/apis` (APIGroupList), `/apis/<group>` (APIGroup) and
 //! `/api/v1`, `/apis/<group>/<version>` (APIResourceList with verbs, scope, kind, short names,
 //! categories, singular names and subresources such as `pods/status` and `*/scale` whose
-//! group/version/kind is `autoscaling/v1 Scale`). Aggregated discovery is not served: clients
+//! group/version/kind is `autoscaling/v1 Scale`; the `authorization.k8s.io` access reviews list
+//! only `create`, as they are create-only). Aggregated discovery is not served: clients
 //! that ask for it (kubectl) accept the plain `application/json` answer and use these.
 //! Inputs: the [`Registry`]. Outputs: JSON documents.
 
@@ -88,12 +89,17 @@ pub fn group(reg: &Registry, name: &str) -> Option<Value> {
 }
 
 fn resource_entries(def: &ResourceDef) -> Vec<Value> {
+    let verbs: &[&str] = if def.special == Special::AccessReview {
+        &["create"]
+    } else {
+        VERBS
+    };
     let mut out = vec![json!({
         "name": def.plural,
         "singularName": def.singular,
         "namespaced": def.namespaced,
         "kind": def.kind,
-        "verbs": VERBS,
+        "verbs": verbs,
         "shortNames": def.short_names,
         "categories": def.categories,
     })];
@@ -225,5 +231,30 @@ mod tests {
         assert!(group(&reg, "nope.io").is_none());
         let v = version("v1.33.0-sim");
         assert_eq!(v["minor"], "33");
+    }
+
+    /// As kube-apiserver lists them: four create-only kinds, one of them namespaced.
+    #[test]
+    fn access_reviews_are_create_only() {
+        let reg = Registry::with_builtins();
+        let g = group(&reg, "authorization.k8s.io").unwrap();
+        assert_eq!(
+            g["preferredVersion"]["groupVersion"],
+            "authorization.k8s.io/v1"
+        );
+        let list = resource_list(&reg, "authorization.k8s.io", "v1").unwrap();
+        assert_eq!(
+            list["resources"],
+            json!([
+                {"name": "localsubjectaccessreviews", "singularName": "localsubjectaccessreview",
+                 "namespaced": true, "kind": "LocalSubjectAccessReview", "verbs": ["create"]},
+                {"name": "selfsubjectaccessreviews", "singularName": "selfsubjectaccessreview",
+                 "namespaced": false, "kind": "SelfSubjectAccessReview", "verbs": ["create"]},
+                {"name": "selfsubjectrulesreviews", "singularName": "selfsubjectrulesreview",
+                 "namespaced": false, "kind": "SelfSubjectRulesReview", "verbs": ["create"]},
+                {"name": "subjectaccessreviews", "singularName": "subjectaccessreview",
+                 "namespaced": false, "kind": "SubjectAccessReview", "verbs": ["create"]},
+            ])
+        );
     }
 }

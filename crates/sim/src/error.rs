@@ -182,8 +182,8 @@ impl ApiError {
         }
     }
 
-    /// The `Status.details`, if this error names an object. Empty `group` and `name` are left
-    /// out, as Go's `omitempty` does.
+    /// The `Status.details`, if this error names an object. Empty `group`, `kind` and `name`
+    /// are left out, as Go's `omitempty` does.
     fn details(&self) -> Option<Value> {
         let named = |group: &str, kind: &str, name: &str| {
             let mut d = serde_json::Map::new();
@@ -193,7 +193,9 @@ impl ApiError {
             if !group.is_empty() {
                 d.insert("group".into(), json!(group));
             }
-            d.insert("kind".into(), json!(kind));
+            if !kind.is_empty() {
+                d.insert("kind".into(), json!(kind));
+            }
             d
         };
         match self {

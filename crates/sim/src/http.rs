@@ -21,6 +21,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::fault::{Decision, Verb};
 use crate::options::{ListOptions, Query, WriteOptions, parse_query};
 use crate::patch::PatchType;
+use crate::registry::Special;
 use crate::route::{self, Route};
 use crate::semantics::WriteMode;
 use crate::sim::Sim;
@@ -257,6 +258,11 @@ fn resource(
     let mut opts = WriteOptions::parse(q)?;
     let agent = header_str(parts, header::USER_AGENT);
     opts.user_agent = (!agent.is_empty()).then(|| agent.to_owned());
+    if def.special == Special::AccessReview {
+        let collection =
+            name.is_none() && !watch_path && (ep.namespace.is_some() || !def.namespaced);
+        return access_review(sim, req, collection, &opts);
+    }
     let patch_type = || {
         let ct = header_str(parts, header::CONTENT_TYPE);
         PatchType::from_content_type(ct).ok_or_else(|| {
@@ -363,6 +369,30 @@ fn resource(
         (None, _) => Err(ApiError::MethodNotAllowed),
         (Some(_), _) => Err(ApiError::NoRoute),
     }
+}
+
+/// An access review path: POST of the collection (a protobuf body too, as `kubectl auth
+/// can-i` sends); other methods there are 405 and other paths 404, as on kube-apiserver.
+fn access_review(
+    sim: &Sim,
+    req: &ResourceRequest<'_>,
+    collection: bool,
+    opts: &WriteOptions,
+) -> ApiResult<Response> {
+    if !collection {
+        return Err(ApiError::NoRoute);
+    }
+    if req.parts.method != Method::POST {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let body = if header_str(req.parts, header::CONTENT_TYPE).contains("protobuf") {
+        crate::access_review::proto::decode(req.bytes).map_err(|e| {
+            ApiError::BadRequest(format!("the protobuf request body cannot be decoded: {e}"))
+        })?
+    } else {
+        body_object(req.parts, req.bytes)?
+    };
+    Ok(json_response(201, &sim.create(req.ep, body, opts)?))
 }
 
 fn watch_response(

@@ -20,7 +20,7 @@
 //!   history.
 //! - [`pdb`]: disruption budget arithmetic.
 //! - [`state`], [`lifecycle`], [`gc`], [`subresources`], [`eviction`], [`watch`]: operations on
-//!   the locked state; [`sim`]: the shared server value; [`fault`]: fault injection.
+//!   the locked state; [`access_review`]: the `authorization.k8s.io` reviews (never stored); [`sim`]: the shared server value; [`fault`]: fault injection.
 //! - [`discovery`], [`openapi`], [`table`], [`http`]: the HTTP API; [`server`]: TCP serving and
 //!   kubeconfig files.
 //! - [`world`]: the simulated controllers.
@@ -40,8 +40,12 @@
 //!   period (kubelet-lite's) or the server's timer ([`lifecycle`]).
 //! - Request bodies must be JSON or YAML: protobuf/CBOR get 415, so `kubectl create
 //!   configmap|deployment …` (typed, protobuf) does not work, while `kubectl apply -f` does.
-//! - No authentication, authorization, admission webhooks, or aggregated discovery.
+//!   The one exception is the access reviews, which `kubectl auth can-i` sends as protobuf
+//!   ([`access_review::proto`]); answers are always JSON.
+//! - No authentication, authorization, admission webhooks, or aggregated discovery: every
+//!   request is allowed, and access reviews say so ([`access_review`]).
 
+pub mod access_review;
 pub mod builtin_validation;
 pub mod builtins;
 pub mod convert;

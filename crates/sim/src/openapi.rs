@@ -2,7 +2,7 @@
 //!
 //! Responsibility: the `/openapi/v3` index and one document per served group/version, holding
 //! for each resource the PATCH operation tagged with its group/version/kind and the
-//! `fieldValidation` query parameter. That is what `kubectl apply`/`create -f` look for to
+//! `fieldValidation` query parameter (for the create-only access reviews, their POST). That is what `kubectl apply`/`create -f` look for to
 //! decide the server validates fields itself; finding it, kubectl skips client-side schema
 //! validation (which would need the full `/openapi/v2` schema, not served: 404). No schemas are
 //! published, so `kubectl explain` does not work.
@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::registry::Registry;
+use crate::registry::{Registry, Special};
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -51,6 +51,23 @@ pub fn group_version(reg: &Registry, group: &str, version: &str) -> Option<Value
     let mut paths = Map::new();
     for d in defs {
         let prefix = format!("/{}", gv_path(group, version));
+        if d.special == Special::AccessReview {
+            let path = if d.namespaced {
+                format!("{prefix}/namespaces/{{namespace}}/{}", d.plural)
+            } else {
+                format!("{prefix}/{}", d.plural)
+            };
+            paths.insert(
+                path,
+                json!({"post": {
+                    "operationId": format!("create{}", d.kind),
+                    "x-kubernetes-action": "post",
+                    "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": d.kind},
+                    "responses": {"201": {"description": "Created"}}
+                }}),
+            );
+            continue;
+        }
         let path = if d.namespaced {
             format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", d.plural)
         } else {

@@ -61,6 +61,9 @@ pub enum Special {
     Pod,
     /// CRDs: register the custom resources.
     Crd,
+    /// `authorization.k8s.io` access reviews: create-only, answered and never stored
+    /// ([`crate::access_review`]).
+    AccessReview,
 }
 
 /// One served resource type.

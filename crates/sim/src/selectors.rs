@@ -271,7 +271,7 @@ impl Parser {
         for (i, v) in values.iter().enumerate() {
             if !valid_value(v) {
                 problems.push(format!(
-                    "values[{i}][{key}]: Invalid value: {v:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+                    "values[{i}][{key}]: Invalid value: {v:?}: {LABEL_VALUE_MESSAGE}"
                 ));
             }
         }
@@ -358,8 +358,11 @@ impl Parser {
     }
 }
 
+/// Why a label value is invalid, as `IsValidLabelValue` says it.
+pub(crate) const LABEL_VALUE_MESSAGE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
 /// What is wrong with a label key (a qualified name), as `IsQualifiedName` says it.
-fn key_problem(k: &str) -> Option<String> {
+pub(crate) fn key_problem(k: &str) -> Option<String> {
     const NAME: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
     let (prefix, name) = match k.split_once('/') {
         Some((p, n)) => (Some(p), n),
@@ -393,7 +396,7 @@ fn key_problem(k: &str) -> Option<String> {
 }
 
 /// Whether `s` is a valid label value (may be empty).
-fn valid_value(s: &str) -> bool {
+pub(crate) fn valid_value(s: &str) -> bool {
     s.len() <= 63
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))

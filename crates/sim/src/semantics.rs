@@ -247,7 +247,7 @@ fn apply_defaults(def: &ResourceDef, obj: &mut Value) {
             let labels = as_map(meta.entry("labels").or_insert_with(|| json!({})));
             labels.insert("kubernetes.io/metadata.name".into(), json!(name));
         }
-        Special::None | Special::Crd => {}
+        Special::None | Special::Crd | Special::AccessReview => {}
     }
     if def.scale.as_ref().is_some_and(|s| s.selector_from_spec) {
         let spec = as_map(as_map(obj).entry("spec").or_insert_with(|| json!({})));

@@ -152,6 +152,9 @@ impl State {
     /// POST: create an object.
     pub fn create(&mut self, ep: &Endpoint, body: Value, opts: &WriteOptions) -> ApiResult<Value> {
         let def = self.resolve(ep)?;
+        if def.special == Special::AccessReview {
+            return crate::access_review::create(&def, ep, body, opts);
+        }
         let obj = self.incoming(&def, ep, body, None)?;
         self.create_stored(&def, &ep.version, obj, opts)
     }

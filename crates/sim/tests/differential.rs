@@ -13,6 +13,8 @@
     clippy::indexing_slicing
 )]
 
+#[path = "differential/access_reviews.rs"]
+mod access_reviews;
 #[path = "differential/crud.rs"]
 mod crud;
 #[path = "differential/eviction.rs"]
@@ -55,6 +57,22 @@ async fn real_differential_api() {
             scenario!(watch::watch_replay_and_bookmarks),
             scenario!(watch::watch_initial_events),
             scenario!(watch::watch_too_old),
+        ],
+    )
+    .await;
+}
+
+/// Access reviews, as the admin: allowed on both; invalid ones refused alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_differential_access_reviews() {
+    harness::compare(
+        SimConfig::default(),
+        RealConfig::default(),
+        None,
+        &[
+            scenario!(access_reviews::self_subject_access_reviews),
+            scenario!(access_reviews::subject_access_reviews),
+            scenario!(access_reviews::rules_reviews_and_paths),
         ],
     )
     .await;

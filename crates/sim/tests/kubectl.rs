@@ -255,3 +255,35 @@ async fn kubectl_drives_a_served_sim() {
 
     server.shutdown().await.unwrap();
 }
+
+/// `kubectl auth can-i` (SelfSubjectAccessReview and, for `--list`, SelfSubjectRulesReview,
+/// both sent as protobuf): yes to everything, as sim has no authorization.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_auth_can_i_says_yes() {
+    if !kubectl_available().await {
+        eprintln!("SKIPPED: kubectl is not on PATH");
+        return;
+    }
+    let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let k = Kubectl {
+        kubeconfig: server.kubeconfig_path().to_owned(),
+        cache: tempfile::tempdir().unwrap(),
+    };
+    let out = k.ok(&["auth", "can-i", "create", "pods"]).await;
+    assert_eq!(out.trim(), "yes");
+    let out = k
+        .ok(&["auth", "can-i", "delete", "nodes", "--subresource=status"])
+        .await;
+    assert_eq!(out.trim(), "yes");
+    let out = k.ok(&["auth", "can-i", "get", "/metrics"]).await;
+    assert_eq!(out.trim(), "yes");
+    let out = k
+        .ok(&["auth", "can-i", "--list", "-n", "kube-system"])
+        .await;
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("*.*") && l.trim_end().ends_with("[*]")),
+        "{out}"
+    );
+    server.shutdown().await.unwrap();
+}
