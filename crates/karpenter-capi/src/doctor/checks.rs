@@ -476,13 +476,20 @@ fn machine_deployment(
         let (severity, running) = match &facts.autoscalers {
             Ok(found) if !found.is_empty() => (
                 Severity::Warning,
-                format!(", and a cluster-autoscaler runs ({})", found.join(", ")),
+                format!(
+                    "; a cluster-autoscaler runs ({}): with the clusterapi provider it scales this MachineDeployment too",
+                    found.join(", ")
+                ),
             ),
             Ok(_) => (
                 Severity::Info,
-                ", but no cluster-autoscaler Deployment was found".to_owned(),
+                "; no cluster-autoscaler Deployment was found, so only karpenter-capi scales it"
+                    .to_owned(),
             ),
-            Err(_) => (Severity::Info, String::new()),
+            Err(_) => (
+                Severity::Info,
+                "; a cluster-autoscaler with the clusterapi provider would scale it too".to_owned(),
+            ),
         };
         findings.push(
             Finding::new(
@@ -490,7 +497,7 @@ fn machine_deployment(
                 "autoscaler-node-group",
                 subject,
                 format!(
-                    "also a cluster-autoscaler node group ({MIN_SIZE} and {MAX_SIZE} are both set){running}: a cluster-autoscaler with the clusterapi provider scales it too"
+                    "a cluster-autoscaler node group too ({MIN_SIZE} and {MAX_SIZE} are both set){running}"
                 ),
             )
             .hint(

@@ -218,7 +218,15 @@ async fn templates(
             let answer = kube::discovery::pinned_kind(management, &gvk)
                 .await
                 .map(|(ar, _)| ar)
-                .map_err(|e| format!("{kind}.{api_version} is not served: {e}"));
+                .map_err(|e| match e {
+                    kube::Error::Api(s) => {
+                        format!(
+                            "{kind}.{api_version} is not served ({} {})",
+                            s.code, s.message
+                        )
+                    }
+                    e => format!("{kind}.{api_version} cannot be resolved: {e}"),
+                });
             resolved.insert(key.clone(), answer);
         }
         let ar = match resolved.get(&key) {
