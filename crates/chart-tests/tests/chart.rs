@@ -959,8 +959,13 @@ fn known_settings_match_run_cmd() {
         std::fs::read_to_string(workspace().join("crates/karpenter-capi/src/run_cmd.rs")).unwrap();
     let mut env = BTreeSet::new();
     let mut flags = BTreeSet::new();
-    // `run`'s flags: RunArgs and the ClusterArgs it flattens (shared with `doctor`).
-    for structure in ["pub struct ClusterArgs {", "pub struct RunArgs {"] {
+    // `run`'s flags: RunArgs and the ClusterArgs and LeaderElectionArgs it flattens (shared
+    // with `doctor`).
+    for structure in [
+        "pub struct ClusterArgs {",
+        "pub struct LeaderElectionArgs {",
+        "pub struct RunArgs {",
+    ] {
         let start = source.find(structure).expect("the struct in run_cmd.rs");
         let body = &source[start + structure.len()..];
         let body = &body[..body.find("\n}\n").expect("end of the struct")];

@@ -13,7 +13,7 @@ use clap::{Args, ValueEnum};
 use karpenter_capi::connect::Impersonate;
 use karpenter_capi::doctor::{self, Options};
 
-use crate::run_cmd::{ClusterArgs, management_client, workload_client};
+use crate::run_cmd::{ClusterArgs, LeaderElectionArgs, management_client, workload_client};
 
 /// Flags of `doctor`.
 #[derive(Debug, Args)]
@@ -39,19 +39,8 @@ pub struct DoctorArgs {
         requires = "cluster_api_as"
     )]
     pub cluster_api_as_groups: Vec<String>,
-    /// The controller runs without leader election (its Lease permissions are not checked).
-    #[arg(long, env = "DISABLE_LEADER_ELECTION")]
-    pub disable_leader_election: bool,
-    /// The Lease's name.
-    #[arg(
-        long,
-        env = "LEADER_ELECTION_NAME",
-        default_value = "karpenter-leader-election"
-    )]
-    pub leader_election_name: String,
-    /// The Lease's namespace (default: the pod's namespace, else `kube-system`).
-    #[arg(long, env = "LEADER_ELECTION_NAMESPACE")]
-    pub leader_election_namespace: Option<String>,
+    #[command(flatten)]
+    pub leader_election: LeaderElectionArgs,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = DoctorOutput::Text)]
     pub output: DoctorOutput,
@@ -109,18 +98,7 @@ async fn examine(args: &DoctorArgs) -> anyhow::Result<(String, u8)> {
     } else {
         workload.clone()
     };
-    let lease = (!args.disable_leader_election).then(|| {
-        let namespace = args
-            .leader_election_namespace
-            .clone()
-            .or_else(|| {
-                std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-                    .ok()
-                    .map(|s| s.trim().to_owned())
-            })
-            .unwrap_or_else(|| "kube-system".into());
-        (namespace, args.leader_election_name.clone())
-    });
+    let lease = args.leader_election.lease();
     let options = Options {
         scope: args.clusters.scope(),
         separate_management: args.clusters.separate_management(),

@@ -110,6 +110,47 @@ pub struct ClusterArgs {
     pub cluster_api_namespace: Option<String>,
 }
 
+/// The leader-election Lease: shared by `run` and `doctor` (which checks its permissions).
+#[derive(Debug, Args)]
+pub struct LeaderElectionArgs {
+    /// Run without a Lease (only one replica may run then).
+    #[arg(long, env = "DISABLE_LEADER_ELECTION")]
+    pub disable_leader_election: bool,
+    /// The Lease's name.
+    #[arg(
+        long,
+        env = "LEADER_ELECTION_NAME",
+        default_value = "karpenter-leader-election"
+    )]
+    pub leader_election_name: String,
+    /// The Lease's namespace (default: the pod's namespace, else `kube-system`).
+    #[arg(long, env = "LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+}
+
+impl LeaderElectionArgs {
+    /// The Lease (namespace, name), or `None` when leader election is off. The namespace
+    /// defaults to the pod's (its service account's), else `kube-system`.
+    #[must_use]
+    pub fn lease(&self) -> Option<(String, String)> {
+        if self.disable_leader_election {
+            return None;
+        }
+        let namespace = self
+            .leader_election_namespace
+            .clone()
+            .or_else(|| {
+                std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                    .ok()
+            })
+            .unwrap_or_else(|| "kube-system".into());
+        Some((
+            namespace.trim().to_owned(),
+            self.leader_election_name.clone(),
+        ))
+    }
+}
+
 /// Flags of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -139,19 +180,8 @@ pub struct RunArgs {
     /// Port of `/healthz` and `/readyz`.
     #[arg(long, env = "HEALTH_PROBE_PORT", default_value_t = 8081)]
     pub health_probe_port: u16,
-    /// Run without a Lease (only one replica may run then).
-    #[arg(long, env = "DISABLE_LEADER_ELECTION")]
-    pub disable_leader_election: bool,
-    /// The Lease's name.
-    #[arg(
-        long,
-        env = "LEADER_ELECTION_NAME",
-        default_value = "karpenter-leader-election"
-    )]
-    pub leader_election_name: String,
-    /// The Lease's namespace (default: the pod's namespace, else `kube-system`).
-    #[arg(long, env = "LEADER_ELECTION_NAMESPACE")]
-    pub leader_election_namespace: Option<String>,
+    #[command(flatten)]
+    pub leader_election: LeaderElectionArgs,
     /// Upstream's feature gates, e.g. `StaticCapacity=true` (static NodePools); unknown names
     /// and gates this binary does not implement are refused.
     #[arg(long, env = "FEATURE_GATES", default_value = "", value_name = "LIST")]
@@ -363,25 +393,15 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let mut caches = Caches::start(&workload);
     probes.watch_caches(&caches);
     let listed = probes.wait_listed(&caches, LIST_TIMEOUT);
-    let elector = if args.disable_leader_election {
-        None
-    } else {
-        let namespace = args
-            .leader_election_namespace
-            .clone()
-            .or_else(|| {
-                std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-                    .ok()
-            })
-            .unwrap_or_else(|| "kube-system".into());
+    let elector = if let Some((namespace, name)) = args.leader_election.lease() {
         let elector = LeaderElector::new(
             workload.clone(),
-            namespace.trim(),
-            &args.leader_election_name,
+            &namespace,
+            &name,
             identity(),
             LeaseConfig::default(),
         );
-        tracing::info!(lease = %args.leader_election_name, "waiting for leadership");
+        tracing::info!(lease = %name, "waiting for leadership");
         {
             let acquire = elector.acquire();
             tokio::pin!(acquire);
@@ -394,6 +414,8 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         }
         tracing::info!("leading");
         Some(elector)
+    } else {
+        None
     };
     caches.discard_triggers();
     let operator = Operator::start_with_caches(caches, workload, management, config, metrics);

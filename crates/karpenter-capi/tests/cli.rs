@@ -204,35 +204,79 @@ fn bench_scheduling_needs_a_workload() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.tsv"));
 }
 
+/// A `sim serve` child with its kubeconfigs in a temporary directory; killed and cleaned up
+/// on drop (or by [`Served::stop`]).
+struct Served {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+    workload: std::path::PathBuf,
+    management: std::path::PathBuf,
+}
+
+impl Served {
+    /// Starts `sim serve` and waits until it says it is ready.
+    fn start(tag: &str) -> Self {
+        use std::io::{BufRead, BufReader};
+        let dir = std::env::temp_dir().join(format!("karpenter-capi-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let workload = dir.join("workload.kubeconfig");
+        let management = dir.join("management.kubeconfig");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+            .args(["sim", "serve", "--kubeconfig", workload.to_str().unwrap()])
+            .args(["--management-kubeconfig", management.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let ready = stdout
+            .lines()
+            .map_while(Result::ok)
+            .any(|line| line.starts_with("ready:"));
+        assert!(ready, "sim serve never said it was ready");
+        Self {
+            child,
+            dir,
+            workload,
+            management,
+        }
+    }
+
+    fn workload(&self) -> &str {
+        self.workload.to_str().unwrap()
+    }
+
+    fn management(&self) -> &str {
+        self.management.to_str().unwrap()
+    }
+
+    /// Stops the servers (the kubeconfigs stay until drop).
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 #[test]
 fn sim_serve_serves_clusters_kubectl_can_use() {
-    use std::io::{BufRead, BufReader};
-    let dir = std::env::temp_dir().join(format!("karpenter-capi-sim-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let workload = dir.join("workload.kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
-        .args(["sim", "serve", "--kubeconfig", workload.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let ready = stdout
-        .lines()
-        .map_while(Result::ok)
-        .any(|line| line.starts_with("ready:"));
-    assert!(ready, "sim serve never said it was ready");
+    let mut served = Served::start("sim");
     let kubectl = Command::new("kubectl")
         .args([
             "--kubeconfig",
-            workload.to_str().unwrap(),
+            served.workload(),
             "get",
             "crd",
             "-o",
             "name",
         ])
         .output();
-    child.kill().unwrap();
-    child.wait().unwrap();
+    served.stop();
     match kubectl {
         Err(e) => eprintln!("kubectl not found ({e}); only checked that sim serve starts"),
         Ok(out) => {
@@ -245,38 +289,22 @@ fn sim_serve_serves_clusters_kubectl_can_use() {
             assert!(names.contains("nodepools.karpenter.sh"), "{names}");
         }
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// `kubectl auth can-i` against `sim serve`: sim has no authorization, so it answers yes (exit
 /// 0) to a SelfSubjectAccessReview, and `--list` shows the `*` rules of a SelfSubjectRulesReview.
 #[test]
 fn sim_serve_answers_kubectl_auth_can_i() {
-    use std::io::{BufRead, BufReader};
-    let dir = std::env::temp_dir().join(format!("karpenter-capi-can-i-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let workload = dir.join("workload.kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
-        .args(["sim", "serve", "--kubeconfig", workload.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let ready = stdout
-        .lines()
-        .map_while(Result::ok)
-        .any(|line| line.starts_with("ready:"));
-    assert!(ready, "sim serve never said it was ready");
+    let mut served = Served::start("can-i");
     let kubectl = |args: &[&str]| {
         Command::new("kubectl")
-            .args(["--kubeconfig", workload.to_str().unwrap(), "auth", "can-i"])
+            .args(["--kubeconfig", served.workload(), "auth", "can-i"])
             .args(args)
             .output()
     };
     let create = kubectl(&["create", "pods"]);
     let list = kubectl(&["--list"]);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    served.stop();
     match (create, list) {
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("kubectl not found ({e}); only checked that sim serve starts");
@@ -295,49 +323,32 @@ fn sim_serve_answers_kubectl_auth_can_i() {
             );
         }
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// `doctor` against `sim serve`: an installation without a NodePool is blocked (exit 1, the
 /// JSON names the finding); a cluster that cannot be reached is exit 2, naming the kubeconfig.
 #[test]
 fn doctor_reports_blockers_with_its_exit_status() {
-    use std::io::{BufRead, BufReader};
-    let dir = std::env::temp_dir().join(format!("karpenter-capi-doctor-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let workload = dir.join("workload.kubeconfig");
-    let management = dir.join("management.kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
-        .args(["sim", "serve", "--kubeconfig", workload.to_str().unwrap()])
-        .args(["--management-kubeconfig", management.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let ready = stdout
-        .lines()
-        .map_while(Result::ok)
-        .any(|line| line.starts_with("ready:"));
-    assert!(ready, "sim serve never said it was ready");
+    let mut served = Served::start("doctor");
     let out = karpenter_capi(&[
         "doctor",
         "--kubeconfig",
-        workload.to_str().unwrap(),
+        served.workload(),
         "--cluster-api-kubeconfig",
-        management.to_str().unwrap(),
+        served.management(),
         "--output",
         "json",
     ]);
     // Cluster API's short names and category, as on a real management cluster.
     let kubectl = Command::new("kubectl")
-        .args(["--kubeconfig", management.to_str().unwrap()])
+        .args(["--kubeconfig", served.management()])
         .args(["get", "md,ms,ma", "-A"])
         .output();
     let category = Command::new("kubectl")
-        .args(["--kubeconfig", management.to_str().unwrap()])
+        .args(["--kubeconfig", served.management()])
         .args(["get", "cluster-api", "-A"])
         .output();
-    child.kill().unwrap();
+    served.stop();
     match (kubectl, category) {
         (Ok(short), Ok(category)) => {
             assert!(
@@ -353,7 +364,6 @@ fn doctor_reports_blockers_with_its_exit_status() {
         }
         (Err(e), _) | (_, Err(e)) => eprintln!("kubectl not found ({e}); short names not checked"),
     }
-    child.wait().unwrap();
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -371,14 +381,13 @@ fn doctor_reports_blockers_with_its_exit_status() {
         "{report}"
     );
     // The server is gone now.
-    let out = karpenter_capi(&["doctor", "--kubeconfig", workload.to_str().unwrap()]);
+    let out = karpenter_capi(&["doctor", "--kubeconfig", served.workload()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("workload cluster") && err.contains("workload.kubeconfig"),
         "{err}"
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 fn fixture(name: &str) -> String {

@@ -522,6 +522,57 @@ fn md(name: &str, cpu: u32, memory_gi: u32, zone: &str, price: f64) -> Value {
     })
 }
 
+/// A real API server (with the simulated Cluster API and kubelets) holding the Karpenter and
+/// `DockerMachineTemplate` CRDs, the MachineDeployment `default/m-zone-a` and its template,
+/// the NodeClass `default`, a NodePool `default` with `pool_spec` (merged into its spec) and
+/// `extra` objects; and the admin client.
+async fn real_scenario(pool_spec: Value, extra: Vec<Value>) -> (World, kube::Client) {
+    let world = World::start_on(
+        Backend::Real,
+        karpenter_capi::chaos::world::fast_world_config(0),
+    )
+    .await
+    .unwrap();
+    let admin = world
+        .real()
+        .expect("a real API server")
+        .client()
+        .await
+        .unwrap();
+    sim::world::crds::install_karpenter_crds(&admin)
+        .await
+        .unwrap();
+    sim::world::crds::install(&admin, &[docker_machine_template_crd()])
+        .await
+        .unwrap();
+    let mut pool = json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+        "metadata": {"name": "default"},
+        "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+            "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}});
+    if let (Some(spec), Value::Object(more)) = (pool["spec"].as_object_mut(), pool_spec) {
+        for (k, v) in more {
+            if k == "template" {
+                let template = spec["template"]["spec"].as_object_mut().unwrap();
+                template.extend(v["spec"].as_object().unwrap().clone());
+            } else {
+                spec.insert(k, v);
+            }
+        }
+    }
+    let mut objects = vec![
+        md("m", 4, 16, "zone-a", 0.2),
+        json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+            "kind": "DockerMachineTemplate", "metadata": {"name": "m", "namespace": "default"},
+            "spec": {"template": {"spec": {}}}}),
+        json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
+            "metadata": {"name": "default"}, "spec": {}}),
+        pool,
+    ];
+    objects.extend(extra);
+    scenario::apply(&admin, &objects).await.unwrap();
+    (world, admin)
+}
+
 /// A minimal `DockerMachineTemplate` CRD, so the template watch lists a served kind.
 fn docker_machine_template_crd() -> CustomResourceDefinition {
     serde_json::from_value(json!({
@@ -801,38 +852,13 @@ const UNEXERCISED_VERBS: &[(&str, &str, &str)] = &[
 async fn real_the_charts_rbac_is_exactly_what_the_controller_uses() {
     let started = tokio::time::Instant::now();
     let docs = render_chart();
-    let world = World::start_on(
-        Backend::Real,
-        karpenter_capi::chaos::world::fast_world_config(0),
+    let (world, admin) = real_scenario(
+        json!({"disruption": {"consolidateAfter": "0s"},
+            "template": {"spec": {"terminationGracePeriod": "5s"}}}),
+        Vec::new(),
     )
-    .await
-    .unwrap();
+    .await;
     let real = world.real().expect("a real API server");
-    let admin = real.client().await.unwrap();
-    sim::world::crds::install_karpenter_crds(&admin)
-        .await
-        .unwrap();
-    sim::world::crds::install(&admin, &[docker_machine_template_crd()])
-        .await
-        .unwrap();
-    scenario::apply(
-        &admin,
-        &[
-            md("m", 4, 16, "zone-a", 0.2),
-            json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                "kind": "DockerMachineTemplate", "metadata": {"name": "m", "namespace": "default"},
-                "spec": {"template": {"spec": {}}}}),
-            json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
-                "metadata": {"name": "default"}, "spec": {}}),
-            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
-                "spec": {"disruption": {"consolidateAfter": "0s"},
-                    "template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
-                    "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": [],
-                    "terminationGracePeriod": "5s"}}}}),
-        ],
-    )
-    .await
-    .unwrap();
 
     let sa = install_rbac(&admin, &docs).await;
     let rules = bound_rules(&docs, &sa);
@@ -1313,36 +1339,8 @@ fn doctors_permission_checks_are_exactly_the_charts_rules() {
 async fn real_doctor_checks_the_charts_service_account() {
     use karpenter_capi::doctor::{Options, Severity, doctor};
     let docs = render_chart();
-    let world = World::start_on(
-        Backend::Real,
-        karpenter_capi::chaos::world::fast_world_config(0),
-    )
-    .await
-    .unwrap();
+    let (world, admin) = real_scenario(json!({}), Vec::new()).await;
     let real = world.real().expect("a real API server");
-    let admin = real.client().await.unwrap();
-    sim::world::crds::install_karpenter_crds(&admin)
-        .await
-        .unwrap();
-    sim::world::crds::install(&admin, &[docker_machine_template_crd()])
-        .await
-        .unwrap();
-    scenario::apply(
-        &admin,
-        &[
-            md("m", 4, 16, "zone-a", 0.2),
-            json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                "kind": "DockerMachineTemplate", "metadata": {"name": "m", "namespace": "default"},
-                "spec": {"template": {"spec": {}}}}),
-            json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
-                "metadata": {"name": "default"}, "spec": {}}),
-            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
-                "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
-                    "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}),
-        ],
-    )
-    .await
-    .unwrap();
     let sa = install_rbac(&admin, &docs).await;
     let rules = bound_rules(&docs, &sa);
     let token = token(&admin, &sa).await;
@@ -1411,45 +1409,15 @@ async fn real_a_namespace_scoped_install_needs_no_cluster_wide_cluster_api_rule(
             .any(|d| kind(d) == "ClusterRole" && name(d).ends_with("-cluster-api")),
         "no cluster-wide Cluster API role"
     );
-    let world = World::start_on(
-        Backend::Real,
-        karpenter_capi::chaos::world::fast_world_config(0),
-    )
-    .await
-    .unwrap();
-    let real = world.real().expect("a real API server");
-    let admin = real.client().await.unwrap();
-    sim::world::crds::install_karpenter_crds(&admin)
-        .await
-        .unwrap();
-    sim::world::crds::install(&admin, &[docker_machine_template_crd()])
-        .await
-        .unwrap();
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "other"}})).unwrap();
-    Api::<Namespace>::all(admin.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
     let mut outside = md("m", 4, 16, "zone-b", 0.1);
     outside["metadata"]["namespace"] = json!("other");
-    scenario::apply(
-        &admin,
-        &[
-            md("m", 4, 16, "zone-a", 0.2),
-            outside,
-            json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                "kind": "DockerMachineTemplate", "metadata": {"name": "m", "namespace": "default"},
-                "spec": {"template": {"spec": {}}}}),
-            json!({"apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
-                "metadata": {"name": "default"}, "spec": {}}),
-            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
-                "spec": {"disruption": {"consolidateAfter": "0s"},
-                    "template": {"spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
-                    "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": []}}}}),
-        ],
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}});
+    let (world, admin) = real_scenario(
+        json!({"disruption": {"consolidateAfter": "0s"}}),
+        vec![namespace, outside],
     )
-    .await
-    .unwrap();
+    .await;
+    let real = world.real().expect("a real API server");
     let sa = install_rbac(&admin, &docs).await;
     let token = token(&admin, &sa).await;
     let recorder = Recorder::default();
