@@ -348,6 +348,11 @@ fn doctor_reports_blockers_with_its_exit_status() {
         .args(["--kubeconfig", served.management()])
         .args(["get", "cluster-api", "-A"])
         .output();
+    // And a custom resource's schema, from OpenAPI v3.
+    let explain = Command::new("kubectl")
+        .args(["--kubeconfig", served.workload()])
+        .args(["explain", "nodepool.spec.disruption.consolidateAfter"])
+        .output();
     served.stop();
     match (kubectl, category) {
         (Ok(short), Ok(category)) => {
@@ -363,6 +368,15 @@ fn doctor_reports_blockers_with_its_exit_status() {
             );
         }
         (Err(e), _) | (_, Err(e)) => eprintln!("kubectl not found ({e}); short names not checked"),
+    }
+    if let Ok(explain) = explain {
+        let text = String::from_utf8_lossy(&explain.stdout);
+        assert!(
+            explain.status.success(),
+            "{}",
+            String::from_utf8_lossy(&explain.stderr)
+        );
+        assert!(text.contains("FIELD: consolidateAfter <string>"), "{text}");
     }
     assert_eq!(
         out.status.code(),

@@ -4,8 +4,11 @@
 //! for each resource the PATCH operation tagged with its group/version/kind and the
 //! `fieldValidation` query parameter (for the create-only access reviews, their POST). That is what `kubectl apply`/`create -f` look for to
 //! decide the server validates fields itself; finding it, kubectl skips client-side schema
-//! validation (which would need the full `/openapi/v2` schema, not served: 404). No schemas are
-//! published, so `kubectl explain` does not work.
+//! validation (which would need the full `/openapi/v2` schema, not served: 404). Custom
+//! resources' structural schemas are published under `components.schemas` with their
+//! `x-kubernetes-group-version-kind`, named as kube-apiserver names them (the group reversed,
+//! then version and kind: `sh.karpenter.v1.NodePool`), so `kubectl explain` works for them;
+//! built-in kinds have no schema here.
 //! Inputs: the [`Registry`]. Outputs: JSON documents.
 
 use serde_json::{Map, Value, json};
@@ -49,6 +52,19 @@ pub fn group_version(reg: &Registry, group: &str, version: &str) -> Option<Value
         return None;
     }
     let mut paths = Map::new();
+    let mut schemas = Map::new();
+    for d in &defs {
+        if let Some(schema) = d.schemas.get(version) {
+            let mut schema = schema.clone();
+            if let Some(map) = schema.as_object_mut() {
+                map.insert(
+                    "x-kubernetes-group-version-kind".into(),
+                    json!([{"group": group, "version": version, "kind": d.kind}]),
+                );
+            }
+            schemas.insert(schema_name(group, version, &d.kind), schema);
+        }
+    }
     for d in defs {
         let prefix = format!("/{}", gv_path(group, version));
         if d.special == Special::AccessReview {
@@ -93,8 +109,14 @@ pub fn group_version(reg: &Registry, group: &str, version: &str) -> Option<Value
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.33.0"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": schemas},
     }))
+}
+
+/// kube-apiserver's name of a custom resource's schema: `sh.karpenter.v1.NodePool`.
+fn schema_name(group: &str, version: &str, kind: &str) -> String {
+    let reversed: Vec<&str> = group.split('.').rev().collect();
+    format!("{}.{version}.{kind}", reversed.join("."))
 }
 
 #[cfg(test)]
@@ -122,5 +144,29 @@ mod tests {
         assert_eq!(op["x-kubernetes-group-version-kind"]["kind"], "Deployment");
         assert_eq!(op["parameters"][0]["name"], "fieldValidation");
         assert!(group_version(&reg, "apps", "v7").is_none());
+    }
+
+    /// A custom resource's schema is published with its GVK, as `kubectl explain` looks it up.
+    #[test]
+    fn custom_resource_schemas_are_published_for_explain() {
+        let mut reg = Registry::with_builtins();
+        let crd = api::crd::all()
+            .into_iter()
+            .find(|c| c.spec.names.kind == "NodePool")
+            .map(|c| serde_json::to_value(c).unwrap())
+            .unwrap();
+        reg.insert(crate::registry::def_from_crd(&crd).unwrap());
+        let doc = group_version(&reg, "karpenter.sh", "v1").unwrap();
+        let schema = &doc["components"]["schemas"]["sh.karpenter.v1.NodePool"];
+        assert_eq!(
+            schema["x-kubernetes-group-version-kind"],
+            json!([{"group": "karpenter.sh", "version": "v1", "kind": "NodePool"}])
+        );
+        assert!(schema["properties"]["spec"]["properties"]["disruption"].is_object());
+        assert_eq!(
+            group_version(&reg, "apps", "v1").unwrap()["components"]["schemas"],
+            json!({}),
+            "built-in kinds have no schema here"
+        );
     }
 }
