@@ -54,6 +54,14 @@ fn md(name: &str, cpu: u32, memory_gi: u32, zone: &str, price: f64) -> Value {
     })
 }
 
+/// A JSON merge patch of the NodePool `name`.
+async fn patch_pool(world: &World, name: &str, patch: Value) {
+    Api::<api::NodePool>::all(world.workload_client())
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+}
+
 fn deployment(name: &str, replicas: i32, cpu: &str, memory: &str, extra: Value) -> Value {
     let mut spec = json!({"containers": [{"name": "c", "image": "pause",
         "resources": {"requests": {"cpu": cpu, "memory": memory}}}]});
@@ -1133,14 +1141,12 @@ async fn pdbs_do_not_disrupt_and_budgets_block_until_lifted(backend: Backend) {
     .unwrap();
     hold(&world, &node, "a do-not-disrupt pod").await;
     // A budget of 0 holds it once the annotation is gone.
-    Api::<api::NodePool>::all(world.workload_client())
-        .patch(
-            "default",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"disruption": {"budgets": [{"nodes": "0"}]}}})),
-        )
-        .await
-        .unwrap();
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"disruption": {"budgets": [{"nodes": "0"}]}}}),
+    )
+    .await;
     pod_api
         .patch(
             &guarded.name_any(),
@@ -1153,14 +1159,12 @@ async fn pdbs_do_not_disrupt_and_budgets_block_until_lifted(backend: Backend) {
         .unwrap();
     hold(&world, &node, "a budget of 0").await;
     // Lifted: the node is replaced by a cheaper one and the pod moves there.
-    Api::<api::NodePool>::all(world.workload_client())
-        .patch(
-            "default",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"disruption": {"budgets": [{"nodes": "100%"}]}}})),
-        )
-        .await
-        .unwrap();
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"disruption": {"budgets": [{"nodes": "100%"}]}}}),
+    )
+    .await;
     wait_for(
         "the pod on a tiny node",
         Duration::from_secs(120),
@@ -1199,16 +1203,12 @@ async fn a_node_pool_template_change_replaces_the_drifted_node(backend: Backend)
     .unwrap();
     all_running(&world, 1, Duration::from_secs(90)).await;
     let old = node_of(&world, "app").await.unwrap();
-    Api::<api::NodePool>::all(world.workload_client())
-        .patch(
-            "default",
-            &PatchParams::default(),
-            &Patch::Merge(
-                json!({"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}),
-            ),
-        )
-        .await
-        .unwrap();
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}),
+    )
+    .await;
     wait_for(
         "the pod on a new node labelled team=blue",
         Duration::from_secs(120),
@@ -1241,14 +1241,12 @@ async fn an_expired_node_claim_is_deleted_and_its_pod_comes_back(backend: Backen
         json!({"consolidateAfter": "Never"}),
     )
     .await;
-    Api::<api::NodePool>::all(world.workload_client())
-        .patch(
-            "default",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"template": {"spec": {"expireAfter": "20s"}}}})),
-        )
-        .await
-        .unwrap();
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"template": {"spec": {"expireAfter": "20s"}}}}),
+    )
+    .await;
     let _operator = start_disruptive(&world);
     scenario::apply(
         &world.workload_client(),
@@ -1415,14 +1413,7 @@ async fn a_static_node_pool_keeps_its_replica_count(backend: Backend) {
         .await
         .remove(0);
     let host = pod.spec.and_then(|s| s.node_name).unwrap();
-    Api::<api::NodePool>::all(world.workload_client())
-        .patch(
-            "fixed",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 1}})),
-        )
-        .await
-        .unwrap();
+    patch_pool(&world, "fixed", json!({"spec": {"replicas": 1}})).await;
     node_count(&world, 1, Duration::from_secs(90)).await;
     let left = nodes(&world).await;
     assert_eq!(left[0].name_any(), host, "the node with the pod stays");
@@ -1434,16 +1425,12 @@ async fn a_static_node_pool_keeps_its_replica_count(backend: Backend) {
 
     // StaticDrift: the template changes; the node is replaced one for one (the replacement
     // first), and the pool never holds more than limits.nodes (2) NodeClaims.
-    Api::<api::NodePool>::all(world.workload_client())
-        .patch(
-            "fixed",
-            &PatchParams::default(),
-            &Patch::Merge(
-                json!({"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}),
-            ),
-        )
-        .await
-        .unwrap();
+    patch_pool(
+        &world,
+        "fixed",
+        json!({"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}),
+    )
+    .await;
     wait_for(
         "the static node replaced by one labelled team=blue, the pod on it",
         Duration::from_secs(120),
