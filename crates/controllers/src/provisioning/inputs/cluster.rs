@@ -4,7 +4,7 @@
 //! - **existing nodes**: Nodes not being deleted and not tainted `karpenter.sh/disrupted`, with
 //!   labels, taints, allocatable and capacity. `initialized` = label
 //!   `karpenter.sh/initialized=true`, or the Node is not managed (no `karpenter.sh/nodepool`
-//!   label). For a managed, uninitialized Node, resources it does not report yet come from its
+//!   label and no NodeClaim naming it in `status.nodeName`). For a managed, uninitialized Node, resources it does not report yet come from its
 //!   NodeClaim's status, and its NodeClaim's startup taints and the known ephemeral taints are
 //!   ignored (upstream's `StateNode.Taints`);
 //! - **launched NodeClaims without a Node** (condition `Launched=True` or a providerID, not
@@ -204,12 +204,15 @@ fn existing_node(node: &core::Node, claims: &[NodeClaim]) -> Result<Option<Exist
         "status.capacity",
         status.and_then(|s| s.capacity.as_ref()),
     )?;
-    let managed = labels.contains_key(NODE_POOL);
+    let claim = claims
+        .iter()
+        .find(|c| c.status.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name));
+    // Ours once a NodeClaim names it, even before registration's label patch is in the cache:
+    // otherwise, in that moment, it would count as an unmanaged, initialized node still
+    // carrying its registration taints, and its room would be offered to no pod.
+    let managed = labels.contains_key(NODE_POOL) || claim.is_some();
     let initialized = !managed || labels.get(NODE_INITIALIZED).is_some_and(|v| &**v == "true");
     if managed && !initialized {
-        let claim = claims
-            .iter()
-            .find(|c| c.status.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name));
         if let Some(claim) = claim {
             let claim_object = format!(
                 "NodeClaim {}",

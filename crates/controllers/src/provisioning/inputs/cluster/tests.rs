@@ -172,6 +172,36 @@ fn launched_node_claims_without_a_node_are_existing_nodes() {
     );
 }
 
+/// A Node its NodeClaim already names, whose registration labels are not in the cache yet,
+/// is ours and uninitialized: its registration taints do not hide its room.
+#[test]
+fn a_node_named_by_a_node_claim_is_ours_before_registration_labels_it() {
+    let claims = [claim("nc-1", Some("n1"))];
+    let nodes = [node(
+        "n1",
+        json!({}),
+        json!([{"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
+            {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]),
+    )];
+    let cluster = run(&ClusterObjects {
+        nodes: &nodes,
+        node_claims: &claims,
+        ..ClusterObjects::default()
+    });
+    assert_eq!(
+        cluster.nodes.len(),
+        1,
+        "the NodeClaim is not counted a second time"
+    );
+    assert_eq!(&*cluster.nodes[0].name, "n1");
+    assert!(!cluster.nodes[0].initialized);
+    assert!(
+        cluster.nodes[0].taints.is_empty(),
+        "{:?}",
+        cluster.nodes[0].taints
+    );
+}
+
 #[test]
 fn bound_non_terminal_pods_and_namespaces_are_read() {
     let pods: Vec<core::Pod> = vec![
