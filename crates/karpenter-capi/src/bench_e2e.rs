@@ -338,7 +338,7 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
         .steps
         .last()
         .map_or(0.0, |s| s.started_seconds + s.took_seconds);
-    drop(operator);
+    operator.stop().await;
     drop(_child);
     drop(real);
     let events = during_by_resource.get("POST events").copied().unwrap_or(0);

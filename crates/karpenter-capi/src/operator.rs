@@ -289,6 +289,20 @@ impl Operator {
             .collect()
     }
 
+    /// Stops every controller and waits until each has ended, so nothing of this operator
+    /// sends another request once this returns (dropping it only asks them to stop; the
+    /// watches they hold may re-watch for a moment after).
+    pub async fn stop(mut self) {
+        let tasks = std::mem::take(&mut self.tasks);
+        for (_, t) in &tasks {
+            t.abort();
+        }
+        for (_, t) in tasks {
+            // Cancelled (or already ended): either way it has stopped.
+            let _ = t.await;
+        }
+    }
+
     /// The metrics.
     #[must_use]
     pub fn metrics(&self) -> Arc<Metrics> {

@@ -480,7 +480,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         () = lost => Err(anyhow::anyhow!("leader election lost")),
     };
     provider_sync.abort();
-    drop(operator);
+    operator.stop().await;
     if let Some(e) = &elector {
         e.release().await;
     }

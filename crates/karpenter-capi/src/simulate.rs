@@ -259,7 +259,7 @@ pub async fn simulate(scenario: &Scenario, options: SimulateOptions) -> anyhow::
         options.progress,
     )
     .await;
-    drop(operator);
+    operator.stop().await;
     world
         .shutdown()
         .await

@@ -14,6 +14,10 @@ use tokio::task::JoinHandle;
 
 use crate::sim::Sim;
 
+/// How long [`RunningServer::shutdown`] lets open requests finish before it closes their
+/// connections.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A server listening on a TCP address. Dropping it stops it; [`RunningServer::shutdown`]
 /// stops it and waits.
 #[derive(Debug)]
@@ -117,9 +121,17 @@ impl RunningServer {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        self.sim.close_watches();
-        if let Some(task) = self.task.take() {
-            task.await.context("server task failed")??;
+        self.sim.stop_watches();
+        if let Some(mut task) = self.task.take() {
+            // Open requests get a moment to finish; a client that holds a connection longer
+            // (a request the server never answers) does not keep the server up.
+            match tokio::time::timeout(SHUTDOWN_GRACE, &mut task).await {
+                Ok(done) => done.context("server task failed")??,
+                Err(_) => {
+                    tracing::warn!(address = %self.address, "open connections outlived the shutdown grace period; closing them");
+                    task.abort();
+                }
+            }
         }
         Ok(())
     }

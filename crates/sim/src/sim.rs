@@ -66,6 +66,8 @@ struct Inner {
     faults: Faults,
     compactions: tokio::sync::watch::Sender<u64>,
     closes: tokio::sync::watch::Sender<u64>,
+    /// Set by [`Sim::stop_watches`]: a watch started afterwards ends at once.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 /// An in-memory Kubernetes API server. Cheap to clone; clones share the state.
@@ -92,6 +94,7 @@ impl Sim {
                 faults: Faults::new(config.faults.clone()),
                 compactions: tokio::sync::watch::channel(0).0,
                 closes: tokio::sync::watch::channel(0).0,
+                stopped: std::sync::atomic::AtomicBool::new(false),
                 config,
             }),
         };
@@ -202,6 +205,17 @@ impl Sim {
     /// End every open watch (cleanly, as when the server shuts down); clients re-watch.
     pub fn close_watches(&self) {
         self.inner.closes.send_modify(|n| *n += 1);
+    }
+
+    /// End every open watch and every watch started from now on (the server is shutting
+    /// down). A client whose watch ends re-watches at once, possibly on a connection the
+    /// server has not yet told to close; that watch must end too, or a graceful shutdown
+    /// would wait for it forever.
+    pub fn stop_watches(&self) {
+        self.inner
+            .stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.close_watches();
     }
 
     /// Create.
@@ -318,9 +332,14 @@ impl Sim {
 
     /// Start a watch.
     pub fn watch(&self, ep: &Endpoint, opts: ListOptions) -> ApiResult<WatchStream> {
+        let mut closes = self.inner.closes.subscribe();
+        // Subscribed first: a stop after this point bumps `closes`, one before it set `stopped`.
+        if self.inner.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            closes.mark_changed();
+        }
         let signals = Signals {
             compactions: self.inner.compactions.subscribe(),
-            closes: self.inner.closes.subscribe(),
+            closes,
         };
         self.lock()
             .watch(ep, opts, self.inner.config.bookmark_interval, signals)

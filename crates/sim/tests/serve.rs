@@ -119,3 +119,50 @@ async fn raw_http_discovery_and_status_errors() {
     assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_begun_after_the_server_stops_watches_ends_at_once() {
+    // A client whose watch ends re-watches at once, possibly on a connection the server has
+    // not yet told to close: that watch must end too, or a graceful shutdown waits for it
+    // forever (a CI run of `karpenter-capi simulate` hung in its shutdown this way).
+    let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let cms = Api::<ConfigMap>::default_namespaced(client_for(&server).await);
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "one"}})).unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    server.sim().stop_watches();
+    let mut watch = cms
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let events = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut n = 0;
+        while watch.next().await.is_some() {
+            n += 1;
+        }
+        n
+    })
+    .await
+    .expect("a watch begun after stop_watches stayed open");
+    assert!(
+        events <= 1,
+        "{events} events: at most the replayed ADDED of `one`"
+    );
+
+    // A watcher that keeps re-watching does not hold the shutdown up either. (With backoff,
+    // as our controllers watch: without it, a refused connection fails without ever yielding
+    // and the watcher spins on its worker thread, so even the test's runtime cannot stop.)
+    let watcher = tokio::spawn(
+        kube::runtime::WatchStreamExt::default_backoff(kube::runtime::watcher(
+            cms.clone(),
+            kube::runtime::watcher::Config::default(),
+        ))
+        .for_each(|_| async {}),
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::timeout(Duration::from_secs(20), server.shutdown())
+        .await
+        .expect("shutdown waited for a re-watching client")
+        .unwrap();
+    watcher.abort();
+}
