@@ -353,6 +353,14 @@ fn doctor_reports_blockers_with_its_exit_status() {
         .args(["--kubeconfig", served.workload()])
         .args(["explain", "nodepool.spec.disruption.consolidateAfter"])
         .output();
+    // And a built-in kind's, from the Kubernetes OpenAPI.
+    let explain_builtin = Command::new("kubectl")
+        .args(["--kubeconfig", served.workload()])
+        .args([
+            "explain",
+            "deployment.spec.template.spec.containers.resources",
+        ])
+        .output();
     served.stop();
     match (kubectl, category) {
         (Ok(short), Ok(category)) => {
@@ -377,6 +385,18 @@ fn doctor_reports_blockers_with_its_exit_status() {
             String::from_utf8_lossy(&explain.stderr)
         );
         assert!(text.contains("FIELD: consolidateAfter <string>"), "{text}");
+    }
+    if let Ok(explain) = explain_builtin {
+        let text = String::from_utf8_lossy(&explain.stdout);
+        assert!(
+            explain.status.success(),
+            "{}",
+            String::from_utf8_lossy(&explain.stderr)
+        );
+        assert!(
+            text.contains("FIELD: resources <ResourceRequirements>") && text.contains("limits"),
+            "{text}"
+        );
     }
     assert_eq!(
         out.status.code(),

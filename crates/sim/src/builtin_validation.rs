@@ -204,6 +204,35 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Vec<String> {
         ("apps", "DaemonSet") => decodes::<DaemonSet>(obj),
         ("apps", "StatefulSet") => decodes::<StatefulSet>(obj),
         ("policy", "PodDisruptionBudget") => decodes::<PodDisruptionBudget>(obj),
+        ("", "Service") => decodes::<k8s_openapi::api::core::v1::Service>(obj),
+        ("", "PersistentVolumeClaim") => {
+            decodes::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(obj)
+        }
+        ("", "PersistentVolume") => decodes::<k8s_openapi::api::core::v1::PersistentVolume>(obj),
+        ("", "ResourceQuota") => decodes::<k8s_openapi::api::core::v1::ResourceQuota>(obj),
+        ("batch", "CronJob") => decodes::<k8s_openapi::api::batch::v1::CronJob>(obj),
+        ("discovery.k8s.io", "EndpointSlice") => {
+            decodes::<k8s_openapi::api::discovery::v1::EndpointSlice>(obj)
+        }
+        ("networking.k8s.io", "Ingress") => {
+            decodes::<k8s_openapi::api::networking::v1::Ingress>(obj)
+        }
+        ("scheduling.k8s.io", "PriorityClass") => {
+            decodes::<k8s_openapi::api::scheduling::v1::PriorityClass>(obj)
+        }
+        ("storage.k8s.io", "StorageClass") => {
+            decodes::<k8s_openapi::api::storage::v1::StorageClass>(obj)
+        }
+        ("rbac.authorization.k8s.io", "Role") => decodes::<k8s_openapi::api::rbac::v1::Role>(obj),
+        ("rbac.authorization.k8s.io", "RoleBinding") => {
+            decodes::<k8s_openapi::api::rbac::v1::RoleBinding>(obj)
+        }
+        ("rbac.authorization.k8s.io", "ClusterRole") => {
+            decodes::<k8s_openapi::api::rbac::v1::ClusterRole>(obj)
+        }
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            decodes::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(obj)
+        }
         ("coordination.k8s.io", "Lease") => decodes::<Lease>(obj),
         _ => Ok(()),
     };

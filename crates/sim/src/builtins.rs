@@ -207,6 +207,91 @@ pub fn all() -> Vec<ResourceDef> {
         .status()
         .generation()
         .def,
+        B::new("batch", "v1", "cronjobs", "CronJob", true)
+            .short(&["cj"])
+            .categories(&["all"])
+            .status()
+            .generation()
+            .def,
+        B::new("", "v1", "services", "Service", true)
+            .short(&["svc"])
+            .categories(&["all"])
+            .status()
+            .def,
+        B::new(
+            "",
+            "v1",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            true,
+        )
+        .short(&["pvc"])
+        .status()
+        .def,
+        B::new("", "v1", "persistentvolumes", "PersistentVolume", false)
+            .short(&["pv"])
+            .status()
+            .def,
+        B::new("", "v1", "resourcequotas", "ResourceQuota", true)
+            .short(&["quota"])
+            .status()
+            .def,
+        B::new(
+            "discovery.k8s.io",
+            "v1",
+            "endpointslices",
+            "EndpointSlice",
+            true,
+        )
+        .def,
+        B::new("networking.k8s.io", "v1", "ingresses", "Ingress", true)
+            .short(&["ing"])
+            .status()
+            .generation()
+            .def,
+        B::new(
+            "scheduling.k8s.io",
+            "v1",
+            "priorityclasses",
+            "PriorityClass",
+            false,
+        )
+        .short(&["pc"])
+        .def,
+        B::new(
+            "storage.k8s.io",
+            "v1",
+            "storageclasses",
+            "StorageClass",
+            false,
+        )
+        .short(&["sc"])
+        .def,
+        B::new("rbac.authorization.k8s.io", "v1", "roles", "Role", true).def,
+        B::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "rolebindings",
+            "RoleBinding",
+            true,
+        )
+        .def,
+        B::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterroles",
+            "ClusterRole",
+            false,
+        )
+        .def,
+        B::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+        )
+        .def,
         B::new(
             "apiextensions.k8s.io",
             "v1",

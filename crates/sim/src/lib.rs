@@ -46,6 +46,7 @@
 //!   request is allowed, and access reviews say so ([`access_review`]).
 
 pub mod access_review;
+pub mod builtin_schemas;
 pub mod builtin_validation;
 pub mod builtins;
 pub mod convert;

@@ -8,7 +8,7 @@
 //! resources' structural schemas are published under `components.schemas` with their
 //! `x-kubernetes-group-version-kind`, named as kube-apiserver names them (the group reversed,
 //! then version and kind: `sh.karpenter.v1.NodePool`), so `kubectl explain` works for them;
-//! built-in kinds have no schema here.
+//! built-in kinds' schemas come from [`crate::builtin_schemas`].
 //! Inputs: the [`Registry`]. Outputs: JSON documents.
 
 use serde_json::{Map, Value, json};
@@ -52,7 +52,12 @@ pub fn group_version(reg: &Registry, group: &str, version: &str) -> Option<Value
         return None;
     }
     let mut paths = Map::new();
-    let mut schemas = Map::new();
+    let builtin: Vec<&str> = defs
+        .iter()
+        .filter(|d| !d.custom && d.special != Special::AccessReview)
+        .map(|d| d.kind.as_str())
+        .collect();
+    let mut schemas = crate::builtin_schemas::schemas(group, version, &builtin);
     for d in &defs {
         if let Some(schema) = d.schemas.get(version) {
             let mut schema = schema.clone();
@@ -163,10 +168,12 @@ mod tests {
             json!([{"group": "karpenter.sh", "version": "v1", "kind": "NodePool"}])
         );
         assert!(schema["properties"]["spec"]["properties"]["disruption"].is_object());
+        let apps = group_version(&reg, "apps", "v1").unwrap();
         assert_eq!(
-            group_version(&reg, "apps", "v1").unwrap()["components"]["schemas"],
-            json!({}),
-            "built-in kinds have no schema here"
+            apps["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"]["x-kubernetes-group-version-kind"]
+                [0]["kind"],
+            "Deployment",
+            "built-in kinds are published too"
         );
     }
 }
