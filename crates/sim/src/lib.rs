@@ -66,6 +66,7 @@ pub mod openapi;
 pub mod options;
 pub mod patch;
 pub mod pdb;
+pub mod printers;
 pub mod realk8s;
 pub mod registry;
 pub mod rng;

@@ -2,8 +2,8 @@
 //!
 //! Responsibility: when a client asks for `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`
 //! (as `kubectl get` does), turn objects, lists and watch events into Tables whose columns are
-//! `Name` plus the CRD's `additionalPrinterColumns` (or `Name`, `Age` when it has none, and for
-//! built-in kinds). Cells are evaluated with a small JSONPath subset (`.a.b`, `[n]`, `[*]`,
+//! `Name` plus the CRD's `additionalPrinterColumns`, kube-apiserver's columns for the built-in
+//! kinds [`crate::printers`] knows, or `Name`, `Age` for the others. Cells are evaluated with a small JSONPath subset (`.a.b`, `[n]`, `[*]`,
 //! `[?(@.k=="v")]`); `date` columns print as ages (`5s`, `3m`, `2d`). Rows carry the object as
 //! `PartialObjectMetadata`, or whole with `includeObject=Object`, or not with `None`.
 //! Inputs: the `Accept` header, the resource type, served JSON. Outputs: Table JSON.
@@ -143,9 +143,33 @@ fn cell(obj: &Value, col: &PrinterColumn) -> Value {
     }
 }
 
+/// A built-in kind with one of kube-apiserver's printers.
+fn printed(def: &ResourceDef) -> Option<&'static [crate::printers::Column]> {
+    if def.custom {
+        return None;
+    }
+    crate::printers::columns(&def.group, &def.kind)
+}
+
+fn age(obj: &Value) -> Value {
+    cell(
+        obj,
+        &PrinterColumn {
+            name: "Age".into(),
+            type_: "date".into(),
+            json_path: ".metadata.creationTimestamp".into(),
+            priority: 0,
+        },
+    )
+}
+
 fn row(def: &ResourceDef, obj: &Value, include: Include) -> Value {
     let mut cells = vec![json!(object::name(obj))];
-    cells.extend(columns(def).iter().map(|c| cell(obj, c)));
+    if printed(def).is_some() {
+        cells.extend(crate::printers::cells(&def.group, &def.kind, obj, &age));
+    } else {
+        cells.extend(columns(def).iter().map(|c| cell(obj, c)));
+    }
     let mut r = json!({"cells": cells});
     let carried = match include {
         Include::None => None,
@@ -165,6 +189,13 @@ fn row(def: &ResourceDef, obj: &Value, include: Include) -> Value {
 fn definitions(def: &ResourceDef) -> Vec<Value> {
     let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name",
         "description": "Name must be unique within a namespace.", "priority": 0})];
+    if let Some(printed) = printed(def) {
+        defs.extend(printed.iter().map(|c| {
+            json!({"name": c.name, "type": c.type_, "format": "", "description": "",
+                   "priority": c.priority})
+        }));
+        return defs;
+    }
     defs.extend(columns(def).iter().map(|c| {
         json!({"name": c.name, "type": if c.type_ == "date" { "string" } else { c.type_.as_str() },
                "format": if c.type_ == "date" { "date" } else { "" },

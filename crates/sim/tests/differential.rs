@@ -27,6 +27,8 @@ mod harness;
 mod lists;
 #[path = "differential/patches.rs"]
 mod patches;
+#[path = "differential/tables.rs"]
+mod tables;
 #[path = "differential/validation.rs"]
 mod validation;
 #[path = "differential/watch.rs"]
@@ -57,6 +59,7 @@ async fn real_differential_api() {
             scenario!(watch::watch_replay_and_bookmarks),
             scenario!(watch::watch_initial_events),
             scenario!(watch::watch_too_old),
+            scenario!(tables::printed_columns),
         ],
     )
     .await;

@@ -287,6 +287,19 @@ impl Ctx {
         content_type: &str,
         body: Option<&Value>,
     ) -> (u16, Vec<u8>) {
+        self.send_accepting(method, path, content_type, "application/json", body)
+            .await
+    }
+
+    /// [`Ctx::send_raw`] with an `Accept` header of the caller's.
+    pub async fn send_accepting(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        accept: &str,
+        body: Option<&Value>,
+    ) -> (u16, Vec<u8>) {
         let bytes = match body {
             Some(Value::String(raw)) => raw.clone().into_bytes(),
             Some(b) => b.to_string().into_bytes(),
@@ -295,7 +308,7 @@ impl Ctx {
         let mut req = Request::builder()
             .method(method)
             .uri(self.p(path))
-            .header(http::header::ACCEPT, "application/json");
+            .header(http::header::ACCEPT, accept);
         if body.is_some() {
             req = req.header(http::header::CONTENT_TYPE, content_type);
         }
