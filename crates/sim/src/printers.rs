@@ -271,51 +271,12 @@ fn pairs(map: Option<&Value>) -> String {
     kv.join(",")
 }
 
-/// A label selector as kube-apiserver prints it: its requirements (`matchLabels` pairs and
-/// expressions) ordered by key.
+/// A label selector as kube-apiserver prints it, or `<none>`.
 fn selector(sel: Option<&Value>) -> String {
-    let Some(sel) = sel else {
-        return "<none>".to_owned();
-    };
-    let mut parts: Vec<(String, String)> = Vec::new();
-    if let Some(Value::Object(m)) = sel.get("matchLabels") {
-        parts.extend(
-            m.iter()
-                .map(|(k, v)| (k.clone(), format!("{k}={}", v.as_str().unwrap_or_default()))),
-        );
+    match sel.map(crate::selectors::label_selector_string) {
+        Some(s) if !s.is_empty() => s,
+        _ => "<none>".to_owned(),
     }
-    for e in sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-        let values: Vec<&str> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let printed = match e.get("operator").and_then(Value::as_str) {
-            Some("In") => format!("{key} in ({})", values.join(",")),
-            Some("NotIn") => format!("{key} notin ({})", values.join(",")),
-            Some("Exists") => key.to_owned(),
-            Some("DoesNotExist") => format!("!{key}"),
-            _ => continue,
-        };
-        parts.push((key.to_owned(), printed));
-    }
-    if parts.is_empty() {
-        return "<none>".to_owned();
-    }
-    parts.sort_by(|a, b| a.0.cmp(&b.0));
-    parts
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// The wide `Containers`, `Images`, `Selector` cells of a workload.

@@ -441,12 +441,13 @@ impl LabelSelector {
 }
 
 /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`) as the string form
-/// (`a=b,c in (d)`), as `Scale.status.selector` shows it.
+/// (`a=b,c in (d)`), its requirements ordered by key as apimachinery orders them: how
+/// `Scale.status.selector` and `kubectl get -o wide`'s `Selector` column show it.
 pub fn label_selector_string(sel: &Value) -> String {
-    let mut terms = Vec::new();
+    let mut terms: Vec<(&str, String)> = Vec::new();
     if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
         for (k, v) in m {
-            terms.push(format!("{k}={}", v.as_str().unwrap_or_default()));
+            terms.push((k, format!("{k}={}", v.as_str().unwrap_or_default())));
         }
     }
     if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
@@ -462,15 +463,20 @@ pub fn label_selector_string(sel: &Value) -> String {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
             {
-                "In" => terms.push(format!("{k} in ({})", values.join(","))),
-                "NotIn" => terms.push(format!("{k} notin ({})", values.join(","))),
-                "Exists" => terms.push(k.to_owned()),
-                "DoesNotExist" => terms.push(format!("!{k}")),
+                "In" => terms.push((k, format!("{k} in ({})", values.join(",")))),
+                "NotIn" => terms.push((k, format!("{k} notin ({})", values.join(",")))),
+                "Exists" => terms.push((k, k.to_owned())),
+                "DoesNotExist" => terms.push((k, format!("!{k}"))),
                 _ => {}
             }
         }
     }
-    terms.join(",")
+    terms.sort_by(|a, b| a.0.cmp(b.0));
+    terms
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// One field requirement.
