@@ -1,6 +1,7 @@
 //! The real `kubectl` against a served sim: apply a CRD and a custom resource from YAML, get
 //! as YAML, scale, watch (ADDED then MODIFIED), delete, api-resources, and apply/get of a
-//! built-in kind. Skipped, saying so, when `kubectl` is not on PATH.
+//! built-in kind; the everyday verbs (server-side apply, patches, label, annotate, scale, wait,
+//! cordon, printed columns, cascading deletes). Skipped, saying so, when `kubectl` is not on PATH.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -258,6 +259,141 @@ async fn kubectl_drives_a_served_sim() {
 
 /// `kubectl auth can-i` (SelfSubjectAccessReview and, for `--list`, SelfSubjectRulesReview,
 /// both sent as protobuf): yes to everything, as sim has no authorization.
+const WEB: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: web
+        image: nginx
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector:
+    app: web
+  ports:
+  - port: 80
+    targetPort: 8080
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+";
+
+/// What users type every day, against a served sim: server-side apply, merge and JSON
+/// patches, label, annotate, scale, wait, cordon and uncordon, `get`'s printed columns (and
+/// `-o wide`, custom columns), and delete with each cascade.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_everyday_verbs() {
+    if !kubectl_available().await {
+        eprintln!("SKIPPED: kubectl is not on PATH");
+        return;
+    }
+    let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let k = Kubectl {
+        kubeconfig: server.kubeconfig_path().to_owned(),
+        cache: tempfile::tempdir().unwrap(),
+    };
+    let web = write(files.path(), "web.yaml", WEB);
+    let out = k.ok(&["apply", "--server-side", "-f", &web]).await;
+    assert!(
+        out.contains("deployment.apps/web serverside-applied"),
+        "{out}"
+    );
+    k.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "-p",
+        r#"{"spec":{"replicas":3}}"#,
+    ])
+    .await;
+    k.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/replicas","value":4}]"#,
+    ])
+    .await;
+    k.ok(&["label", "deployment", "web", "tier=front"]).await;
+    k.ok(&["annotate", "deployment", "web", "note=hi"]).await;
+    let columns = k
+        .ok(&[
+            "get",
+            "deployment",
+            "web",
+            "-o",
+            "custom-columns=NAME:.metadata.name,REPLICAS:.spec.replicas,TIER:.metadata.labels.tier,NOTE:.metadata.annotations.note",
+        ])
+        .await;
+    let row: Vec<&str> = columns.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row, ["web", "4", "front", "hi"], "{columns}");
+    k.ok(&["scale", "deployment", "web", "--replicas=1"]).await;
+    k.ok(&[
+        "wait",
+        "--for=jsonpath={.spec.replicas}=1",
+        "deployment/web",
+        "--timeout=30s",
+    ])
+    .await;
+    // kube-apiserver's columns, from the server's Table.
+    let wide = k.ok(&["get", "deployment", "web", "-o", "wide"]).await;
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ],
+        "{wide}"
+    );
+    assert!(
+        wide.contains("0/1") && wide.contains("nginx") && wide.contains("app=web"),
+        "{wide}"
+    );
+    let services = k.ok(&["get", "service", "web"]).await;
+    assert!(
+        services.contains("PORT(S)") && services.contains("80/TCP"),
+        "{services}"
+    );
+    k.ok(&["cordon", "n1"]).await;
+    let nodes = k.ok(&["get", "nodes"]).await;
+    assert!(nodes.contains("SchedulingDisabled"), "{nodes}");
+    k.ok(&["uncordon", "n1"]).await;
+    let nodes = k.ok(&["get", "nodes"]).await;
+    assert!(!nodes.contains("SchedulingDisabled"), "{nodes}");
+    k.ok(&["delete", "deployment", "web", "--cascade=foreground"])
+        .await;
+    k.ok(&["delete", "service", "web", "--cascade=orphan"])
+        .await;
+    let left = k.ok(&["get", "deployments,services", "-o", "name"]).await;
+    assert!(left.trim().is_empty(), "{left}");
+    server.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_auth_can_i_says_yes() {
     if !kubectl_available().await {
