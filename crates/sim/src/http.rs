@@ -137,10 +137,21 @@ fn header_str(parts: &http::request::Parts, name: header::HeaderName) -> &str {
         .unwrap_or_default()
 }
 
-/// A create/update body: JSON, or YAML when declared.
+/// A create/update body: JSON, YAML when declared, or protobuf for the built-in kinds
+/// [`crate::protobuf`] decodes (an unknown kind or field is 415, a malformed body 400).
 fn body_object(parts: &http::request::Parts, bytes: &[u8]) -> ApiResult<Value> {
     let ct = header_str(parts, header::CONTENT_TYPE);
-    if ct.contains("protobuf") || ct.contains("cbor") {
+    if ct.contains("protobuf") {
+        return crate::protobuf::decode(bytes).map_err(|e| match e {
+            crate::protobuf::DecodeError::Unsupported(m) => ApiError::UnsupportedMediaType(
+                format!("the protobuf request body cannot be decoded: {m}"),
+            ),
+            crate::protobuf::DecodeError::Malformed(m) => {
+                ApiError::BadRequest(format!("the protobuf request body cannot be decoded: {m}"))
+            }
+        });
+    }
+    if ct.contains("cbor") {
         return Err(ApiError::UnsupportedMediaType(format!(
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct})"
         )));
@@ -385,13 +396,7 @@ fn access_review(
     if req.parts.method != Method::POST {
         return Err(ApiError::MethodNotAllowed);
     }
-    let body = if header_str(req.parts, header::CONTENT_TYPE).contains("protobuf") {
-        crate::access_review::proto::decode(req.bytes).map_err(|e| {
-            ApiError::BadRequest(format!("the protobuf request body cannot be decoded: {e}"))
-        })?
-    } else {
-        body_object(req.parts, req.bytes)?
-    };
+    let body = body_object(req.parts, req.bytes)?;
     Ok(json_response(201, &sim.create(req.ep, body, opts)?))
 }
 

@@ -38,10 +38,11 @@
 //! - The garbage collector ([`gc`]), CRD and namespace cleanup run synchronously inside the
 //!   request that triggers them; graceful pod deletion waits for a delete with a shorter grace
 //!   period (kubelet-lite's) or the server's timer ([`lifecycle`]).
-//! - Request bodies must be JSON or YAML: protobuf/CBOR get 415, so `kubectl create
-//!   configmap|deployment …` (typed, protobuf) does not work, while `kubectl apply -f` does.
-//!   The one exception is the access reviews, which `kubectl auth can-i` sends as protobuf
-//!   ([`access_review::proto`]); answers are always JSON.
+//! - Request bodies are JSON, YAML, or — for the built-in kinds sim serves, their
+//!   `DeleteOptions`/`Eviction` and the access reviews, as client-go's typed clients (`kubectl
+//!   create …`, `kubectl drain`, `kubectl auth can-i`) send them — protobuf ([`protobuf`]: an
+//!   unknown kind or field number is 415, never dropped); CBOR gets 415. Answers are always
+//!   JSON.
 //! - No authentication, authorization, admission webhooks, or aggregated discovery: every
 //!   request is allowed, and access reviews say so ([`access_review`]).
 
@@ -67,6 +68,7 @@ pub mod options;
 pub mod patch;
 pub mod pdb;
 pub mod printers;
+pub mod protobuf;
 pub mod realk8s;
 pub mod registry;
 pub mod rng;

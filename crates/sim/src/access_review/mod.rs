@@ -13,12 +13,11 @@
 //! namespace, which `resourceAttributes.namespace` must equal, and which takes no
 //! `nonResourceAttributes`. A SelfSubjectRulesReview needs `spec.namespace` (400) and answers
 //! with a new object (`metadata` and `spec` empty), as kube-apiserver does.
-//! Inputs: the resource definition, the request's endpoint, the JSON body ([`proto`] decodes
-//! protobuf bodies first), the write options (the managed-fields manager). Outputs: the
+//! Inputs: the resource definition, the request's endpoint, the JSON body ([`crate::protobuf`]
+//! decodes protobuf bodies first), the write options (the managed-fields manager). Outputs: the
 //! answered review, or an [`ApiError`].
 
 pub mod attributes;
-pub mod proto;
 
 use k8s_openapi::api::authorization::v1 as authz;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
