@@ -220,7 +220,7 @@ async fn protobuf_reviews_are_answered_in_json() {
         json!({"resourceAttributes": {"namespace": "default", "verb": "create", "resource": "pods"}})
     );
     assert_eq!(answer["status"]["allowed"], true);
-    // Other kinds still refuse protobuf.
+    // A body of no kind, or of a kind sim cannot decode, is refused.
     let (code, _) = send(
         &client,
         Method::POST,

@@ -4,12 +4,12 @@
 //! the `k8s\0` magic, then a `runtime.Unknown` holding the type and the raw message) into the
 //! JSON form kube-apiserver would have decoded, because client-go's typed clients — `kubectl
 //! create deployment|configmap|secret|…`, `kubectl drain`'s evictions, `kubectl auth can-i` —
-//! send built-in kinds so. The kinds decoded are those of [`root`] (the built-in kinds sim
-//! serves, `DeleteOptions` and the access reviews), with the field tables of [`tables`].
+//! send built-in kinds so. The kinds decoded are those of `root` (the built-in kinds sim
+//! serves, `DeleteOptions` and the access reviews), with the field tables of `tables`.
 //! Kubernetes' well-known encodings: a `Quantity` becomes its string, a `metav1.Time` an RFC 3339
 //! string, an `IntOrString` a number or a string, `bytes` base64, a `map` (repeated entries,
 //! key 1 and value 2) an object, a `RawExtension`/`FieldsV1` the JSON it holds. Zero values are
-//! left out as Go's JSON `omitempty` does, but for fields that are Go pointers ([`Card::Ptr`]),
+//! left out as Go's JSON `omitempty` does, but for fields that are Go pointers (`Card::Ptr`),
 //! whose presence is their meaning; sub-messages that are present stay, even empty.
 //! A field number the table does not know is an error naming the kind and the field, never
 //! dropped silently. Pure logic, no I/O.
@@ -35,8 +35,10 @@ pub(crate) enum Ty {
     Bytes,
     /// `resource.Quantity`: `string string = 1`.
     Quantity,
-    /// `metav1.Time`/`MicroTime`: `int64 seconds = 1; int32 nanos = 2`.
+    /// `metav1.Time`: `int64 seconds = 1; int32 nanos = 2`, RFC 3339 in seconds.
     Time,
+    /// `metav1.MicroTime`: as `Time`, RFC 3339 in microseconds.
+    MicroTime,
     /// `intstr.IntOrString`: `int64 type = 1; int32 intVal = 2; string strVal = 3`.
     IntOrStr,
     /// `runtime.RawExtension`/`metav1.FieldsV1`: `bytes raw = 1`, holding JSON.
@@ -215,8 +217,9 @@ fn signed(v: u64) -> i64 {
     i64::from_ne_bytes(v.to_ne_bytes())
 }
 
-/// Go's JSON of a `metav1.Time`; `None` for the zero time (Go writes `null`, left out here).
-fn time(bytes: &[u8], path: &Path<'_>) -> Result<Option<String>, DecodeError> {
+/// Go's JSON of a `metav1.Time` (or, `micro`, a `MicroTime`); `None` for the zero time (Go
+/// writes `null`, left out here).
+fn time(bytes: &[u8], micro: bool, path: &Path<'_>) -> Result<Option<String>, DecodeError> {
     let (mut seconds, mut nanos) = (0_i64, 0_i64);
     let mut r = Reader { bytes };
     while let Some((n, w)) = r.next()? {
@@ -229,8 +232,18 @@ fn time(bytes: &[u8], path: &Path<'_>) -> Result<Option<String>, DecodeError> {
     if seconds == 0 && nanos == 0 {
         return Ok(None);
     }
-    let ts = jiff::Timestamp::new(seconds, 0).map_err(|_| path.wrong("time out of range"))?;
-    Ok(Some(ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()))
+    let nanos = if micro {
+        i32::try_from(nanos / 1000 * 1000).map_err(|_| path.wrong("nanoseconds out of range"))?
+    } else {
+        0
+    };
+    let ts = jiff::Timestamp::new(seconds, nanos).map_err(|_| path.wrong("time out of range"))?;
+    let format = if micro {
+        "%Y-%m-%dT%H:%M:%S%.6fZ"
+    } else {
+        "%Y-%m-%dT%H:%M:%SZ"
+    };
+    Ok(Some(ts.strftime(format).to_string()))
 }
 
 fn unknown(path: &Path<'_>, n: u64) -> DecodeError {
@@ -271,7 +284,8 @@ fn value(
             }
             Some(json!(s))
         }
-        (Ty::Time, Wire::Bytes(b)) => time(b, path)?.map(Value::String),
+        (Ty::Time, Wire::Bytes(b)) => time(b, false, path)?.map(Value::String),
+        (Ty::MicroTime, Wire::Bytes(b)) => time(b, true, path)?.map(Value::String),
         (Ty::IntOrStr, Wire::Bytes(b)) => {
             let (mut kind, mut int, mut string) = (0, 0, String::new());
             let mut r = Reader { bytes: b };

@@ -3,8 +3,8 @@
 //!
 //! The numbers and names are facts of Kubernetes' wire format (the `generated.proto` of
 //! `k8s.io/api` core/v1, apps/v1, batch/v1, policy/v1, authorization/v1 and of
-//! `k8s.io/apimachinery`); [`Card::Ptr`] marks the fields that are Go pointers, whose zero
-//! value is meaningful. Only the messages reachable from the kinds of [`super::root`] are here.
+//! `k8s.io/apimachinery`); `Card::Ptr` marks the fields that are Go pointers, whose zero
+//! value is meaningful. Only the messages reachable from the kinds of `super::root` are here.
 
 use super::Card::{Many, Map, One, Ptr};
 use super::{Field, Ty};
@@ -789,7 +789,7 @@ pub(super) const CORE_EVENT: &[Field] = &[
     (7, "lastTimestamp", Ty::Time, One),
     (8, "count", Ty::Int, One),
     (9, "type", Ty::Str, One),
-    (10, "eventTime", Ty::Time, One),
+    (10, "eventTime", Ty::MicroTime, One),
     (11, "series", Ty::Msg(CORE_EVENT_SERIES), Ptr),
     (12, "action", Ty::Str, One),
     (13, "related", Ty::Msg(CORE_OBJECT_REFERENCE), Ptr),
@@ -798,7 +798,7 @@ pub(super) const CORE_EVENT: &[Field] = &[
 ];
 pub(super) const CORE_EVENT_SERIES: &[Field] = &[
     (1, "count", Ty::Int, One),
-    (2, "lastObservedTime", Ty::Time, One),
+    (2, "lastObservedTime", Ty::MicroTime, One),
 ];
 pub(super) const CORE_EVENT_SOURCE: &[Field] =
     &[(1, "component", Ty::Str, One), (2, "host", Ty::Str, One)];

@@ -211,6 +211,17 @@ fn decodes_well_known_encodings() {
         pdb["spec"],
         json!({"minAvailable": 2, "maxUnavailable": "50%"})
     );
+    // A MicroTime keeps microseconds.
+    let event = [
+        field(1, &field(1, b"e")),
+        field(
+            10,
+            &[varint(1, 1_700_000_000), varint(2, 123_456_789)].concat(),
+        ),
+    ]
+    .concat();
+    let event = decode(&body(b"v1", b"Event", &event)).unwrap();
+    assert_eq!(event["eventTime"], "2023-11-14T22:13:20.123456Z");
     // A negative int64 (ten-byte varint): a DeleteOptions' gracePeriodSeconds of -1.
     let opts = decode(&body(b"v1", b"DeleteOptions", &varint(1, u64::MAX))).unwrap();
     assert_eq!(opts["gracePeriodSeconds"], -1);
