@@ -750,6 +750,140 @@ const CREATES: &[(&[&str], &[&str], &[&str])] = &[
         &["/spec"],
     ),
     (
+        &["create", "service", "clusterip", "svc", "--tcp=80:8080"],
+        &["service", "svc"],
+        &["/spec/ports", "/spec/selector", "/spec/type"],
+    ),
+    (
+        &[
+            "create",
+            "service",
+            "nodeport",
+            "np",
+            "--tcp=81:8081",
+            "--node-port=30081",
+        ],
+        &["service", "np"],
+        &[
+            "/spec/ports/0/nodePort",
+            "/spec/ports/0/targetPort",
+            "/spec/type",
+        ],
+    ),
+    (
+        &["create", "service", "loadbalancer", "lb", "--tcp=82:8082"],
+        &["service", "lb"],
+        &["/spec/ports/0/port", "/spec/type"],
+    ),
+    (
+        &[
+            "create",
+            "service",
+            "externalname",
+            "ext",
+            "--external-name=example.com",
+        ],
+        &["service", "ext"],
+        &["/spec/externalName", "/spec/type"],
+    ),
+    (
+        &[
+            "create",
+            "cronjob",
+            "cj",
+            "--image=busybox",
+            "--schedule=*/5 * * * *",
+            "--",
+            "date",
+        ],
+        &["cronjob", "cj"],
+        &[
+            "/spec/schedule",
+            "/spec/jobTemplate/spec/template/spec/containers/0/image",
+            "/spec/jobTemplate/spec/template/spec/containers/0/command",
+        ],
+    ),
+    (
+        &["create", "job", "from-cj", "--from=cronjob/cj"],
+        &["job", "from-cj"],
+        &[
+            "/spec/template/spec/containers/0/command",
+            "/metadata/annotations",
+        ],
+    ),
+    (
+        &[
+            "create",
+            "priorityclass",
+            "high",
+            "--value=1000",
+            "--description=d",
+        ],
+        &["priorityclass", "high"],
+        &["/value", "/description"],
+    ),
+    (
+        &["create", "quota", "q", "--hard=cpu=1,memory=1G,pods=2"],
+        &["resourcequota", "q"],
+        &["/spec/hard"],
+    ),
+    (
+        &[
+            "create",
+            "role",
+            "r",
+            "--verb=get,list",
+            "--resource=pods,deployments.apps",
+        ],
+        &["role", "r"],
+        &["/rules"],
+    ),
+    (
+        &[
+            "create",
+            "rolebinding",
+            "rb",
+            "--role=r",
+            "--user=u",
+            "--serviceaccount=default:sa",
+        ],
+        &["rolebinding", "rb"],
+        &["/roleRef", "/subjects"],
+    ),
+    (
+        &[
+            "create",
+            "clusterrole",
+            "cr",
+            "--verb=get",
+            "--non-resource-url=/logs",
+        ],
+        &["clusterrole", "cr"],
+        &["/rules"],
+    ),
+    (
+        &[
+            "create",
+            "clusterrolebinding",
+            "crb",
+            "--clusterrole=cr",
+            "--group=g",
+        ],
+        &["clusterrolebinding", "crb"],
+        &["/roleRef", "/subjects"],
+    ),
+    (
+        &[
+            "create",
+            "ingress",
+            "ing",
+            "--rule=a.io/x*=svc:80",
+            "--class=nginx",
+        ],
+        &["ingress", "ing"],
+        &["/spec/rules", "/spec/ingressClassName"],
+    ),
+    (
         &["run", "p", "--image=nginx", "--labels=a=b", "--env=E=1"],
         &["pod", "p"],
         &[
@@ -804,5 +938,61 @@ async fn real_kubectl_creates_the_same_objects_as_on_sim() {
         assert_eq!(real, sim);
     }
     assert_eq!(on_real.len(), on_sim.len());
+    server.shutdown().await.unwrap();
+}
+
+/// Every command of [`CREATES`] against sim alone (also where no real server can start), with
+/// the important fields of the stored-only kinds checked by value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_of_every_kind_sim_serves() {
+    if !kubectl_available().await {
+        eprintln!("SKIPPED: kubectl is not on PATH");
+        return;
+    }
+    let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let k = Kubectl {
+        kubeconfig: server.kubeconfig_path().to_owned(),
+        cache: tempfile::tempdir().unwrap(),
+    };
+    let fields = create_all(&k).await;
+    let field = |object: &str, f: &str| {
+        fields
+            .iter()
+            .find(|(o, name, _)| o == object && name == f)
+            .map(|(_, _, v)| v.clone())
+            .unwrap()
+    };
+    use serde_json::json;
+    assert_eq!(
+        field("service svc", "/spec/ports"),
+        json!([{"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080}])
+    );
+    assert_eq!(field("service np", "/spec/ports/0/nodePort"), 30081);
+    assert_eq!(field("service ext", "/spec/externalName"), "example.com");
+    assert_eq!(field("cronjob cj", "/spec/schedule"), "*/5 * * * *");
+    assert_eq!(
+        field("job from-cj", "/spec/template/spec/containers/0/command"),
+        json!(["date"])
+    );
+    assert_eq!(field("priorityclass high", "/value"), 1000);
+    assert_eq!(
+        field("resourcequota q", "/spec/hard"),
+        json!({"cpu": "1", "memory": "1G", "pods": "2"})
+    );
+    assert_eq!(
+        field("role r", "/rules"),
+        json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]}])
+    );
+    assert_eq!(
+        field("clusterrolebinding crb", "/roleRef"),
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cr"})
+    );
+    assert_eq!(field("ingress ing", "/spec/ingressClassName"), "nginx");
+    assert_eq!(
+        field("pdb half", "/spec"),
+        json!({"maxUnavailable": "50%",
+        "selector": {"matchLabels": {"app": "x"}}})
+    );
     server.shutdown().await.unwrap();
 }

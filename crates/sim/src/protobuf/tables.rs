@@ -2,8 +2,8 @@
 //! field as `(number, JSON name, type, cardinality)`.
 //!
 //! The numbers and names are facts of Kubernetes' wire format (the `generated.proto` of
-//! `k8s.io/api` core/v1, apps/v1, batch/v1, policy/v1, authorization/v1 and of
-//! `k8s.io/apimachinery`); `Card::Ptr` marks the fields that are Go pointers, whose zero
+//! `k8s.io/api` core/v1, apps/v1, batch/v1, policy/v1, networking/v1, scheduling/v1, rbac/v1,
+//! authorization/v1 and of `k8s.io/apimachinery`); `Card::Ptr` marks the fields that are Go pointers, whose zero
 //! value is meaningful. Only the messages reachable from the kinds of `super::root` are here.
 
 use super::Card::{Many, Map, One, Ptr};
@@ -348,6 +348,26 @@ pub(super) const AUTHZ_SUBJECT_RULES_REVIEW_STATUS: &[Field] = &[
     (3, "incomplete", Ty::Bool, One),
     (4, "evaluationError", Ty::Str, One),
 ];
+pub(super) const BATCH_CRON_JOB: &[Field] = &[
+    (1, "metadata", Ty::Msg(META_OBJECT_META), One),
+    (2, "spec", Ty::Msg(BATCH_CRON_JOB_SPEC), One),
+    (3, "status", Ty::Msg(BATCH_CRON_JOB_STATUS), One),
+];
+pub(super) const BATCH_CRON_JOB_SPEC: &[Field] = &[
+    (1, "schedule", Ty::Str, One),
+    (8, "timeZone", Ty::Str, Ptr),
+    (2, "startingDeadlineSeconds", Ty::Int, Ptr),
+    (3, "concurrencyPolicy", Ty::Str, One),
+    (4, "suspend", Ty::Bool, Ptr),
+    (5, "jobTemplate", Ty::Msg(BATCH_JOB_TEMPLATE_SPEC), One),
+    (6, "successfulJobsHistoryLimit", Ty::Int, Ptr),
+    (7, "failedJobsHistoryLimit", Ty::Int, Ptr),
+];
+pub(super) const BATCH_CRON_JOB_STATUS: &[Field] = &[
+    (1, "active", Ty::Msg(CORE_OBJECT_REFERENCE), Many),
+    (4, "lastScheduleTime", Ty::Time, Ptr),
+    (5, "lastSuccessfulTime", Ty::Time, Ptr),
+];
 pub(super) const BATCH_JOB: &[Field] = &[
     (1, "metadata", Ty::Msg(META_OBJECT_META), One),
     (2, "spec", Ty::Msg(BATCH_JOB_SPEC), One),
@@ -408,6 +428,10 @@ pub(super) const BATCH_JOB_STATUS: &[Field] = &[
         Ptr,
     ),
     (9, "ready", Ty::Int, Ptr),
+];
+pub(super) const BATCH_JOB_TEMPLATE_SPEC: &[Field] = &[
+    (1, "metadata", Ty::Msg(META_OBJECT_META), One),
+    (2, "spec", Ty::Msg(BATCH_JOB_SPEC), One),
 ];
 pub(super) const BATCH_POD_FAILURE_POLICY: &[Field] =
     &[(1, "rules", Ty::Msg(BATCH_POD_FAILURE_POLICY_RULE), Many)];
@@ -501,6 +525,7 @@ pub(super) const CORE_CINDER_VOLUME_SOURCE: &[Field] = &[
     (3, "readOnly", Ty::Bool, One),
     (4, "secretRef", Ty::Msg(CORE_LOCAL_OBJECT_REFERENCE), Ptr),
 ];
+pub(super) const CORE_CLIENT_IP_CONFIG: &[Field] = &[(1, "timeoutSeconds", Ty::Int, Ptr)];
 pub(super) const CORE_CLUSTER_TRUST_BUNDLE_PROJECTION: &[Field] = &[
     (1, "name", Ty::Str, Ptr),
     (2, "signerName", Ty::Str, Ptr),
@@ -905,6 +930,14 @@ pub(super) const CORE_LINUX_CONTAINER_USER: &[Field] = &[
     (2, "gid", Ty::Int, One),
     (3, "supplementalGroups", Ty::Int, Many),
 ];
+pub(super) const CORE_LOAD_BALANCER_INGRESS: &[Field] = &[
+    (1, "ip", Ty::Str, One),
+    (2, "hostname", Ty::Str, One),
+    (3, "ipMode", Ty::Str, Ptr),
+    (4, "ports", Ty::Msg(CORE_PORT_STATUS), Many),
+];
+pub(super) const CORE_LOAD_BALANCER_STATUS: &[Field] =
+    &[(1, "ingress", Ty::Msg(CORE_LOAD_BALANCER_INGRESS), Many)];
 pub(super) const CORE_LOCAL_OBJECT_REFERENCE: &[Field] = &[(1, "name", Ty::Str, One)];
 pub(super) const CORE_MODIFY_VOLUME_STATUS: &[Field] = &[
     (1, "targetVolumeAttributesClassName", Ty::Str, One),
@@ -1437,6 +1470,11 @@ pub(super) const CORE_POD_VOLUME_HEALTH: &[Field] = &[
     ),
     (3, "lastTransitionTime", Ty::Time, One),
 ];
+pub(super) const CORE_PORT_STATUS: &[Field] = &[
+    (1, "port", Ty::Int, One),
+    (2, "protocol", Ty::Str, One),
+    (3, "error", Ty::Str, Ptr),
+];
 pub(super) const CORE_PORTWORX_VOLUME_SOURCE: &[Field] = &[
     (1, "volumeID", Ty::Str, One),
     (2, "fsType", Ty::Str, One),
@@ -1496,6 +1534,20 @@ pub(super) const CORE_RESOURCE_HEALTH: &[Field] = &[
     (2, "health", Ty::Str, One),
     (6, "message", Ty::Str, Ptr),
 ];
+pub(super) const CORE_RESOURCE_QUOTA: &[Field] = &[
+    (1, "metadata", Ty::Msg(META_OBJECT_META), One),
+    (2, "spec", Ty::Msg(CORE_RESOURCE_QUOTA_SPEC), One),
+    (3, "status", Ty::Msg(CORE_RESOURCE_QUOTA_STATUS), One),
+];
+pub(super) const CORE_RESOURCE_QUOTA_SPEC: &[Field] = &[
+    (1, "hard", Ty::Quantity, Map),
+    (2, "scopes", Ty::Str, Many),
+    (3, "scopeSelector", Ty::Msg(CORE_SCOPE_SELECTOR), Ptr),
+];
+pub(super) const CORE_RESOURCE_QUOTA_STATUS: &[Field] = &[
+    (1, "hard", Ty::Quantity, Map),
+    (2, "used", Ty::Quantity, Map),
+];
 pub(super) const CORE_RESOURCE_REQUIREMENTS: &[Field] = &[
     (1, "limits", Ty::Quantity, Map),
     (2, "requests", Ty::Quantity, Map),
@@ -1522,6 +1574,17 @@ pub(super) const CORE_SCALE_IO_VOLUME_SOURCE: &[Field] = &[
     (8, "volumeName", Ty::Str, One),
     (9, "fsType", Ty::Str, One),
     (10, "readOnly", Ty::Bool, One),
+];
+pub(super) const CORE_SCOPE_SELECTOR: &[Field] = &[(
+    1,
+    "matchExpressions",
+    Ty::Msg(CORE_SCOPED_RESOURCE_SELECTOR_REQUIREMENT),
+    Many,
+)];
+pub(super) const CORE_SCOPED_RESOURCE_SELECTOR_REQUIREMENT: &[Field] = &[
+    (1, "scopeName", Ty::Str, One),
+    (2, "operator", Ty::Str, One),
+    (3, "values", Ty::Str, Many),
 ];
 pub(super) const CORE_SECCOMP_PROFILE: &[Field] = &[
     (1, "type", Ty::Str, One),
@@ -1589,6 +1652,11 @@ pub(super) const CORE_SECURITY_CONTEXT: &[Field] = &[
     (11, "seccompProfile", Ty::Msg(CORE_SECCOMP_PROFILE), Ptr),
     (12, "appArmorProfile", Ty::Msg(CORE_APP_ARMOR_PROFILE), Ptr),
 ];
+pub(super) const CORE_SERVICE: &[Field] = &[
+    (1, "metadata", Ty::Msg(META_OBJECT_META), One),
+    (2, "spec", Ty::Msg(CORE_SERVICE_SPEC), One),
+    (3, "status", Ty::Msg(CORE_SERVICE_STATUS), One),
+];
 pub(super) const CORE_SERVICE_ACCOUNT: &[Field] = &[
     (1, "metadata", Ty::Msg(META_OBJECT_META), One),
     (2, "secrets", Ty::Msg(CORE_OBJECT_REFERENCE), Many),
@@ -1606,6 +1674,47 @@ pub(super) const CORE_SERVICE_ACCOUNT_TOKEN_PROJECTION: &[Field] = &[
     (3, "path", Ty::Str, One),
     (4, "user", Ty::Int, Ptr),
 ];
+pub(super) const CORE_SERVICE_PORT: &[Field] = &[
+    (1, "name", Ty::Str, One),
+    (2, "protocol", Ty::Str, One),
+    (6, "appProtocol", Ty::Str, Ptr),
+    (3, "port", Ty::Int, One),
+    (4, "targetPort", Ty::IntOrStr, One),
+    (5, "nodePort", Ty::Int, One),
+];
+pub(super) const CORE_SERVICE_SPEC: &[Field] = &[
+    (1, "ports", Ty::Msg(CORE_SERVICE_PORT), Many),
+    (2, "selector", Ty::Str, Map),
+    (3, "clusterIP", Ty::Str, One),
+    (18, "clusterIPs", Ty::Str, Many),
+    (4, "type", Ty::Str, One),
+    (5, "externalIPs", Ty::Str, Many),
+    (7, "sessionAffinity", Ty::Str, One),
+    (8, "loadBalancerIP", Ty::Str, One),
+    (9, "loadBalancerSourceRanges", Ty::Str, Many),
+    (10, "externalName", Ty::Str, One),
+    (11, "externalTrafficPolicy", Ty::Str, One),
+    (12, "healthCheckNodePort", Ty::Int, One),
+    (13, "publishNotReadyAddresses", Ty::Bool, One),
+    (
+        14,
+        "sessionAffinityConfig",
+        Ty::Msg(CORE_SESSION_AFFINITY_CONFIG),
+        Ptr,
+    ),
+    (19, "ipFamilies", Ty::Str, Many),
+    (17, "ipFamilyPolicy", Ty::Str, Ptr),
+    (20, "allocateLoadBalancerNodePorts", Ty::Bool, Ptr),
+    (21, "loadBalancerClass", Ty::Str, Ptr),
+    (22, "internalTrafficPolicy", Ty::Str, Ptr),
+    (23, "trafficDistribution", Ty::Str, Ptr),
+];
+pub(super) const CORE_SERVICE_STATUS: &[Field] = &[
+    (1, "loadBalancer", Ty::Msg(CORE_LOAD_BALANCER_STATUS), One),
+    (2, "conditions", Ty::Msg(META_CONDITION), Many),
+];
+pub(super) const CORE_SESSION_AFFINITY_CONFIG: &[Field] =
+    &[(1, "clientIP", Ty::Msg(CORE_CLIENT_IP_CONFIG), Ptr)];
 pub(super) const CORE_SLEEP_ACTION: &[Field] = &[(1, "seconds", Ty::Int, One)];
 pub(super) const CORE_STORAGE_OS_VOLUME_SOURCE: &[Field] = &[
     (1, "volumeName", Ty::Str, One),
@@ -1883,6 +1992,69 @@ pub(super) const META_PRECONDITIONS: &[Field] = &[
     (1, "uid", Ty::Str, Ptr),
     (2, "resourceVersion", Ty::Str, Ptr),
 ];
+pub(super) const NET_HTTP_INGRESS_PATH: &[Field] = &[
+    (1, "path", Ty::Str, One),
+    (3, "pathType", Ty::Str, Ptr),
+    (2, "backend", Ty::Msg(NET_INGRESS_BACKEND), One),
+];
+pub(super) const NET_HTTP_INGRESS_RULE_VALUE: &[Field] =
+    &[(1, "paths", Ty::Msg(NET_HTTP_INGRESS_PATH), Many)];
+pub(super) const NET_INGRESS: &[Field] = &[
+    (1, "metadata", Ty::Msg(META_OBJECT_META), One),
+    (2, "spec", Ty::Msg(NET_INGRESS_SPEC), One),
+    (3, "status", Ty::Msg(NET_INGRESS_STATUS), One),
+];
+pub(super) const NET_INGRESS_BACKEND: &[Field] = &[
+    (4, "service", Ty::Msg(NET_INGRESS_SERVICE_BACKEND), Ptr),
+    (
+        3,
+        "resource",
+        Ty::Msg(CORE_TYPED_LOCAL_OBJECT_REFERENCE),
+        Ptr,
+    ),
+];
+pub(super) const NET_INGRESS_LOAD_BALANCER_INGRESS: &[Field] = &[
+    (1, "ip", Ty::Str, One),
+    (2, "hostname", Ty::Str, One),
+    (4, "ports", Ty::Msg(NET_INGRESS_PORT_STATUS), Many),
+];
+pub(super) const NET_INGRESS_LOAD_BALANCER_STATUS: &[Field] = &[(
+    1,
+    "ingress",
+    Ty::Msg(NET_INGRESS_LOAD_BALANCER_INGRESS),
+    Many,
+)];
+pub(super) const NET_INGRESS_PORT_STATUS: &[Field] = &[
+    (1, "port", Ty::Int, One),
+    (2, "protocol", Ty::Str, One),
+    (3, "error", Ty::Str, Ptr),
+];
+pub(super) const NET_INGRESS_RULE: &[Field] = &[
+    (1, "host", Ty::Str, One),
+    (2, "ingressRuleValue", Ty::Msg(NET_INGRESS_RULE_VALUE), One),
+];
+pub(super) const NET_INGRESS_RULE_VALUE: &[Field] =
+    &[(1, "http", Ty::Msg(NET_HTTP_INGRESS_RULE_VALUE), Ptr)];
+pub(super) const NET_INGRESS_SERVICE_BACKEND: &[Field] = &[
+    (1, "name", Ty::Str, One),
+    (2, "port", Ty::Msg(NET_SERVICE_BACKEND_PORT), One),
+];
+pub(super) const NET_INGRESS_SPEC: &[Field] = &[
+    (4, "ingressClassName", Ty::Str, Ptr),
+    (1, "defaultBackend", Ty::Msg(NET_INGRESS_BACKEND), Ptr),
+    (2, "tls", Ty::Msg(NET_INGRESS_TLS), Many),
+    (3, "rules", Ty::Msg(NET_INGRESS_RULE), Many),
+];
+pub(super) const NET_INGRESS_STATUS: &[Field] = &[(
+    1,
+    "loadBalancer",
+    Ty::Msg(NET_INGRESS_LOAD_BALANCER_STATUS),
+    One,
+)];
+pub(super) const NET_INGRESS_TLS: &[Field] =
+    &[(1, "hosts", Ty::Str, Many), (2, "secretName", Ty::Str, One)];
+pub(super) const NET_SERVICE_BACKEND_PORT: &[Field] =
+    &[(1, "name", Ty::Str, One), (2, "number", Ty::Int, One)];
 pub(super) const POLICY_EVICTION: &[Field] = &[
     (1, "metadata", Ty::Msg(META_OBJECT_META), One),
     (2, "deleteOptions", Ty::Msg(META_DELETE_OPTIONS), Ptr),
@@ -1911,4 +2083,54 @@ pub(super) const POLICY_POD_DISRUPTION_BUDGET_STATUS: &[Field] = &[
     (5, "desiredHealthy", Ty::Int, One),
     (6, "expectedPods", Ty::Int, One),
     (7, "conditions", Ty::Msg(META_CONDITION), Many),
+];
+pub(super) const RBAC_AGGREGATION_RULE: &[Field] = &[(
+    1,
+    "clusterRoleSelectors",
+    Ty::Msg(META_LABEL_SELECTOR),
+    Many,
+)];
+pub(super) const RBAC_CLUSTER_ROLE: &[Field] = &[
+    (1, "metadata", Ty::Msg(META_OBJECT_META), One),
+    (2, "rules", Ty::Msg(RBAC_POLICY_RULE), Many),
+    (3, "aggregationRule", Ty::Msg(RBAC_AGGREGATION_RULE), Ptr),
+];
+pub(super) const RBAC_CLUSTER_ROLE_BINDING: &[Field] = &[
+    (1, "metadata", Ty::Msg(META_OBJECT_META), One),
+    (2, "subjects", Ty::Msg(RBAC_SUBJECT), Many),
+    (3, "roleRef", Ty::Msg(RBAC_ROLE_REF), One),
+];
+pub(super) const RBAC_POLICY_RULE: &[Field] = &[
+    (1, "verbs", Ty::Str, Many),
+    (2, "apiGroups", Ty::Str, Many),
+    (3, "resources", Ty::Str, Many),
+    (4, "resourceNames", Ty::Str, Many),
+    (5, "nonResourceURLs", Ty::Str, Many),
+];
+pub(super) const RBAC_ROLE: &[Field] = &[
+    (1, "metadata", Ty::Msg(META_OBJECT_META), One),
+    (2, "rules", Ty::Msg(RBAC_POLICY_RULE), Many),
+];
+pub(super) const RBAC_ROLE_BINDING: &[Field] = &[
+    (1, "metadata", Ty::Msg(META_OBJECT_META), One),
+    (2, "subjects", Ty::Msg(RBAC_SUBJECT), Many),
+    (3, "roleRef", Ty::Msg(RBAC_ROLE_REF), One),
+];
+pub(super) const RBAC_ROLE_REF: &[Field] = &[
+    (1, "apiGroup", Ty::Str, One),
+    (2, "kind", Ty::Str, One),
+    (3, "name", Ty::Str, One),
+];
+pub(super) const RBAC_SUBJECT: &[Field] = &[
+    (1, "kind", Ty::Str, One),
+    (2, "apiGroup", Ty::Str, One),
+    (3, "name", Ty::Str, One),
+    (4, "namespace", Ty::Str, One),
+];
+pub(super) const SCHED_PRIORITY_CLASS: &[Field] = &[
+    (1, "metadata", Ty::Msg(META_OBJECT_META), One),
+    (2, "value", Ty::Int, One),
+    (3, "globalDefault", Ty::Bool, One),
+    (4, "description", Ty::Str, One),
+    (5, "preemptionPolicy", Ty::Str, Ptr),
 ];
