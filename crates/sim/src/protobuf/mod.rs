@@ -59,6 +59,8 @@ pub(crate) enum Card {
     Many,
     /// `map<string, T>`: a JSON object.
     Map,
+    /// An embedded Go struct whose JSON is inline (`json:""`): its fields merge into the parent's.
+    Inline,
 }
 
 /// A field: its number, its JSON name, its type, its cardinality.
@@ -383,6 +385,11 @@ fn message(
             Card::One | Card::Ptr => {
                 if let Some(v) = value(ty, wire, card == Card::Ptr, &here)? {
                     out.insert(name.to_owned(), v);
+                }
+            }
+            Card::Inline => {
+                if let Some(Value::Object(inner)) = value(ty, wire, true, &here)? {
+                    out.extend(inner);
                 }
             }
             Card::Many => {

@@ -6,7 +6,7 @@
 //! authorization/v1 and of `k8s.io/apimachinery`); `Card::Ptr` marks the fields that are Go pointers, whose zero
 //! value is meaningful. Only the messages reachable from the kinds of `super::root` are here.
 
-use super::Card::{Many, Map, One, Ptr};
+use super::Card::{Inline, Many, Map, One, Ptr};
 use super::{Field, Ty};
 
 pub(super) const APPS_DAEMON_SET: &[Field] = &[
@@ -1485,7 +1485,7 @@ pub(super) const CORE_PREFERRED_SCHEDULING_TERM: &[Field] = &[
     (2, "preference", Ty::Msg(CORE_NODE_SELECTOR_TERM), One),
 ];
 pub(super) const CORE_PROBE: &[Field] = &[
-    (1, "handler", Ty::Msg(CORE_PROBE_HANDLER), One),
+    (1, "handler", Ty::Msg(CORE_PROBE_HANDLER), Inline),
     (2, "initialDelaySeconds", Ty::Int, One),
     (3, "timeoutSeconds", Ty::Int, One),
     (4, "periodSeconds", Ty::Int, One),
@@ -1762,7 +1762,7 @@ pub(super) const CORE_TYPED_OBJECT_REFERENCE: &[Field] = &[
 ];
 pub(super) const CORE_VOLUME: &[Field] = &[
     (1, "name", Ty::Str, One),
-    (2, "volumeSource", Ty::Msg(CORE_VOLUME_SOURCE), One),
+    (2, "volumeSource", Ty::Msg(CORE_VOLUME_SOURCE), Inline),
 ];
 pub(super) const CORE_VOLUME_DEVICE: &[Field] =
     &[(1, "name", Ty::Str, One), (2, "devicePath", Ty::Str, One)];
@@ -2031,7 +2031,12 @@ pub(super) const NET_INGRESS_PORT_STATUS: &[Field] = &[
 ];
 pub(super) const NET_INGRESS_RULE: &[Field] = &[
     (1, "host", Ty::Str, One),
-    (2, "ingressRuleValue", Ty::Msg(NET_INGRESS_RULE_VALUE), One),
+    (
+        2,
+        "ingressRuleValue",
+        Ty::Msg(NET_INGRESS_RULE_VALUE),
+        Inline,
+    ),
 ];
 pub(super) const NET_INGRESS_RULE_VALUE: &[Field] =
     &[(1, "http", Ty::Msg(NET_HTTP_INGRESS_RULE_VALUE), Ptr)];

@@ -91,7 +91,7 @@ fn decodes_subjects_extra_and_selectors() {
 #[test]
 fn refuses_what_it_cannot_read() {
     assert!(decode(b"{}").is_err());
-    let type_meta = [field(1, b"v1"), field(2, b"Service")].concat();
+    let type_meta = [field(1, b"v1"), field(2, b"PersistentVolume")].concat();
     assert!(matches!(
         decode(&[MAGIC.to_vec(), field(1, &type_meta)].concat()),
         Err(DecodeError::Unsupported(_))
