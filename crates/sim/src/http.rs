@@ -110,7 +110,12 @@ async fn handle(State(served): State<Served>, req: Request) -> Response {
 
 /// A JSON response.
 fn json_response(code: u16, v: &Value) -> Response {
-    let mut resp = Response::new(Body::from(v.to_string()));
+    bytes_response(code, v.to_string().into_bytes())
+}
+
+/// A JSON body already encoded.
+fn bytes_response(code: u16, json: Vec<u8>) -> Response {
+    let mut resp = Response::new(Body::from(json));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -301,7 +306,11 @@ fn resource(
             if list.watch || watch_path {
                 return watch_response(sim, ep, list, as_table, faults);
             }
-            Ok(json_response(200, &printed(sim.list(ep, &list)?)))
+            let page = sim.list_page(ep, &list)?;
+            if wants_table {
+                return Ok(json_response(200, &printed(page.into_value())));
+            }
+            Ok(bytes_response(200, page.to_json()))
         }
         (None, None) if *method == Method::POST => Ok(json_response(
             201,

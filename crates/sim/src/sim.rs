@@ -233,6 +233,16 @@ impl Sim {
         self.lock().list(ep, opts)
     }
 
+    /// List, the items shared with the store: the lock is held only to pick them, not to copy
+    /// or encode them.
+    pub fn list_page(
+        &self,
+        ep: &Endpoint,
+        opts: &ListOptions,
+    ) -> ApiResult<crate::state::ListPage> {
+        self.lock().list_page(ep, opts)
+    }
+
     /// Replace (or replace the status). Returns the object and whether it was created.
     pub fn update(
         &self,

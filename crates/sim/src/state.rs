@@ -10,6 +10,8 @@
 //! Deletes are in [`crate::lifecycle`], subresources in [`crate::subresources`], watches in
 //! [`crate::watch`].
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::convert::{to_served, to_stored};
@@ -23,7 +25,7 @@ use crate::registry::{Conversion, Registry, ResourceDef, Special, def_from_crd};
 use crate::semantics::{
     WriteMode, check_namespace, check_resource_version, check_type, prepare_create, prepare_update,
 };
-use crate::store::Store;
+use crate::store::{Store, Stored};
 
 /// Which resource collection a request addresses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +80,87 @@ pub struct State {
 /// `namespaces` as a store key.
 pub fn namespaces_key() -> GroupResource {
     GroupResource::new("", "namespaces")
+}
+
+/// One item of a LIST page.
+#[derive(Debug)]
+enum ListItem {
+    /// A stored object, served as it is stored (plus `apiVersion` and `kind`).
+    Shared(Arc<Stored>),
+    /// An object already converted to its served form.
+    Served(Value),
+}
+
+impl ListItem {
+    fn value(&self) -> &Value {
+        match self {
+            Self::Shared(s) => &s.value,
+            Self::Served(v) => v,
+        }
+    }
+
+    fn into_served(self, def: &ResourceDef, version: &str) -> Value {
+        match self {
+            Self::Shared(s) => to_served(def, version, s.value.clone()),
+            Self::Served(v) => v,
+        }
+    }
+}
+
+/// A LIST response whose items are shared with the store: taken under the server's lock
+/// without copying an object, encoded after it is let go, each object's JSON encoded once for
+/// every LIST and watch that serves that version of it.
+#[derive(Debug)]
+pub struct ListPage {
+    def: ResourceDef,
+    version: String,
+    /// `kind`, `apiVersion` and `metadata` of the list.
+    head: Value,
+    items: Vec<ListItem>,
+}
+
+impl ListPage {
+    /// The list as one JSON value (copies every item).
+    pub fn into_value(self) -> Value {
+        let Self {
+            def,
+            version,
+            mut head,
+            items,
+        } = self;
+        let items = items
+            .into_iter()
+            .map(|i| i.into_served(&def, &version))
+            .collect();
+        object::as_map(&mut head).insert("items".into(), Value::Array(items));
+        head
+    }
+
+    /// The list's JSON, the items' bytes taken from their cached encodings.
+    pub fn to_json(&self) -> Vec<u8> {
+        let api_version = self.def.api_version(&self.version);
+        let mut out = self.head.to_string().into_bytes();
+        // `head` is a non-empty object: replace its closing brace with the items.
+        out.pop();
+        out.extend_from_slice(b",\"items\":[");
+        for (i, item) in self.items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match item {
+                ListItem::Shared(s) => {
+                    out.extend_from_slice(&s.encoded.get_or_encode(&api_version, || {
+                        to_served(&self.def, &self.version, s.value.clone())
+                            .to_string()
+                            .into_bytes()
+                    }))
+                }
+                ListItem::Served(v) => out.extend_from_slice(v.to_string().as_bytes()),
+            }
+        }
+        out.extend_from_slice(b"]}");
+        out
+    }
 }
 
 impl State {
@@ -248,6 +331,20 @@ impl State {
         ep: &Endpoint,
         opts: &ListOptions,
     ) -> ApiResult<Vec<Value>> {
+        Ok(self
+            .matching_shared(def, ep, opts)?
+            .into_iter()
+            .map(|item| item.into_served(def, &ep.version))
+            .collect())
+    }
+
+    /// [`State::matching`], sharing the stored objects instead of copying them.
+    fn matching_shared(
+        &self,
+        def: &ResourceDef,
+        ep: &Endpoint,
+        opts: &ListOptions,
+    ) -> ApiResult<Vec<ListItem>> {
         opts.fields
             .check_supported(&def.all_field_labels())
             .map_err(|e| ApiError::BadRequest(e.to_string()))?;
@@ -262,37 +359,53 @@ impl State {
                 .store
                 .list_at(&def.store, ep.namespace.as_deref(), after, c.rv)
                 .map_err(|_| ApiError::Expired(CONTINUE_EXPIRED.into()))?;
+            if def.conversion == Conversion::EventsV1 {
+                return Ok(snapshot
+                    .into_iter()
+                    .map(|(_, obj)| to_served(def, &ep.version, obj.value.clone()))
+                    .filter(|obj| selected(obj))
+                    .map(ListItem::Served)
+                    .collect());
+            }
             return Ok(snapshot
                 .into_iter()
-                .map(|(_, obj)| to_served(def, &ep.version, obj))
-                .filter(|obj| selected(obj))
+                .filter(|(_, obj)| selected(obj))
+                .map(|(_, obj)| ListItem::Shared(obj))
                 .collect());
         }
-        let objects = self.store.list(&def.store, ep.namespace.as_deref(), after);
+        let objects = self
+            .store
+            .list_shared(&def.store, ep.namespace.as_deref(), after);
         if def.conversion == Conversion::EventsV1 {
             // Field names differ between the stored and served forms: select after converting.
             return Ok(objects
-                .map(|(_, obj)| to_served(def, &ep.version, obj.clone()))
+                .map(|(_, obj)| to_served(def, &ep.version, obj.value.clone()))
                 .filter(|obj| selected(obj))
+                .map(ListItem::Served)
                 .collect());
         }
-        // Only the selected objects are copied (a field-selected LIST of one node's pods must
-        // not copy every pod).
+        // Nothing is copied: the page shares the stored objects.
         Ok(objects
             .filter(|(_, obj)| selected(obj))
-            .map(|(_, obj)| to_served(def, &ep.version, obj.clone()))
+            .map(|(_, obj)| ListItem::Shared(Arc::clone(obj)))
             .collect())
     }
 
     /// GET a collection.
     pub fn list(&self, ep: &Endpoint, opts: &ListOptions) -> ApiResult<Value> {
+        Ok(self.list_page(ep, opts)?.into_value())
+    }
+
+    /// GET a collection, its items shared with the store (cheap under the lock; encode it
+    /// with [`ListPage::to_json`] after letting go).
+    pub fn list_page(&self, ep: &Endpoint, opts: &ListOptions) -> ApiResult<ListPage> {
         let def = self.resolve(ep)?;
         if opts.continue_from.is_some() && opts.resource_version.is_some() {
             return Err(ApiError::BadRequest(
                 "specifying resource version is not allowed when using continue".into(),
             ));
         }
-        let mut items = self.matching(&def, ep, opts)?;
+        let mut items = self.matching_shared(&def, ep, opts)?;
         let rv = opts
             .continue_from
             .as_ref()
@@ -302,6 +415,7 @@ impl State {
             let remaining = items.len() - opts.limit;
             items.truncate(opts.limit);
             if let Some(last) = items.last() {
+                let last = last.value();
                 let token = ContinueToken {
                     rv,
                     after: (
@@ -316,12 +430,17 @@ impl State {
                 }
             }
         }
-        Ok(json!({
+        let head = json!({
             "kind": format!("{}List", def.kind),
             "apiVersion": def.api_version(&ep.version),
             "metadata": meta,
-            "items": items,
-        }))
+        });
+        Ok(ListPage {
+            version: ep.version.clone(),
+            def,
+            head,
+            items,
+        })
     }
 
     /// PUT: replace an object (or its status). Returns the object and whether it was created.
@@ -611,5 +730,63 @@ fn patch_error(e: PatchError) -> ApiError {
         PatchError::Malformed(m) => ApiError::BadRequest(m),
         PatchError::Failed(_) => ApiError::Rejected,
         PatchError::Unsupported(m) => ApiError::UnsupportedMediaType(m),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::options::parse_query;
+
+    fn list_opts(query: &str) -> ListOptions {
+        ListOptions::parse(&parse_query(Some(query))).unwrap()
+    }
+
+    fn page_json(st: &State, ep: &Endpoint, query: &str) -> Value {
+        serde_json::from_slice(&st.list_page(ep, &list_opts(query)).unwrap().to_json()).unwrap()
+    }
+
+    #[test]
+    fn a_shared_page_encodes_what_the_copied_list_holds() {
+        let mut st = State::new(100);
+        let pods = Endpoint::namespaced("", "v1", "pods", "default");
+        let opts = WriteOptions::default();
+        for i in 0..5 {
+            let pod = json!({"metadata": {"name": format!("p{i}"), "labels": {"n": i.to_string()}},
+                "spec": {"containers": [{"name": "c", "image": "pause"}]}});
+            st.create(&pods, pod, &opts).unwrap();
+        }
+        for query in ["", "labelSelector=n%3D3", "limit=2"] {
+            let copied = st.list(&pods, &list_opts(query)).unwrap();
+            assert_eq!(page_json(&st, &pods, query), copied, "{query}");
+        }
+        let all = page_json(&st, &pods, "");
+        assert_eq!(all["items"].as_array().unwrap().len(), 5);
+        assert_eq!(all["items"][0]["kind"], "Pod");
+        assert_eq!(all["items"][0]["apiVersion"], "v1");
+        // A later page after a write shows the list as of the first page (old versions shared).
+        let first = page_json(&st, &pods, "limit=2");
+        let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+        st.delete(&pods, "p3", &Default::default(), &opts).unwrap();
+        let query = format!("limit=2&continue={token}");
+        let rest = page_json(&st, &pods, &query);
+        assert_eq!(rest, st.list(&pods, &list_opts(&query)).unwrap());
+        let names: Vec<&str> = rest["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["p2", "p3"]);
+        // Converted kinds (events.k8s.io serves core Events renamed) are encoded as served.
+        let events = Endpoint::namespaced("events.k8s.io", "v1", "events", "default");
+        let core = Endpoint::namespaced("", "v1", "events", "default");
+        let event = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p0"},
+            "reason": "R", "message": "m", "type": "Normal"});
+        st.create(&core, event, &opts).unwrap();
+        let served = page_json(&st, &events, "");
+        assert_eq!(served, st.list(&events, &list_opts("")).unwrap());
+        assert_eq!(served["items"][0]["note"], "m");
     }
 }

@@ -45,6 +45,34 @@ impl EventType {
     }
 }
 
+/// One version of an object, shared (never copied) by the store, the watch event of the write
+/// that made it and every LIST that serves it; its served JSON is encoded once for all of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    /// The object as stored.
+    pub value: Value,
+    /// `value` as served JSON, encoded once by the first LIST or watch that needs it.
+    pub encoded: EncodedOnce,
+}
+
+impl Stored {
+    /// A version with nothing encoded yet.
+    pub fn new(value: Value) -> Arc<Self> {
+        Arc::new(Self {
+            value,
+            encoded: EncodedOnce::default(),
+        })
+    }
+}
+
+impl std::ops::Deref for Stored {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.value
+    }
+}
+
 /// One write, as watchers see it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {
@@ -53,28 +81,25 @@ pub struct StoredEvent {
     /// The resourceVersion of the write.
     pub rv: u64,
     /// The object after the write (for deletes: its last state, with the delete's rv).
-    pub object: Value,
+    pub object: Arc<Stored>,
     /// The object before the write, for updates and deletes.
-    pub old: Option<Value>,
-    /// `object` as served JSON, encoded once by the first watcher that needs it.
-    pub encoded: EncodedOnce,
+    pub old: Option<Arc<Stored>>,
 }
 
 impl StoredEvent {
-    /// An event with nothing encoded yet.
-    pub fn new(kind: EventType, rv: u64, object: Value, old: Option<Value>) -> Self {
+    /// An event of `object` (shared with the store).
+    pub fn new(kind: EventType, rv: u64, object: Arc<Stored>, old: Option<Arc<Stored>>) -> Self {
         Self {
             kind,
             rv,
             object,
             old,
-            encoded: EncodedOnce::default(),
         }
     }
 }
 
-/// The served JSON of an event's object for one served `apiVersion` (the first asked for),
-/// shared by every watcher of that version. Not part of the event's identity: two events are
+/// The served JSON of a stored object for one served `apiVersion` (the first asked for),
+/// shared by every watcher and LIST of that version. Not part of the event's identity: two events are
 /// equal whatever they have cached.
 #[derive(Debug, Clone, Default)]
 pub struct EncodedOnce(OnceLock<(String, Arc<[u8]>)>);
@@ -149,7 +174,7 @@ pub type Location = (StoreKey, ObjKey);
 #[derive(Debug)]
 pub struct Store {
     rv: u64,
-    objects: HashMap<StoreKey, BTreeMap<ObjKey, Value>>,
+    objects: HashMap<StoreKey, BTreeMap<ObjKey, Arc<Stored>>>,
     logs: HashMap<StoreKey, WatchLog>,
     history_limit: usize,
     by_uid: HashMap<String, Location>,
@@ -240,6 +265,7 @@ impl Store {
         self.objects
             .get(key)?
             .get(&(ns.to_owned(), name.to_owned()))
+            .map(|s| &s.value)
     }
 
     /// Objects in key order, in one namespace if given, starting after `after` if given.
@@ -249,6 +275,16 @@ impl Store {
         ns: Option<&'a str>,
         after: Option<&ObjKey>,
     ) -> impl Iterator<Item = (&'a ObjKey, &'a Value)> + 'a {
+        self.list_shared(key, ns, after).map(|(k, s)| (k, &s.value))
+    }
+
+    /// [`Store::list`], the objects shared (for serving without a copy).
+    pub fn list_shared<'a>(
+        &'a self,
+        key: &StoreKey,
+        ns: Option<&'a str>,
+        after: Option<&ObjKey>,
+    ) -> impl Iterator<Item = (&'a ObjKey, &'a Arc<Stored>)> + 'a {
         let range = self.objects.get(key).map(|m| match after {
             Some(a) => m.range::<ObjKey, _>((
                 std::ops::Bound::Excluded(a.clone()),
@@ -271,11 +307,11 @@ impl Store {
         ns: Option<&str>,
         after: Option<&ObjKey>,
         rv: u64,
-    ) -> Result<Vec<(ObjKey, Value)>, Expired> {
+    ) -> Result<Vec<(ObjKey, Arc<Stored>)>, Expired> {
         let in_ns = |k: &ObjKey| ns.is_none_or(|n| n == k.0);
-        let mut state: BTreeMap<ObjKey, Value> = self
-            .list(key, ns, None)
-            .map(|(k, v)| (k.clone(), v.clone()))
+        let mut state: BTreeMap<ObjKey, Arc<Stored>> = self
+            .list_shared(key, ns, None)
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
             .collect();
         if let Some(log) = self.logs.get(key) {
             if rv < log.oldest_valid {
@@ -297,7 +333,7 @@ impl Store {
                         state.remove(&k);
                     }
                     (_, Some(old)) => {
-                        state.insert(k, old.clone());
+                        state.insert(k, Arc::clone(old));
                     }
                     (_, None) => {}
                 }
@@ -332,22 +368,24 @@ impl Store {
             object::namespace(&obj).to_owned(),
             object::name(&obj).to_owned(),
         );
+        let stored = Stored::new(obj);
         let replaced = self
             .objects
             .entry(key.clone())
             .or_default()
-            .insert(k, obj.clone());
+            .insert(k, Arc::clone(&stored));
         if let Some(prev) = &replaced {
             self.unindex(key, prev);
         }
-        self.index(key, &obj);
+        self.index(key, &stored);
         let kind = if old.is_some() {
             EventType::Modified
         } else {
             EventType::Added
         };
-        self.record(key, kind, obj.clone(), old);
-        obj
+        let value = stored.value.clone();
+        self.record(key, kind, stored, old.map(Stored::new));
+        value
     }
 
     /// Remove an object, stamping its last state with the next resourceVersion. Returns that
@@ -359,9 +397,14 @@ impl Store {
             .remove(&(ns.to_owned(), name.to_owned()))?;
         self.unindex(key, &old);
         self.rv += 1;
-        let mut last = old.clone();
+        let mut last = old.value.clone();
         object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
-        self.record(key, EventType::Deleted, last.clone(), Some(old));
+        self.record(
+            key,
+            EventType::Deleted,
+            Stored::new(last.clone()),
+            Some(old),
+        );
         Some(last)
     }
 
@@ -377,7 +420,13 @@ impl Store {
             .collect()
     }
 
-    fn record(&mut self, key: &StoreKey, kind: EventType, object: Value, old: Option<Value>) {
+    fn record(
+        &mut self,
+        key: &StoreKey,
+        kind: EventType,
+        object: Arc<Stored>,
+        old: Option<Arc<Stored>>,
+    ) {
         let limit = self.history_limit;
         let log = self.logs.entry(key.clone()).or_insert_with(WatchLog::new);
         let event = Arc::new(StoredEvent::new(kind, self.rv, object, old));
@@ -513,7 +562,8 @@ mod tests {
         changed["data"] = json!({"x": "1"});
         s.put(&key(), changed, Some(b));
         s.remove(&key(), "d", "a");
-        let names = |v: Vec<(ObjKey, Value)>| v.into_iter().map(|(k, _)| k.1).collect::<Vec<_>>();
+        let names =
+            |v: Vec<(ObjKey, Arc<Stored>)>| v.into_iter().map(|(k, _)| k.1).collect::<Vec<_>>();
         assert_eq!(names(s.list_at(&key(), None, None, at).unwrap()), ["a"]);
         let after = ("d".to_owned(), "a".to_owned());
         assert!(
@@ -556,7 +606,7 @@ mod tests {
         let bytes: Vec<_> = events
             .iter()
             .map(|e| {
-                e.encoded.get_or_encode("v1", || {
+                e.object.encoded.get_or_encode("v1", || {
                     encodings += 1;
                     b"{}".to_vec()
                 })
@@ -564,7 +614,10 @@ mod tests {
             .collect();
         assert_eq!(encodings, 1);
         assert!(bytes.iter().all(|b| Arc::ptr_eq(b, &bytes[0])));
-        let other = events[0].encoded.get_or_encode("v2", || b"[]".to_vec());
+        let other = events[0]
+            .object
+            .encoded
+            .get_or_encode("v2", || b"[]".to_vec());
         assert_eq!(&*other, b"[]", "another version is encoded for itself");
     }
 }

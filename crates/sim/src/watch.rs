@@ -235,13 +235,16 @@ impl WatchStream {
                     .as_deref()
                     .is_none_or(|ns| object::namespace(o) == ns)
             };
-            (in_ns(&ev.object), ev.old.as_ref().is_some_and(in_ns))
+            (
+                in_ns(&ev.object),
+                ev.old.as_deref().is_some_and(|o| in_ns(o)),
+            )
         } else {
-            let new = to_served(&self.def, &self.version, ev.object.clone());
+            let new = to_served(&self.def, &self.version, ev.object.value.clone());
             let old = ev
                 .old
                 .as_ref()
-                .map(|o| to_served(&self.def, &self.version, o.clone()));
+                .map(|o| to_served(&self.def, &self.version, o.value.clone()));
             (
                 self.matches(&new),
                 old.as_ref().is_some_and(|o| self.matches(o)),
@@ -255,8 +258,8 @@ impl WatchStream {
             EventType::Deleted if now || before => "DELETED",
             _ => return None,
         };
-        let object = ev.encoded.get_or_encode(&self.api_version, || {
-            to_served(&self.def, &self.version, ev.object.clone())
+        let object = ev.object.encoded.get_or_encode(&self.api_version, || {
+            to_served(&self.def, &self.version, ev.object.value.clone())
                 .to_string()
                 .into_bytes()
         });

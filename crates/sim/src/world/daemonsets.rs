@@ -188,20 +188,12 @@ impl Reconciler for DaemonSets {
     }
 
     async fn pass(&mut self) -> PassResult {
-        let dss: Vec<Value> = Api::<DaemonSet>::all(self.client.clone())
-            .list(&ListParams::default())
-            .await?
-            .items
-            .into_iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()?;
-        let pods: Vec<Value> = Api::<Pod>::all(self.client.clone())
-            .list(&ListParams::default())
-            .await?
-            .items
-            .into_iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()?;
+        let dss = crate::world::objects::list_values::<DaemonSet>(&self.client).await?;
+        if dss.is_empty() {
+            // Nothing to keep: no need to read every pod and node.
+            return Ok(None);
+        }
+        let pods = crate::world::objects::list_values::<Pod>(&self.client).await?;
         let nodes = Api::<Node>::all(self.client.clone())
             .list(&ListParams::default())
             .await?

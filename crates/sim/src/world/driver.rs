@@ -111,13 +111,24 @@ pub fn watch<K>(api: Api<K>, wake: Arc<Notify>) -> JoinHandle<()>
 where
     K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
 {
+    watch_for_all(api, vec![wake])
+}
+
+/// Watch a resource once for several controllers: wake each of `wakes` on every event (one
+/// watch and one decode per event, however many controllers want it).
+pub fn watch_for_all<K>(api: Api<K>, wakes: Vec<Arc<Notify>>) -> JoinHandle<()>
+where
+    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
     tokio::spawn(async move {
         let mut events = watcher(api, watcher::Config::default())
             .default_backoff()
             .boxed();
         while let Some(event) = events.next().await {
             if event.is_ok() {
-                wake.notify_one();
+                for wake in &wakes {
+                    wake.notify_one();
+                }
             }
         }
     })
@@ -137,15 +148,27 @@ impl Tasks {
         health: &Health,
         watches: impl FnOnce(&Arc<Notify>) -> Vec<JoinHandle<()>>,
     ) {
-        let wake = Arc::new(Notify::new());
+        let wake = self.start_woken(reconciler, resync, health);
         self.0.extend(watches(&wake));
+    }
+
+    /// Start a reconciler; returns its wake-up, for watches shared with other controllers
+    /// ([`watch_for_all`]).
+    pub fn start_woken<R: Reconciler>(
+        &mut self,
+        reconciler: R,
+        resync: Duration,
+        health: &Health,
+    ) -> Arc<Notify> {
+        let wake = Arc::new(Notify::new());
         self.0.push(tokio::spawn(drive(
             reconciler,
-            wake,
+            Arc::clone(&wake),
             resync,
             health.clone(),
             self.1,
         )));
+        wake
     }
 
     /// Abort every task.

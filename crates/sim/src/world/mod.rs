@@ -30,6 +30,7 @@ pub mod serve;
 pub mod topology;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -92,48 +93,51 @@ pub fn start_controllers(
     let mut c = Controllers::default();
     c.tasks.1 = config.min_pass_interval;
     let (tasks, health) = (&mut c.tasks, &c.health);
-    let pods = || Api::<Pod>::all(workload.clone());
-    let nodes = || Api::<Node>::all(workload.clone());
+    // One watch per workload resource, shared by every controller it wakes.
+    let (mut pod_wakes, mut node_wakes) = (Vec::new(), Vec::new());
     if config.capi.enabled {
         capi::start(tasks, health, management, workload, &config.capi);
     }
     if config.scheduler.enabled {
         let s = scheduler::Scheduler::new(workload.clone(), config.scheduler.clone());
-        tasks.start(s, config.scheduler.retry_interval, health, |wake| {
-            vec![
-                driver::watch(pods(), wake.clone()),
-                driver::watch(nodes(), wake.clone()),
-            ]
-        });
+        let wake = tasks.start_woken(s, config.scheduler.retry_interval, health);
+        pod_wakes.push(Arc::clone(&wake));
+        node_wakes.push(wake);
     }
     if config.kubelet.enabled {
         let k = kubelet::Kubelet::new(workload.clone(), config.kubelet.clone());
-        tasks.start(k, config.kubelet.resync, health, |wake| {
-            vec![
-                driver::watch(pods(), wake.clone()),
-                driver::watch(nodes(), wake.clone()),
-            ]
-        });
+        let wake = tasks.start_woken(k, config.kubelet.resync, health);
+        pod_wakes.push(Arc::clone(&wake));
+        node_wakes.push(wake);
     }
     if config.workloads.deployments {
         let r = replicasets::ReplicaSets::new(workload.clone());
         tasks.start(r, config.workloads.resync, health, |wake| {
+            pod_wakes.push(Arc::clone(wake));
             vec![
                 driver::watch(Api::<Deployment>::all(workload.clone()), wake.clone()),
                 driver::watch(Api::<ReplicaSet>::all(workload.clone()), wake.clone()),
-                driver::watch(pods(), wake.clone()),
             ]
         });
     }
     if config.workloads.daemonsets {
         let d = daemonsets::DaemonSets::new(workload.clone());
         tasks.start(d, config.workloads.resync, health, |wake| {
-            vec![
-                driver::watch(Api::<DaemonSet>::all(workload.clone()), wake.clone()),
-                driver::watch(pods(), wake.clone()),
-                driver::watch(nodes(), wake.clone()),
-            ]
+            pod_wakes.push(Arc::clone(wake));
+            node_wakes.push(Arc::clone(wake));
+            vec![driver::watch(
+                Api::<DaemonSet>::all(workload.clone()),
+                wake.clone(),
+            )]
         });
+    }
+    if !pod_wakes.is_empty() {
+        let watch = driver::watch_for_all(Api::<Pod>::all(workload.clone()), pod_wakes);
+        tasks.0.push(watch);
+    }
+    if !node_wakes.is_empty() {
+        let watch = driver::watch_for_all(Api::<Node>::all(workload.clone()), node_wakes);
+        tasks.0.push(watch);
     }
     c
 }

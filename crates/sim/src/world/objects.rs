@@ -40,6 +40,34 @@ pub fn namespaced(client: &kube::Client, ns: &str, resource: &ApiResource) -> Ap
     Api::namespaced_with(client.clone(), ns, resource)
 }
 
+/// Every object of a built-in kind (all namespaces), as JSON: decoded once, straight into
+/// values (not into typed objects converted back), each item with its `apiVersion` and `kind`
+/// (a real server's list items have neither).
+pub async fn list_values<K>(client: &kube::Client) -> Result<Vec<Value>, WorldError>
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    let request = kube::core::Request::new(K::url_path(&(), None))
+        .list(&ListParams::default())
+        .map_err(kube::Error::BuildRequest)?;
+    let mut list: Value = client.request(request).await?;
+    let items = match list.get_mut("items").map(Value::take) {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    let (api_version, kind) = (K::api_version(&()), K::kind(&()));
+    Ok(items
+        .into_iter()
+        .map(|mut item| {
+            if let Some(m) = item.as_object_mut() {
+                m.insert("apiVersion".into(), json!(api_version));
+                m.insert("kind".into(), json!(kind));
+            }
+            item
+        })
+        .collect())
+}
+
 /// Every object of a dynamic `Api`, as JSON.
 pub async fn list_json(api: &Api<DynamicObject>) -> Result<Vec<Value>, WorldError> {
     let list: ObjectList<DynamicObject> = api.list(&ListParams::default()).await?;

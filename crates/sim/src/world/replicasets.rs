@@ -19,14 +19,14 @@ use std::cmp::Reverse;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::object;
 use crate::world::WorldError;
 use crate::world::driver::{PassResult, Reconciler};
 use crate::world::objects::{
-    code, condition_true, controller_ref, controller_uid, ignore_not_found, labels,
+    code, condition_true, controller_ref, controller_uid, ignore_not_found, labels, list_values,
     patch_status_if_changed, string_map, text,
 };
 
@@ -67,18 +67,6 @@ pub fn template_hash(template: &Value) -> String {
         h /= 27;
     }
     out
-}
-
-async fn list_values<K>(api: &Api<K>) -> Result<Vec<Value>, WorldError>
-where
-    K: Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    api.list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .map(|o| serde_json::to_value(o).map_err(WorldError::from))
-        .collect()
 }
 
 fn int(v: &Value, path: &str) -> i64 {
@@ -245,9 +233,12 @@ impl Reconciler for ReplicaSets {
     }
 
     async fn pass(&mut self) -> PassResult {
-        let deployments = list_values(&Api::<Deployment>::all(self.client.clone())).await?;
-        let sets = list_values(&Api::<ReplicaSet>::all(self.client.clone())).await?;
-        let pods = list_values(&Api::<Pod>::all(self.client.clone())).await?;
+        let deployments = list_values::<Deployment>(&self.client).await?;
+        let sets = list_values::<ReplicaSet>(&self.client).await?;
+        if deployments.is_empty() && sets.is_empty() {
+            return Ok(None);
+        }
+        let pods = list_values::<Pod>(&self.client).await?;
         let mut first_error = None;
         for d in &deployments {
             if let Err(e) = self.deployment(d, &sets).await {

@@ -8,13 +8,21 @@
 //! rewriting the condition only when it changes, each time with a Warning `FailedScheduling`
 //! Event (core/v1, source `default-scheduler`) carrying the same message. Runs on every pod or
 //! node change and every retry interval while something is unschedulable.
+//! A pod that keeps failing is not rewritten on every pass: as kube-scheduler retries a pod
+//! only after its backoff (1 s, doubling to 10 s), a new message for the same reason waits
+//! for the pod's backoff to pass ([`WriteBackoff`]); a new reason is written at once. Binding
+//! is still tried on every pass.
 //! Inputs: Pods and Nodes (fresh lists). Outputs: bindings, pod status patches, Events.
 //! Approximations: no preemption, no volume or DRA plugins; Events are not aggregated into a
 //! series.
 
+use std::collections::HashMap;
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::world::WorldError;
 use crate::world::config::SchedulerConfig;
@@ -26,6 +34,42 @@ use crate::world::objects::{code, condition, new_condition};
 pub struct Scheduler {
     client: kube::Client,
     config: SchedulerConfig,
+    /// Per pending pod (by UID): when its failure may be written again.
+    backoff: HashMap<String, WriteBackoff>,
+}
+
+/// kube-scheduler's per-pod backoff (`podInitialBackoffSeconds` 1, `podMaxBackoffSeconds`
+/// 10), applied to the writes a failing pod causes: after the `n`th write of a reason, a
+/// changed message for that reason waits 1 s × 2ⁿ⁻¹ (at most 10 s). Without it, every pass
+/// of a busy cluster rewrote every pending pod (the node count in the message changes), and
+/// each write woke every controller watching pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteBackoff {
+    writes: u32,
+    next: Instant,
+}
+
+/// kube-scheduler's `podInitialBackoffSeconds`.
+const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
+/// kube-scheduler's `podMaxBackoffSeconds`.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+impl WriteBackoff {
+    /// After one more write at `now`.
+    fn after_write(previous: Option<Self>, now: Instant) -> Self {
+        let writes = previous.map_or(0, |b| b.writes).saturating_add(1);
+        let delay = INITIAL_BACKOFF
+            .saturating_mul(
+                1_u32
+                    .checked_shl(writes.saturating_sub(1))
+                    .unwrap_or(u32::MAX),
+            )
+            .min(MAX_BACKOFF);
+        Self {
+            writes,
+            next: now + delay,
+        }
+    }
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -37,7 +81,11 @@ impl std::fmt::Debug for Scheduler {
 impl Scheduler {
     /// Over a workload cluster.
     pub fn new(client: kube::Client, config: SchedulerConfig) -> Self {
-        Self { client, config }
+        Self {
+            client,
+            config,
+            backoff: HashMap::new(),
+        }
     }
 }
 
@@ -157,17 +205,28 @@ impl Scheduler {
         }
     }
 
-    async fn unschedulable(&self, p: &Pod, reason: &str, message: &str) -> Result<(), WorldError> {
+    async fn unschedulable(
+        &mut self,
+        p: &Pod,
+        reason: &str,
+        message: &str,
+    ) -> Result<(), WorldError> {
         let obj = serde_json::to_value(p)?;
         let previous = condition(&obj, "PodScheduled");
-        let unchanged = previous.is_some_and(|c| {
+        let same_reason = previous.is_some_and(|c| {
             c.get("status").and_then(Value::as_str) == Some("False")
                 && c.get("reason").and_then(Value::as_str) == Some(reason)
-                && c.get("message").and_then(Value::as_str) == Some(message)
         });
-        if unchanged {
+        let same_message =
+            previous.and_then(|c| c.get("message").and_then(Value::as_str)) == Some(message);
+        let uid = p.metadata.uid.clone().unwrap_or_default();
+        let backoff = self.backoff.get(&uid).copied();
+        let now = Instant::now();
+        if same_reason && (same_message || backoff.is_some_and(|b| now < b.next)) {
             return Ok(());
         }
+        self.backoff
+            .insert(uid, WriteBackoff::after_write(backoff, now));
         let mut cond = new_condition(previous, "PodScheduled", false, reason, message);
         crate::object::as_map(&mut cond).insert("lastProbeTime".into(), Value::Null);
         let mut conditions: Vec<Value> = crate::object::get_path(&obj, ".status.conditions")
@@ -225,6 +284,12 @@ impl Reconciler for Scheduler {
         let mut infos = snapshot(&nodes, &pods);
         let mut pending: Vec<&Pod> = pods.iter().filter(|p| self.pending(p)).collect();
         pending.sort_by_key(|p| key(p));
+        let pending_uids: std::collections::HashSet<&str> = pending
+            .iter()
+            .filter_map(|p| p.metadata.uid.as_deref())
+            .collect();
+        self.backoff
+            .retain(|uid, _| pending_uids.contains(uid.as_str()));
         let mut waiting = false;
         for p in pending {
             let gated = p
@@ -280,5 +345,31 @@ impl Reconciler for Scheduler {
             }
         }
         Ok(waiting.then_some(self.config.retry_interval))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_pods_writes_back_off_from_one_to_ten_seconds() {
+        let start = Instant::now();
+        let mut b = None;
+        let mut delays = Vec::new();
+        for _ in 0..7 {
+            let next = WriteBackoff::after_write(b, start);
+            delays.push(next.next - start);
+            b = Some(next);
+        }
+        let secs: Vec<u64> = delays.iter().map(Duration::as_secs).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 10, 10, 10]);
+        // Many writes later it still neither overflows nor exceeds the maximum.
+        let mut b = WriteBackoff::after_write(None, start);
+        for _ in 0..100 {
+            b = WriteBackoff::after_write(Some(b), start);
+        }
+        assert_eq!(b.next - start, MAX_BACKOFF);
     }
 }
