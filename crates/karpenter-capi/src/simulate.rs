@@ -481,7 +481,7 @@ async fn settled(workload: &kube::Client, management: &kube::Client) -> anyhow::
         .list(&ListParams::default())
         .await?
         .items;
-    let machines = list_json(&sim::world::objects::all(management, &machines())).await?;
+    let machines = list_json(management, &machines()).await?;
     Ok(nodes
         .iter()
         .all(|n| n.metadata.deletion_timestamp.is_none())
@@ -504,12 +504,8 @@ async fn nodes_and_cost(management: &kube::Client) -> anyhow::Result<(usize, f64
 async fn per_machine_deployment(
     management: &kube::Client,
 ) -> anyhow::Result<BTreeMap<String, MachineDeploymentSummary>> {
-    let mds = list_json(&sim::world::objects::all(
-        management,
-        &machine_deployments(),
-    ))
-    .await?;
-    let machines = list_json(&sim::world::objects::all(management, &machines())).await?;
+    let mds = list_json(management, &machine_deployments()).await?;
+    let machines = list_json(management, &machines()).await?;
     let mut per_md: BTreeMap<String, MachineDeploymentSummary> = BTreeMap::new();
     for md in &mds {
         let ns = md

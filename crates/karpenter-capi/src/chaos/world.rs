@@ -179,7 +179,7 @@ fn workload_objects(web: usize) -> Vec<Value> {
 /// # Errors
 /// The LIST fails.
 pub async fn list(client: &kube::Client, resource: &ApiResource) -> anyhow::Result<Vec<Value>> {
-    sim::world::objects::list_json(&sim::world::objects::all(client, resource))
+    sim::world::objects::list_json(client, resource)
         .await
         .with_context(|| format!("cannot list {}", resource.plural))
 }

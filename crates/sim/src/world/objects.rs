@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, ListParams, ObjectList};
+use kube::Resource;
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 use serde_json::{Map, Value, json};
 
@@ -47,7 +48,31 @@ pub async fn list_values<K>(client: &kube::Client) -> Result<Vec<Value>, WorldEr
 where
     K: kube::Resource<DynamicType = ()>,
 {
-    let request = kube::core::Request::new(K::url_path(&(), None))
+    list_raw(
+        client,
+        K::url_path(&(), None),
+        &K::api_version(&()),
+        &K::kind(&()),
+    )
+    .await
+}
+
+/// Every object of a resource (all namespaces), as JSON, as [`list_values`] reads them.
+pub async fn list_json(
+    client: &kube::Client,
+    resource: &ApiResource,
+) -> Result<Vec<Value>, WorldError> {
+    let url = DynamicObject::url_path(resource, None);
+    list_raw(client, url, &resource.api_version, &resource.kind).await
+}
+
+async fn list_raw(
+    client: &kube::Client,
+    url: String,
+    api_version: &str,
+    kind: &str,
+) -> Result<Vec<Value>, WorldError> {
+    let request = kube::core::Request::new(url)
         .list(&ListParams::default())
         .map_err(kube::Error::BuildRequest)?;
     let mut list: Value = client.request(request).await?;
@@ -55,7 +80,6 @@ where
         Some(Value::Array(items)) => items,
         _ => Vec::new(),
     };
-    let (api_version, kind) = (K::api_version(&()), K::kind(&()));
     Ok(items
         .into_iter()
         .map(|mut item| {
@@ -66,15 +90,6 @@ where
             item
         })
         .collect())
-}
-
-/// Every object of a dynamic `Api`, as JSON.
-pub async fn list_json(api: &Api<DynamicObject>) -> Result<Vec<Value>, WorldError> {
-    let list: ObjectList<DynamicObject> = api.list(&ListParams::default()).await?;
-    list.items
-        .into_iter()
-        .map(|o| serde_json::to_value(o).map_err(WorldError::from))
-        .collect()
 }
 
 /// The string at a dotted path.

@@ -206,8 +206,8 @@ impl Reconciler for Deployments {
     }
 
     async fn pass(&mut self) -> PassResult {
-        let mds = list_json(&o::all(&self.client, &o::machine_deployments())).await?;
-        let sets = list_json(&o::all(&self.client, &o::machine_sets())).await?;
+        let mds = list_json(&self.client, &o::machine_deployments()).await?;
+        let sets = list_json(&self.client, &o::machine_sets()).await?;
         let mut first_error = None;
         for md in &mds {
             if let Err(e) = self.reconcile(md, &sets).await {

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use api::well_known::capi as keys;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -315,16 +315,9 @@ impl Reconciler for Machines {
 
     async fn pass(&mut self) -> PassResult {
         let now = Instant::now();
-        let machines = list_json(&o::all(&self.management, &o::machines())).await?;
-        let mds = list_json(&o::all(&self.management, &o::machine_deployments())).await?;
-        let node_api: Api<Node> = Api::all(self.workload.clone());
-        let nodes: Vec<Value> = node_api
-            .list(&ListParams::default())
-            .await?
-            .items
-            .into_iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()?;
+        let machines = list_json(&self.management, &o::machines()).await?;
+        let mds = list_json(&self.management, &o::machine_deployments()).await?;
+        let nodes = crate::world::objects::list_values::<Node>(&self.workload).await?;
         let live: std::collections::HashSet<&str> = machines.iter().map(object::uid).collect();
         for map in [&mut self.seen, &mut self.provisioned, &mut self.deleting] {
             map.retain(|uid, _| live.contains(uid.as_str()));

@@ -162,8 +162,8 @@ impl Reconciler for Sets {
     }
 
     async fn pass(&mut self) -> PassResult {
-        let sets = list_json(&o::all(&self.client, &o::machine_sets())).await?;
-        let machines = list_json(&o::all(&self.client, &o::machines())).await?;
+        let sets = list_json(&self.client, &o::machine_sets()).await?;
+        let machines = list_json(&self.client, &o::machines()).await?;
         let mut first_error = None;
         for ms in &sets {
             if let Err(e) = self.reconcile(ms, &machines).await {
