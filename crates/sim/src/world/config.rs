@@ -169,7 +169,6 @@ pub struct WorldConfig {
     /// Least time between the starts of two passes of one world controller. Zero (the
     /// default) passes again as soon as something changes; a few tens of milliseconds fold
     /// bursts of events into one pass (every pass lists its objects afresh), which keeps the
-    /// simulated world cheap at thousands of pods. When set, a pass also waits at least twice
-    /// as long as the last one took (each controller at most half a core).
+    /// simulated world cheap at thousands of pods.
     pub min_pass_interval: Duration,
 }

@@ -99,12 +99,9 @@ pub async fn drive<R: Reconciler>(
             () = wake.notified() => {}
             () = tokio::time::sleep(wait.max(Duration::from_millis(1))) => {}
         }
-        // Under churn, let events pile up into one pass instead of passing back to back; and
-        // a pass that took long (thousands of objects) waits as long again, so no controller
-        // of the world takes more than half of a core from the system it simulates for.
+        // Under churn, let events pile up into one pass instead of passing back to back.
         if !min_interval.is_zero() {
-            let took = started.elapsed();
-            tokio::time::sleep_until(started + min_interval.max(took.saturating_mul(2))).await;
+            tokio::time::sleep_until(started + min_interval).await;
         }
     }
 }
@@ -138,8 +135,7 @@ where
 }
 
 /// A controller's tasks: its loop and its watches, and the least time between the starts of
-/// two passes of one controller (zero: pass again as soon as something changes; otherwise
-/// also at least twice the time the last pass took).
+/// two passes of one controller (zero: pass again as soon as something changes).
 #[derive(Debug, Default)]
 pub struct Tasks(pub Vec<JoinHandle<()>>, pub Duration);
 
@@ -218,42 +214,6 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(500)).await;
         task.abort();
         health.snapshot()["counter"].passes
-    }
-
-    /// A pass that takes 300 ms.
-    struct Slow;
-
-    impl Reconciler for Slow {
-        fn name(&self) -> &'static str {
-            "slow"
-        }
-
-        async fn pass(&mut self) -> PassResult {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            Ok(None)
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_slow_pass_waits_as_long_again_before_the_next() {
-        let wake = Arc::new(Notify::new());
-        let health = Health::default();
-        let task = tokio::spawn(drive(
-            Slow,
-            Arc::clone(&wake),
-            Duration::from_secs(3600),
-            health.clone(),
-            Duration::from_millis(100),
-        ));
-        // Woken all the time for 3 s: passes start every 600 ms (0, 0.6, …, 2.4 s), not
-        // back to back every 300 ms.
-        for _ in 0..300 {
-            wake.notify_one();
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        task.abort();
-        let passes = health.snapshot()["slow"].passes;
-        assert!((4..=5).contains(&passes), "{passes} passes in 3 s");
     }
 
     #[tokio::test(start_paused = true)]
