@@ -18,6 +18,7 @@
 //!   (`NodeStatusUnknown`) and tainted `node.kubernetes.io/unreachable` NoSchedule + NoExecute,
 //!   as the node lifecycle controller does; without the annotation it recovers like a new node.
 //!
+//! A pass decides for every node and pod first, then writes concurrently.
 //! Inputs: Pods and Nodes (fresh lists). Outputs: node and pod status patches, node taint
 //! patches, pod deletes. Times are kept in memory (tokio time).
 
@@ -37,7 +38,7 @@ use scheduling::taints::{Taint, TaintEffect};
 use crate::world::WorldError;
 use crate::world::config::KubeletConfig;
 use crate::world::driver::{PassResult, Reconciler};
-use crate::world::objects::{code, condition, ignore_not_found, new_condition};
+use crate::world::objects::{code, concurrently, condition, ignore_not_found, new_condition};
 
 /// kubelet-lite.
 pub struct Kubelet {
@@ -312,40 +313,35 @@ impl Kubelet {
         }
     }
 
-    async fn pod(
+    /// What to do with `pod` now, if anything (and when to look again, in `next`).
+    fn pod(
         &mut self,
         pod: &Pod,
         nodes: &HashMap<String, (&Node, Vec<Taint>)>,
         now: Instant,
         next: &mut Option<Duration>,
-    ) -> Result<(), WorldError> {
-        let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
-            return Ok(());
-        };
+    ) -> Option<PodAction> {
+        let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref())?;
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         if pod.metadata.deletion_timestamp.is_some() {
             let since = *self.terminating_seen.entry(uid).or_insert(now);
             let never_started = phase(pod) == "Pending";
             let due = since + self.config.pod_termination_delay;
             if never_started || now >= due {
-                return self.delete_pod(pod, Some(0)).await;
+                return Some(PodAction::Delete(Some(0)));
             }
             soonest(next, due, now);
-            return Ok(());
+            return None;
         }
         let Some((node, taints)) = nodes.get(node_name) else {
-            return if self.config.pod_gc {
-                self.delete_pod(pod, Some(0)).await
-            } else {
-                Ok(())
-            };
+            return self.config.pod_gc.then_some(PodAction::Delete(Some(0)));
         };
         if matches!(phase(pod), "Succeeded" | "Failed") {
-            return Ok(());
+            return None;
         }
         if self.config.evict_untolerated_no_execute {
             match self.eviction_due(pod, node_name, taints, now) {
-                Some(due) if due <= now => return self.delete_pod(pod, None).await,
+                Some(due) if due <= now => return Some(PodAction::Delete(None)),
                 Some(due) => soonest(next, due, now),
                 None => {}
             }
@@ -359,13 +355,53 @@ impl Kubelet {
             let since = *self.bound_seen.entry(uid).or_insert(now);
             let due = since + self.config.pod_start_delay;
             if now >= due {
-                self.start_pod(pod, node).await?;
-            } else {
-                soonest(next, due, now);
+                return Some(PodAction::Start);
+            }
+            soonest(next, due, now);
+        }
+        None
+    }
+
+    async fn act_on_pod(
+        &self,
+        pod: &Pod,
+        action: PodAction,
+        nodes: &HashMap<String, (&Node, Vec<Taint>)>,
+    ) -> Result<(), WorldError> {
+        match action {
+            PodAction::Delete(grace) => self.delete_pod(pod, grace).await,
+            PodAction::Start => {
+                let node = pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .and_then(|n| nodes.get(n));
+                match node {
+                    Some((node, _)) => self.start_pod(pod, node).await,
+                    None => Ok(()),
+                }
             }
         }
-        Ok(())
     }
+}
+
+/// What a pass does to a pod. A pass decides for every node and pod first, then acts on them
+/// concurrently ([`concurrently`]), as a kubelet per node would.
+#[derive(Debug, Clone, Copy)]
+enum PodAction {
+    /// Delete it with this grace period (`None`: its own).
+    Delete(Option<u32>),
+    /// Start it on its (Ready) node.
+    Start,
+}
+
+/// What a pass does to a node.
+#[derive(Debug, Clone, Copy)]
+enum NodeAction {
+    /// Mark it lost (annotated to fail).
+    Lost,
+    /// Make it Ready.
+    Ready,
 }
 
 impl Kubelet {
@@ -449,8 +485,8 @@ impl Reconciler for Kubelet {
         self.bound_seen.retain(|u, _| pod_uids.contains(u));
         self.terminating_seen.retain(|u, _| pod_uids.contains(u));
         let mut next = None;
-        let mut first_error = None;
-        for node in &nodes {
+        let mut node_actions = Vec::new();
+        for (i, node) in nodes.iter().enumerate() {
             if node.metadata.deletion_timestamp.is_some() {
                 continue;
             }
@@ -463,13 +499,7 @@ impl Reconciler for Kubelet {
             if lost {
                 // A healed node counts as new: it becomes Ready a delay after it heals.
                 self.nodes_seen.remove(&uid(&node.metadata));
-                match self.make_lost(node).await {
-                    Ok(Some(d)) => next = Some(next.map_or(d, |n: Duration| n.min(d))),
-                    Ok(None) => {}
-                    Err(e) => {
-                        first_error.get_or_insert(e);
-                    }
-                }
+                node_actions.push((i, NodeAction::Lost));
                 continue;
             }
             let unreachable = node
@@ -496,7 +526,23 @@ impl Reconciler for Kubelet {
                 soonest(&mut next, due, now);
                 continue;
             }
-            match self.make_ready(node).await {
+            node_actions.push((i, NodeAction::Ready));
+        }
+        let mut first_error = None;
+        let nodes_ref = &nodes;
+        let this = &*self;
+        for result in concurrently(node_actions, |(i, action)| async move {
+            let Some(node) = nodes_ref.get(i) else {
+                return Ok(None);
+            };
+            match action {
+                NodeAction::Lost => this.make_lost(node).await,
+                NodeAction::Ready => this.make_ready(node).await,
+            }
+        })
+        .await
+        {
+            match result {
                 Ok(Some(d)) => next = Some(next.map_or(d, |n: Duration| n.min(d))),
                 Ok(None) => {}
                 Err(e) => {
@@ -524,8 +570,22 @@ impl Reconciler for Kubelet {
         for k in present {
             self.no_execute_seen.entry(k).or_insert(now);
         }
-        for pod in &pods {
-            if let Err(e) = self.pod(pod, &by_name, now, &mut next).await {
+        let mut pod_actions = Vec::new();
+        for (i, pod) in pods.iter().enumerate() {
+            if let Some(action) = self.pod(pod, &by_name, now, &mut next) {
+                pod_actions.push((i, action));
+            }
+        }
+        let (pods_ref, by_name_ref, this) = (&pods, &by_name, &*self);
+        for result in concurrently(pod_actions, |(i, action)| async move {
+            match pods_ref.get(i) {
+                Some(pod) => this.act_on_pod(pod, action, by_name_ref).await,
+                None => Ok(()),
+            }
+        })
+        .await
+        {
+            if let Err(e) = result {
                 first_error.get_or_insert(e);
             }
         }

@@ -26,8 +26,8 @@ use crate::object;
 use crate::world::WorldError;
 use crate::world::driver::{PassResult, Reconciler};
 use crate::world::objects::{
-    code, condition_true, controller_ref, controller_uid, ignore_not_found, labels, list_values,
-    patch_status_if_changed, string_map, text,
+    code, concurrently, condition_true, controller_ref, controller_uid, ignore_not_found, labels,
+    list_values, patch_status_if_changed, string_map, text,
 };
 
 /// The label that ties a ReplicaSet and its pods to one pod template.
@@ -193,28 +193,43 @@ impl ReplicaSets {
                 .max(0),
         )
         .unwrap_or(0);
+        // Creates and deletes go out concurrently, as the ReplicaSet controller sends them in
+        // (slow-start) batches of goroutines.
         if mine.len() < want {
             let template = rs.pointer("/spec/template").cloned().unwrap_or(json!({}));
-            for _ in mine.len()..want {
-                let mut meta = template.get("metadata").cloned().unwrap_or(json!({}));
-                let m = object::as_map(&mut meta);
-                m.insert(
-                    "generateName".into(),
-                    json!(format!("{}-", object::name(rs))),
-                );
-                m.insert("namespace".into(), json!(ns));
-                m.insert("ownerReferences".into(), json!([controller_ref(rs)]));
-                let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-                    "spec": template.get("spec").cloned().unwrap_or(json!({}))});
-                let pod: Pod = serde_json::from_value(pod)?;
-                api.create(&PostParams::default(), &pod).await?;
-            }
+            let mut meta = template.get("metadata").cloned().unwrap_or(json!({}));
+            let m = object::as_map(&mut meta);
+            m.insert(
+                "generateName".into(),
+                json!(format!("{}-", object::name(rs))),
+            );
+            m.insert("namespace".into(), json!(ns));
+            m.insert("ownerReferences".into(), json!([controller_ref(rs)]));
+            let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                "spec": template.get("spec").cloned().unwrap_or(json!({}))});
+            let pod: Pod = serde_json::from_value(pod)?;
+            let (api, pod) = (&api, &pod);
+            concurrently(mine.len()..want, |_| async move {
+                api.create(&PostParams::default(), pod).await.map(drop)
+            })
+            .await
+            .into_iter()
+            .collect::<Result<Vec<()>, _>>()?;
         } else if mine.len() > want {
             let mut doomed = mine.clone();
             doomed.sort_by_key(|p| scale_down_rank(p));
-            for p in doomed.into_iter().take(mine.len() - want) {
-                ignore_not_found(api.delete(object::name(p), &DeleteParams::default()).await)?;
-            }
+            let doomed: Vec<String> = doomed
+                .into_iter()
+                .take(mine.len() - want)
+                .map(|p| object::name(p).to_owned())
+                .collect();
+            let api = &api;
+            concurrently(doomed, |name: String| async move {
+                ignore_not_found(api.delete(&name, &DeleteParams::default()).await)
+            })
+            .await
+            .into_iter()
+            .collect::<Result<Vec<()>, _>>()?;
         }
         let count = i64::try_from(mine.len()).unwrap_or(0);
         let ready =

@@ -12,6 +12,9 @@
 //! only after its backoff (1 s, doubling to 10 s), a new message for the same reason waits
 //! for the pod's backoff to pass ([`WriteBackoff`]); a new reason is written at once. Binding
 //! is still tried on every pass.
+//! A pass decides every pending pod first (each placement counted against its node, as
+//! kube-scheduler assumes a pod before its binding is written), then writes its bindings and
+//! conditions concurrently ([`concurrently`]), as kube-scheduler binds from many goroutines.
 //! Inputs: Pods and Nodes (fresh lists). Outputs: bindings, pod status patches, Events.
 //! Approximations: no preemption, no volume or DRA plugins; Events are not aggregated into a
 //! series.
@@ -28,7 +31,7 @@ use crate::world::WorldError;
 use crate::world::config::SchedulerConfig;
 use crate::world::driver::{PassResult, Reconciler};
 use crate::world::fit::{self, NodeInfo};
-use crate::world::objects::{code, condition, new_condition};
+use crate::world::objects::{code, concurrently, condition, new_condition};
 
 /// kube-scheduler-lite.
 pub struct Scheduler {
@@ -188,9 +191,8 @@ impl Scheduler {
                 == self.config.scheduler_name
     }
 
-    async fn bind(&self, p: &Pod, node: &str) -> Result<bool, WorldError> {
-        let ns = p.metadata.namespace.as_deref().unwrap_or("default");
-        let name = p.metadata.name.as_deref().unwrap_or_default();
+    async fn bind(&self, pod: &PodRef, node: &str) -> Result<(), WorldError> {
+        let (ns, name) = (pod.namespace.as_str(), pod.name.as_str());
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         let binding = json!({"apiVersion": "v1", "kind": "Binding",
             "metadata": {"name": name, "namespace": ns},
@@ -199,18 +201,21 @@ impl Scheduler {
             .create_subresource::<Value, Value>("binding", name, &PostParams::default(), &binding)
             .await
         {
-            Ok(_) => Ok(true),
-            Err(e) if matches!(code(&e), Some(404 | 409)) => Ok(false),
+            // Gone, or bound by someone else meanwhile: the next pass sees which.
+            Ok(_) => Ok(()),
+            Err(e) if matches!(code(&e), Some(404 | 409)) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
 
-    async fn unschedulable(
+    /// The `PodScheduled=False` write for `p`, unless the condition already says so (or says
+    /// so for the same reason and the pod's write backoff has not passed).
+    fn unschedulable(
         &mut self,
         p: &Pod,
         reason: &str,
         message: &str,
-    ) -> Result<(), WorldError> {
+    ) -> Result<Option<Write>, WorldError> {
         let obj = serde_json::to_value(p)?;
         let previous = condition(&obj, "PodScheduled");
         let same_reason = previous.is_some_and(|c| {
@@ -223,7 +228,7 @@ impl Scheduler {
         let backoff = self.backoff.get(&uid).copied();
         let now = Instant::now();
         if same_reason && (same_message || backoff.is_some_and(|b| now < b.next)) {
-            return Ok(());
+            return Ok(None);
         }
         self.backoff
             .insert(uid, WriteBackoff::after_write(backoff, now));
@@ -235,8 +240,22 @@ impl Scheduler {
             .unwrap_or_default();
         conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
         conditions.push(cond);
-        let ns = p.metadata.namespace.as_deref().unwrap_or("default");
-        let name = p.metadata.name.as_deref().unwrap_or_default();
+        Ok(Some(Write::Unschedulable {
+            pod: PodRef::of(p),
+            conditions,
+            message: message.to_owned(),
+        }))
+    }
+
+    /// Writes `PodScheduled=False` and, like kube-scheduler, a Warning Event each time the
+    /// verdict changes.
+    async fn write_unschedulable(
+        &self,
+        pod: &PodRef,
+        conditions: Vec<Value>,
+        message: &str,
+    ) -> Result<(), WorldError> {
+        let (ns, name) = (pod.namespace.as_str(), pod.name.as_str());
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         let patch = json!({"status": {"conditions": conditions}});
         match api
@@ -247,13 +266,12 @@ impl Scheduler {
             Err(e) if code(&e) == Some(404) => return Ok(()),
             Err(e) => return Err(e.into()),
         }
-        // Like kube-scheduler: a Warning Event each time the verdict changes.
         let events: Api<Event> = Api::namespaced(self.client.clone(), ns);
         let now = k8s_openapi::jiff::Timestamp::now();
         let event: Event = serde_json::from_value(json!({
             "metadata": {"name": format!("{name}.{:x}", now.as_nanosecond()), "namespace": ns},
             "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": ns,
-                "uid": p.metadata.uid},
+                "uid": pod.uid},
             "reason": "FailedScheduling",
             "message": message,
             "type": "Warning",
@@ -267,6 +285,52 @@ impl Scheduler {
             Ok(_) => Ok(()),
             Err(e) if matches!(code(&e), Some(404 | 409)) => Ok(()),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn write(&self, write: Write) -> Result<(), WorldError> {
+        match write {
+            Write::Bind { pod, node } => self.bind(&pod, &node).await,
+            Write::Unschedulable {
+                pod,
+                conditions,
+                message,
+            } => self.write_unschedulable(&pod, conditions, &message).await,
+        }
+    }
+}
+
+/// A write a pass decided on. A pass decides every pod first (each placement counted against
+/// its node, as kube-scheduler assumes a pod on its node before the binding is written), then
+/// writes concurrently.
+enum Write {
+    /// Bind the pod to the node.
+    Bind { pod: PodRef, node: String },
+    /// The pod's `PodScheduled=False` condition (its conditions as they become), and its Event.
+    Unschedulable {
+        pod: PodRef,
+        conditions: Vec<Value>,
+        message: String,
+    },
+}
+
+/// Which pod a write is for.
+struct PodRef {
+    namespace: String,
+    name: String,
+    uid: Option<String>,
+}
+
+impl PodRef {
+    fn of(p: &Pod) -> Self {
+        Self {
+            namespace: p
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            name: p.metadata.name.clone().unwrap_or_default(),
+            uid: p.metadata.uid.clone(),
         }
     }
 }
@@ -291,6 +355,7 @@ impl Reconciler for Scheduler {
         self.backoff
             .retain(|uid, _| pending_uids.contains(uid.as_str()));
         let mut waiting = false;
+        let mut writes = Vec::new();
         for p in pending {
             let gated = p
                 .spec
@@ -298,19 +363,17 @@ impl Reconciler for Scheduler {
                 .and_then(|s| s.scheduling_gates.as_ref())
                 .is_some_and(|g| !g.is_empty());
             if gated {
-                self.unschedulable(
+                writes.extend(self.unschedulable(
                     p,
                     "SchedulingGated",
                     "Scheduling is blocked due to non-empty scheduling gates",
-                )
-                .await?;
+                )?);
                 continue;
             }
             let engine = match scheduling::k8s::pod(p) {
                 Ok(e) => e,
                 Err(e) => {
-                    self.unschedulable(p, "Unschedulable", &e.to_string())
-                        .await?;
+                    writes.extend(self.unschedulable(p, "Unschedulable", &e.to_string())?);
                     waiting = true;
                     continue;
                 }
@@ -332,18 +395,22 @@ impl Reconciler for Scheduler {
                 .map(|(i, _)| i);
             match best.and_then(|i| infos.get_mut(i)) {
                 Some(node) => {
-                    let name = node.name.clone();
-                    if self.bind(p, &name).await? {
-                        node.place(&engine);
-                    }
+                    node.place(&engine);
+                    writes.push(Write::Bind {
+                        pod: PodRef::of(p),
+                        node: node.name.clone(),
+                    });
                 }
                 None => {
                     waiting = true;
                     let message = fit::message(infos.len(), &verdicts);
-                    self.unschedulable(p, "Unschedulable", &message).await?;
+                    writes.extend(self.unschedulable(p, "Unschedulable", &message)?);
                 }
             }
         }
+        let this = &*self;
+        let results = concurrently(writes, |w| this.write(w)).await;
+        results.into_iter().collect::<Result<Vec<()>, _>>()?;
         Ok(waiting.then_some(self.config.retry_interval))
     }
 }

@@ -11,6 +11,7 @@
 //! instance is gone). Failure knobs (config rates drawn per Machine name from the seed, or the
 //! [`annotations`] on the Machine or its MachineDeployment): never get a providerID; go
 //! `Failed` with `failureReason`/`failureMessage`; slow provisioning or deletion.
+//! A pass reconciles its Machines concurrently ([`o::concurrently`]).
 //! Inputs: Machines, MachineDeployments (management), Nodes (workload). Outputs: Machine
 //! spec/status/finalizer patches, Node creates and deletes.
 //! Approximations: no drain before the Node is deleted (Karpenter drains first); phase times
@@ -43,10 +44,37 @@ pub struct Machines {
     management: kube::Client,
     workload: kube::Client,
     config: CapiConfig,
-    seen: HashMap<String, Instant>,
-    provisioned: HashMap<String, Instant>,
-    deleting: HashMap<String, Instant>,
+    seen: Clock,
+    provisioned: Clock,
+    deleting: Clock,
     orphans: HashMap<String, Instant>,
+}
+
+/// When each Machine (by uid) reached a phase. Behind a lock so that a pass reconciles its
+/// Machines concurrently; the lock is never held across an await.
+#[derive(Debug, Default)]
+struct Clock(std::sync::Mutex<HashMap<String, Instant>>);
+
+impl Clock {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// When `uid` was first stamped (now, if this is the first time).
+    fn first(&self, uid: &str, now: Instant) -> Instant {
+        *self.map().entry(uid.to_owned()).or_insert(now)
+    }
+
+    fn set(&self, uid: &str, at: Instant) {
+        self.map().insert(uid.to_owned(), at);
+    }
+
+    /// Forget the Machines not in `live`.
+    fn retain(&self, live: &std::collections::HashSet<&str>) {
+        self.map().retain(|uid, _| live.contains(uid.as_str()));
+    }
 }
 
 impl std::fmt::Debug for Machines {
@@ -66,9 +94,9 @@ impl Machines {
             management,
             workload,
             config,
-            seen: HashMap::new(),
-            provisioned: HashMap::new(),
-            deleting: HashMap::new(),
+            seen: Clock::default(),
+            provisioned: Clock::default(),
+            deleting: Clock::default(),
             orphans: HashMap::new(),
         }
     }
@@ -108,14 +136,13 @@ impl Machines {
     }
 
     async fn finish_deletion(
-        &mut self,
+        &self,
         m: &Value,
         md: Option<&Value>,
         nodes: &[Value],
         now: Instant,
     ) -> Result<Option<Duration>, WorldError> {
-        let uid = object::uid(m).to_owned();
-        let since = *self.deleting.entry(uid).or_insert(now);
+        let since = self.deleting.first(object::uid(m), now);
         if !object::finalizers(m).iter().any(|f| f == MACHINE_FINALIZER) {
             return Ok(None);
         }
@@ -157,7 +184,7 @@ impl Machines {
     }
 
     async fn reconcile(
-        &mut self,
+        &self,
         m: &Value,
         md: Option<&Value>,
         nodes: &[Value],
@@ -175,7 +202,7 @@ impl Machines {
         let uid = object::uid(m).to_owned();
         let name = object::name(m);
         let api = o::namespaced(&self.management, object::namespace(m), &o::machines());
-        let t0 = *self.seen.entry(uid.clone()).or_insert(now);
+        let t0 = self.seen.first(&uid, now);
         let boot_at = t0 + self.config.bootstrap_delay;
         let bootstrapped = now >= boot_at;
         let pid_at = t0
@@ -212,13 +239,13 @@ impl Machines {
             let patch = json!({"spec": {"providerID": pid}});
             api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await?;
-            self.provisioned.insert(uid, now);
+            self.provisioned.set(&uid, now);
             let status = json!({"phase": "Provisioned", "bootstrapReady": true,
                 "infrastructureReady": true, "conditions": conditions(m, true, true, None)});
             patch_status_if_changed(&api, m, status).await?;
             return Ok(Some(self.config.node_join_delay));
         };
-        let provisioned = *self.provisioned.entry(uid).or_insert(now);
+        let provisioned = self.provisioned.first(&uid, now);
         let node = nodes.iter().find(|n| {
             text(n, ".spec.providerID") == Some(provider_id)
                 || Some(object::name(n)) == text(m, ".status.nodeRef.name")
@@ -319,18 +346,26 @@ impl Reconciler for Machines {
         let mds = list_json(&self.management, &o::machine_deployments()).await?;
         let nodes = crate::world::objects::list_values::<Node>(&self.workload).await?;
         let live: std::collections::HashSet<&str> = machines.iter().map(object::uid).collect();
-        for map in [&mut self.seen, &mut self.provisioned, &mut self.deleting] {
-            map.retain(|uid, _| live.contains(uid.as_str()));
+        for clock in [&self.seen, &self.provisioned, &self.deleting] {
+            clock.retain(&live);
         }
         let mut next: Option<Duration> = None;
         let mut first_error = None;
-        for m in &machines {
+        let (this, machines_ref, mds_ref, nodes_ref) = (&*self, &machines, &mds, &nodes);
+        let results = o::concurrently(0..machines.len(), |i| async move {
+            let Some(m) = machines_ref.get(i) else {
+                return Ok(None);
+            };
             let md = o::labels(m).get(keys::DEPLOYMENT_NAME).and_then(|d| {
-                mds.iter().find(|md| {
+                mds_ref.iter().find(|md| {
                     object::name(md) == d && object::namespace(md) == object::namespace(m)
                 })
             });
-            match self.reconcile(m, md, &nodes, now).await {
+            this.reconcile(m, md, nodes_ref, now).await
+        })
+        .await;
+        for result in results {
+            match result {
                 Ok(Some(d)) => next = Some(next.map_or(d, |n| n.min(d))),
                 Ok(None) => {}
                 Err(e) => {

@@ -129,16 +129,27 @@ impl Sets {
             .max(0);
         let desired = usize::try_from(desired).unwrap_or(usize::MAX);
         if owned.len() < desired {
-            for _ in owned.len()..desired {
-                let m: DynamicObject = serde_json::from_value(new_machine(ms))?;
-                api.create(&PostParams::default(), &m).await?;
-            }
+            let m: DynamicObject = serde_json::from_value(new_machine(ms))?;
+            let (api, m) = (&api, &m);
+            o::concurrently(owned.len()..desired, |_| async move {
+                api.create(&PostParams::default(), m).await.map(drop)
+            })
+            .await
+            .into_iter()
+            .collect::<Result<Vec<()>, _>>()?;
         } else if owned.len() > desired {
-            for m in to_delete(&owned, owned.len() - desired) {
-                if !object::is_deleting(m) {
-                    ignore_not_found(api.delete(object::name(m), &DeleteParams::default()).await)?;
-                }
-            }
+            let doomed: Vec<String> = to_delete(&owned, owned.len() - desired)
+                .into_iter()
+                .filter(|m| !object::is_deleting(m))
+                .map(|m| object::name(m).to_owned())
+                .collect();
+            let api = &api;
+            o::concurrently(doomed, |name: String| async move {
+                ignore_not_found(api.delete(&name, &DeleteParams::default()).await)
+            })
+            .await
+            .into_iter()
+            .collect::<Result<Vec<()>, _>>()?;
         }
         let count = i64::try_from(owned.len()).unwrap_or(i64::MAX);
         let ready = owned.iter().filter(|m| condition_true(m, "Ready")).count();
