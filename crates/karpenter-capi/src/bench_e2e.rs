@@ -52,8 +52,8 @@ pub struct E2eArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Text)]
     pub output: Output,
-    /// Which API server: the in-memory `sim`, or a real kube-apiserver (needs etcd and
-    /// ../shared/tools/realk8s; see the README).
+    /// Which API server: the in-memory `sim`, or a real kube-apiserver (its binaries found
+    /// the envtest way, `KUBEBUILDER_ASSETS`; see the README).
     #[arg(long, value_enum, default_value_t = BenchBackend::Sim)]
     pub backend: BenchBackend,
 }

@@ -331,7 +331,7 @@ async fn real_run_serves_over_tls_with_a_client_certificate_and_leads() {
 }
 
 #[test]
-fn real_run_names_the_kubeconfig_when_the_server_is_unreachable() {
+fn run_names_the_kubeconfig_when_the_server_is_unreachable() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let path = kubeconfig(

@@ -1,11 +1,13 @@
 //! realk8s: a real control plane on loopback for tests — our envtest.
 //!
 //! Responsibility: start etcd and a real kube-apiserver (optionally kube-controller-manager and
-//! kube-scheduler) from `../shared/tools/realk8s/` on free 127.0.0.1 ports in a temporary
-//! directory, wait for `/readyz`, hand out TLS + client-certificate kubeconfigs and clients,
-//! and stop every process when the [`RealCluster`] is dropped (also when a test panics).
-//! Inputs: [`RealConfig`]; the binaries (unpacked once per machine into a shared cache, under a
-//! file lock), `etcd` from the Debian package `etcd-server`, `openssl` and `xz`.
+//! kube-scheduler) on free 127.0.0.1 ports in a temporary directory, wait for `/readyz`, hand
+//! out TLS + client-certificate kubeconfigs and clients, and stop every process when the
+//! [`RealCluster`] is dropped (also when a test panics).
+//! Inputs: [`RealConfig`]; the binaries, found as controller-runtime's envtest finds them
+//! ([`asset`]: `TEST_ASSET_KUBE_APISERVER`, `TEST_ASSET_ETCD`, … for one binary, else the
+//! directory `KUBEBUILDER_ASSETS`, else `/usr/local/kubebuilder/bin`; etcd also on `PATH`, as
+//! Debian's `etcd-server` installs it); `openssl`.
 //! Outputs: a running cluster, its admin kubeconfig, clients.
 //!
 //! The PKI (CA, serving certificate for 127.0.0.1/localhost, an admin client certificate in
@@ -93,16 +95,77 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RealK8sError {
     move |source| RealK8sError::Io { what, source }
 }
 
-/// The directory with `kube-apiserver.xz` and friends: `$REALK8S_TOOLS`, else
-/// `../shared/tools/realk8s` beside the workspace.
-pub fn tools_dir() -> PathBuf {
-    std::env::var_os("REALK8S_TOOLS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/realk8s"),
-        PathBuf::from,
+/// Where envtest looks when `KUBEBUILDER_ASSETS` is not set.
+const DEFAULT_ASSETS: &str = "/usr/local/kubebuilder/bin";
+
+/// The environment variable naming one binary, as envtest names them
+/// (`kube-apiserver` → `TEST_ASSET_KUBE_APISERVER`).
+fn asset_variable(name: &str) -> String {
+    format!("TEST_ASSET_{}", name.to_uppercase().replace('-', "_"))
+}
+
+/// The binary `name` (`kube-apiserver`, `kube-controller-manager`, `kube-scheduler`, `etcd`),
+/// found the envtest way: `TEST_ASSET_<NAME>`, else `$KUBEBUILDER_ASSETS/<name>`, else (etcd
+/// only) `PATH`, else `/usr/local/kubebuilder/bin/<name>`. A binary a variable names must
+/// exist; the error says what to set.
+pub fn asset(name: &str) -> Result<PathBuf, RealK8sError> {
+    find_asset(
+        name,
+        &|variable| std::env::var_os(variable),
+        &which,
+        Path::new(DEFAULT_ASSETS),
     )
 }
 
-/// The shared cache of unpacked binaries and the PKI: `$REALK8S_CACHE`, else
+/// [`asset`] with the environment, the `PATH` lookup and envtest's default directory given.
+fn find_asset(
+    name: &str,
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    on_path: &dyn Fn(&str) -> Option<PathBuf>,
+    default_dir: &Path,
+) -> Result<PathBuf, RealK8sError> {
+    let variable = asset_variable(name);
+    let how = format!(
+        "the real-API-server tests find their binaries the envtest way: set KUBEBUILDER_ASSETS \
+         to a directory holding kube-apiserver, kube-controller-manager, kube-scheduler and \
+         etcd, or {variable} to this one (etcd may also be on PATH: Debian's etcd-server); \
+         see the README, \"Tests against a real API server\""
+    );
+    let named = |path: PathBuf, by: String| {
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(RealK8sError::Missing {
+                what: format!("`{name}` at {} (from {by})", path.display()),
+                how: how.clone(),
+            })
+        }
+    };
+    if let Some(path) = env(&variable) {
+        return named(PathBuf::from(path), variable);
+    }
+    if let Some(dir) = env("KUBEBUILDER_ASSETS") {
+        let path = Path::new(&dir).join(name);
+        if path.is_file() || name != "etcd" {
+            return named(path, "KUBEBUILDER_ASSETS".into());
+        }
+    }
+    if name == "etcd"
+        && let Some(path) = on_path(name)
+    {
+        return Ok(path);
+    }
+    let path = default_dir.join(name);
+    if path.is_file() {
+        return Ok(path);
+    }
+    Err(RealK8sError::Missing {
+        what: format!("`{name}`"),
+        how,
+    })
+}
+
+/// The shared cache of the PKI: `$REALK8S_CACHE`, else
 /// `<tmp>/karpenter-capi-realk8s`.
 fn cache_dir() -> PathBuf {
     std::env::var_os("REALK8S_CACHE").map_or_else(
@@ -138,57 +201,12 @@ fn run(cmd: &mut Command) -> Result<(), RealK8sError> {
     }
 }
 
-/// Unpacks the binaries and makes the PKI once per cache, under an exclusive file lock so
-/// concurrent test processes wait for the first one.
+/// Makes the PKI once per cache, under an exclusive file lock so concurrent test processes
+/// wait for the first one.
 fn prepare(cache: &Path) -> Result<(), RealK8sError> {
     fs::create_dir_all(cache).map_err(io(format!("creating {}", cache.display())))?;
     let lock = fs::File::create(cache.join(".lock")).map_err(io("creating the cache lock"))?;
     lock.lock().map_err(io("locking the cache"))?;
-    let tools = tools_dir();
-    let bin = cache.join("bin");
-    fs::create_dir_all(&bin).map_err(io("creating bin/"))?;
-    for name in [
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-    ] {
-        let packed = tools.join(format!("{name}.xz"));
-        if !packed.is_file() {
-            return Err(RealK8sError::Missing {
-                what: packed.display().to_string(),
-                how: "the realk8s tools live in ../shared/tools/realk8s beside the workspace \
-                      (or set REALK8S_TOOLS to their directory)"
-                    .into(),
-            });
-        }
-        let target = bin.join(name);
-        let fresh = match (fs::metadata(&packed), fs::metadata(&target)) {
-            (Ok(p), Ok(t)) => match (p.modified(), t.modified()) {
-                (Ok(p), Ok(t)) => t >= p,
-                _ => false,
-            },
-            _ => false,
-        };
-        if !fresh {
-            require("xz", "apt-get install -y xz-utils")?;
-            let tmp = bin.join(format!("{name}.tmp"));
-            let out = fs::File::create(&tmp).map_err(io(format!("creating {}", tmp.display())))?;
-            let status = Command::new("xz")
-                .arg("-dc")
-                .arg(&packed)
-                .stdout(out)
-                .status()
-                .map_err(io("running xz"))?;
-            if !status.success() {
-                return Err(RealK8sError::Command {
-                    command: format!("xz -dc {}", packed.display()),
-                    output: status.to_string(),
-                });
-            }
-            run(Command::new("chmod").arg("+x").arg(&tmp))?;
-            fs::rename(&tmp, &target).map_err(io("moving an unpacked binary"))?;
-        }
-    }
     let pki = cache.join("pki");
     if !pki.join("front-proxy-client.crt").is_file() {
         make_pki(&pki)?;
@@ -409,10 +427,18 @@ impl RealCluster {
     }
 
     async fn start_once(config: &RealConfig) -> Result<RealCluster, RealK8sError> {
-        let etcd = require(
-            "etcd",
-            "apt-get install -y etcd-server etcd-client (the real-API-server tests need etcd)",
-        )?;
+        let etcd = asset("etcd")?;
+        let apiserver = asset("kube-apiserver")?;
+        let controller_manager = if config.controller_manager {
+            Some(asset("kube-controller-manager")?)
+        } else {
+            None
+        };
+        let scheduler = if config.scheduler {
+            Some(asset("kube-scheduler")?)
+        } else {
+            None
+        };
         let cache = cache_dir();
         let cache2 = cache.clone();
         tokio::task::spawn_blocking(move || prepare(&cache2))
@@ -429,7 +455,6 @@ impl RealCluster {
         .map_err(io("creating the cluster directory"))?;
         let d = base.path().to_path_buf();
         let pki = cache.join("pki");
-        let bin = cache.join("bin");
         let (api_port, etcd_port, peer_port) = (free_port()?, free_port()?, free_port()?);
         let url = format!("https://127.0.0.1:{api_port}");
         let me = std::process::id();
@@ -463,7 +488,7 @@ impl RealCluster {
                 .arg("--quota-backend-bytes=4294967296"),
         )?;
         let pf = |f: &str| pki.join(f).display().to_string();
-        let mut api = Command::new(bin.join("kube-apiserver"));
+        let mut api = Command::new(apiserver);
         api.arg("--bind-address=127.0.0.1")
             .arg("--advertise-address=127.0.0.1")
             .arg(format!("--secure-port={api_port}"))
@@ -504,10 +529,10 @@ impl RealCluster {
         cluster.spawn("kube-apiserver", &mut api)?;
         let client = cluster.wait_ready().await?;
         let kc = cluster.kubeconfig.display().to_string();
-        if config.controller_manager {
+        if let Some(controller_manager) = controller_manager {
             cluster.spawn(
                 "kube-controller-manager",
-                Command::new(bin.join("kube-controller-manager"))
+                Command::new(controller_manager)
                     .arg(format!("--kubeconfig={kc}"))
                     .arg(format!("--authentication-kubeconfig={kc}"))
                     .arg(format!("--authorization-kubeconfig={kc}"))
@@ -528,10 +553,10 @@ impl RealCluster {
                     .arg("--v=1"),
             )?;
         }
-        if config.scheduler {
+        if let Some(scheduler) = scheduler {
             cluster.spawn(
                 "kube-scheduler",
-                Command::new(bin.join("kube-scheduler"))
+                Command::new(scheduler)
                     .arg(format!("--kubeconfig={kc}"))
                     .arg(format!("--authentication-kubeconfig={kc}"))
                     .arg(format!("--authorization-kubeconfig={kc}"))
@@ -726,5 +751,110 @@ impl RealCluster {
     /// The last lines of a process's log (`etcd`, `kube-apiserver`, ...).
     pub fn log_tail(&self, process: &str, lines: usize) -> String {
         tail(&self.dir.path().join(format!("{process}.log")), lines)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+
+    use std::collections::BTreeMap;
+    use std::ffi::OsString;
+
+    use super::*;
+
+    /// A directory with empty files named `names`.
+    fn dir_with(names: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for name in names {
+            fs::write(dir.path().join(name), "").unwrap();
+        }
+        dir
+    }
+
+    fn find(
+        name: &str,
+        env: &BTreeMap<&str, PathBuf>,
+        path: Option<PathBuf>,
+        default_dir: &Path,
+    ) -> Result<PathBuf, RealK8sError> {
+        let env = |v: &str| env.get(v).map(|p| OsString::from(p.as_os_str()));
+        let on_path = |_: &str| path.clone();
+        find_asset(name, &env, &on_path, default_dir)
+    }
+
+    #[test]
+    fn an_asset_comes_from_its_variable_then_kubebuilder_assets_then_the_default() {
+        let assets = dir_with(&["kube-apiserver", "etcd"]);
+        let own = dir_with(&["my-apiserver"]);
+        let default = dir_with(&["kube-apiserver", "kube-scheduler"]);
+        let none = BTreeMap::new();
+        let kb = BTreeMap::from([("KUBEBUILDER_ASSETS", assets.path().to_owned())]);
+        let both = BTreeMap::from([
+            ("KUBEBUILDER_ASSETS", assets.path().to_owned()),
+            ("TEST_ASSET_KUBE_APISERVER", own.path().join("my-apiserver")),
+        ]);
+        assert_eq!(
+            find("kube-apiserver", &both, None, default.path()).unwrap(),
+            own.path().join("my-apiserver")
+        );
+        assert_eq!(
+            find("kube-apiserver", &kb, None, default.path()).unwrap(),
+            assets.path().join("kube-apiserver")
+        );
+        assert_eq!(
+            find("kube-apiserver", &none, None, default.path()).unwrap(),
+            default.path().join("kube-apiserver")
+        );
+        // A directory that lacks a binary is an error, not a fall-through to the default.
+        let err = find("kube-scheduler", &kb, None, default.path()).unwrap_err();
+        assert!(err.to_string().contains("KUBEBUILDER_ASSETS"), "{err}");
+    }
+
+    #[test]
+    fn etcd_may_come_from_path_when_the_assets_lack_it() {
+        let assets = dir_with(&["kube-apiserver"]);
+        let elsewhere = dir_with(&["etcd"]);
+        let kb = BTreeMap::from([("KUBEBUILDER_ASSETS", assets.path().to_owned())]);
+        let on_path = Some(elsewhere.path().join("etcd"));
+        assert_eq!(
+            find("etcd", &kb, on_path.clone(), Path::new("/nonexistent")).unwrap(),
+            elsewhere.path().join("etcd")
+        );
+        let with_etcd = dir_with(&["etcd"]);
+        let kb = BTreeMap::from([("KUBEBUILDER_ASSETS", with_etcd.path().to_owned())]);
+        assert_eq!(
+            find("etcd", &kb, on_path, Path::new("/nonexistent")).unwrap(),
+            with_etcd.path().join("etcd")
+        );
+    }
+
+    #[test]
+    fn nothing_found_says_what_to_set() {
+        let err = find(
+            "kube-apiserver",
+            &BTreeMap::new(),
+            None,
+            Path::new("/nonexistent"),
+        )
+        .unwrap_err()
+        .to_string();
+        for needed in [
+            "kube-apiserver",
+            "KUBEBUILDER_ASSETS",
+            "TEST_ASSET_KUBE_APISERVER",
+        ] {
+            assert!(err.contains(needed), "{needed} missing from: {err}");
+        }
+        let missing = PathBuf::from("/nonexistent/kube-apiserver");
+        let named = BTreeMap::from([("TEST_ASSET_KUBE_APISERVER", missing.clone())]);
+        let err = find("kube-apiserver", &named, None, Path::new("/nonexistent"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("/nonexistent/kube-apiserver")
+                && err.contains("TEST_ASSET_KUBE_APISERVER"),
+            "{err}"
+        );
     }
 }
