@@ -1,6 +1,6 @@
-//! The Helm chart `charts/karpenter-capi`, rendered by the real `helm` (v3.11, from
-//! `../shared/tools/helm/` beside this checkout; a missing binary fails every test, naming the
-//! path) over a matrix of values, and checked object by object: the Deployment's security
+//! The Helm chart `charts/karpenter-capi`, rendered and linted by Helm's own Go SDK (v4, the
+//! PyPI package `helm-python-sdk` through `helm.py`; see the crate's docs — a missing package
+//! fails every test, saying how to install it) over a matrix of values, and checked object by object: the Deployment's security
 //! context, probes, ports, replicas and leader election; that every setting it passes is one
 //! `karpenter-capi run` reads (the list here is checked against `run_cmd.rs`); the management
 //! kubeconfig mount; which RBAC objects each mode renders; namespaces; CRDs only in `crds/`.
@@ -12,9 +12,9 @@
 )]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
+use karpenter_capi_chart_tests::{Helm, workspace};
 use serde_json::{Value, json};
 
 const RELEASE: &str = "karpenter-capi";
@@ -83,36 +83,15 @@ const CLUSTER_SCOPED: &[&str] = &[
     "CustomResourceDefinition",
 ];
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn chart() -> PathBuf {
     workspace().join("charts/karpenter-capi")
 }
 
-fn helm() -> PathBuf {
-    let path = workspace().join("../shared/tools/helm/helm");
-    assert!(
-        path.is_file(),
-        "the chart tests need helm at {} (../shared/tools/helm/helm beside the checkout); \
-         it is missing",
-        path.display()
-    );
-    path
-}
-
 /// Runs helm; returns (success, stdout, stderr).
 fn run_helm(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(helm())
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", helm().display()));
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let helm = Helm::find().unwrap_or_else(|e| panic!("{e}"));
+    let out = helm.run(args).unwrap_or_else(|e| panic!("{e}"));
+    (out.ok, out.stdout, out.stderr)
 }
 
 /// The documents of a multi-document YAML stream (comments and empty documents dropped).
@@ -151,8 +130,6 @@ fn try_render(extra: &[&str]) -> Result<Vec<Value>, String> {
         chart.to_str().unwrap(),
         "--namespace",
         NAMESPACE,
-        "--kube-version",
-        KUBE_VERSION,
     ];
     args.extend_from_slice(extra);
     let (ok, stdout, stderr) = run_helm(&args);
@@ -325,7 +302,13 @@ fn lint_strict_passes() {
         ),
     ] {
         let chart = chart();
-        let mut cmd = vec!["lint", "--strict", chart.to_str().unwrap()];
+        let mut cmd = vec![
+            "lint",
+            "--strict",
+            chart.to_str().unwrap(),
+            "--kube-version",
+            KUBE_VERSION,
+        ];
         cmd.extend_from_slice(&args);
         let (ok, stdout, stderr) = run_helm(&cmd);
         assert!(

@@ -28,7 +28,6 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -51,7 +50,6 @@ use sim::{Backend, World};
 
 const RELEASE: &str = "karpenter";
 const NAMESPACE: &str = "karpenter";
-const KUBE_VERSION: &str = "1.33.0";
 
 // ---------------------------------------------------------------------------------------------
 // The chart, rendered.
@@ -67,26 +65,19 @@ fn render_chart() -> Vec<Value> {
 
 /// `helm template` of the chart with `--set` values, one JSON value per document.
 fn render_chart_with(values: &[&str]) -> Vec<Value> {
-    let helm = workspace().join("../shared/tools/helm/helm");
-    assert!(
-        helm.is_file(),
-        "this test needs helm at {} (../shared/tools/helm/helm beside the checkout)",
-        helm.display()
-    );
+    let helm = chart_tests::Helm::find().unwrap_or_else(|e| panic!("{e}"));
     let chart = workspace().join("charts/karpenter-capi");
-    let out = Command::new(&helm)
-        .args(["template", RELEASE])
-        .arg(&chart)
-        .args(["--namespace", NAMESPACE, "--kube-version", KUBE_VERSION])
-        .args(values.iter().flat_map(|v| ["--set", v]))
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", helm.display()));
-    assert!(
-        out.status.success(),
-        "helm template failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let mut args = vec![
+        "template",
+        RELEASE,
+        chart.to_str().unwrap(),
+        "--namespace",
+        NAMESPACE,
+    ];
+    args.extend(values.iter().flat_map(|v| ["--set", v]));
+    let out = helm.run(&args).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.ok, "helm template failed:\n{}", out.stderr);
+    let text = out.stdout;
     let mut docs = Vec::new();
     for doc in text.split("\n---\n") {
         if doc

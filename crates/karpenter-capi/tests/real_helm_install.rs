@@ -1,6 +1,6 @@
 //! The chart installed with `helm install` into a real kube-apiserver (`sim::realk8s`, its
-//! admin kubeconfig) and removed with `helm uninstall`: the real helm of
-//! `../shared/tools/helm/` (v3.11) against the real server, default values, release
+//! admin kubeconfig) and removed with `helm uninstall`: Helm v4's own Go SDK (the PyPI package
+//! `helm-python-sdk`, through `crates/chart-tests/helm.py`) against the real server, default values, release
 //! `karpenter` in namespace `karpenter` (created by `--create-namespace`).
 //!
 //! After the install, every object of the release's manifest (`helm get manifest`) exists on
@@ -22,7 +22,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -44,14 +43,9 @@ fn workspace() -> PathBuf {
 /// Runs `helm ARGS` against the cluster of `kubeconfig`, with helm's own state in `home`;
 /// returns stdout, failing with stderr when helm fails.
 fn helm(home: &Path, kubeconfig: &Path, args: &[&str]) -> String {
-    let helm = workspace().join("../shared/tools/helm/helm");
-    assert!(
-        helm.is_file(),
-        "this test needs helm at {} (../shared/tools/helm/helm beside the checkout)",
-        helm.display()
-    );
-    let out = Command::new(&helm)
-        .args(args)
+    let helm = chart_tests::Helm::find().unwrap_or_else(|e| panic!("{e}"));
+    let out = helm
+        .command(args)
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .env("HELM_CACHE_HOME", home.join("cache"))
@@ -59,7 +53,7 @@ fn helm(home: &Path, kubeconfig: &Path, args: &[&str]) -> String {
         .env("HELM_DATA_HOME", home.join("data"))
         .env_remove("KUBECONFIG")
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", helm.display()));
+        .unwrap_or_else(|e| panic!("cannot run helm.py: {e}"));
     assert!(
         out.status.success(),
         "helm {args:?} failed:\n{}",
