@@ -1,7 +1,9 @@
 //! The real `kubectl` against a served sim: apply a CRD and a custom resource from YAML, get
 //! as YAML, scale, watch (ADDED then MODIFIED), delete, api-resources, and apply/get of a
 //! built-in kind; the everyday verbs (server-side apply, patches, label, annotate, scale, wait,
-//! cordon, printed columns, cascading deletes). Skipped, saying so, when `kubectl` is not on PATH.
+//! cordon, printed columns, cascading deletes); the objects `kubectl create` makes, compared with
+//! those the real kube-apiserver made (recorded in `tests/recorded/kubectl/creates.json`). A
+//! missing `kubectl` fails every test, saying how to install it (the README's test command does).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -9,11 +11,13 @@
     clippy::indexing_slicing
 )]
 
+mod recording;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
@@ -67,15 +71,21 @@ impl Kubectl {
     }
 }
 
-async fn kubectl_available() -> bool {
-    match Command::new("kubectl")
+/// Fails the test when `kubectl` cannot run: nothing here passes without it.
+async fn require_kubectl() {
+    let works = match Command::new("kubectl")
         .args(["version", "--client"])
         .output()
         .await
     {
         Ok(out) => out.status.success(),
         Err(_) => false,
-    }
+    };
+    assert!(
+        works,
+        "these tests run kubectl, which is not on PATH: the README's test command \
+         (`scripts/test`) installs it (Debian: apt-get install kubernetes-client)"
+    );
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
@@ -145,10 +155,7 @@ fn event_types(docs: &[Value]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_drives_a_served_sim() {
-    if !kubectl_available().await {
-        eprintln!("SKIPPED: kubectl is not on PATH");
-        return;
-    }
+    require_kubectl().await;
     let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let k = Kubectl {
         kubeconfig: server.kubeconfig_path().to_owned(),
@@ -299,10 +306,7 @@ metadata:
 /// `-o wide`, custom columns), and delete with each cascade.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_everyday_verbs() {
-    if !kubectl_available().await {
-        eprintln!("SKIPPED: kubectl is not on PATH");
-        return;
-    }
+    require_kubectl().await;
     let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let files = tempfile::tempdir().unwrap();
     let k = Kubectl {
@@ -396,10 +400,7 @@ async fn kubectl_everyday_verbs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_auth_can_i_says_yes() {
-    if !kubectl_available().await {
-        eprintln!("SKIPPED: kubectl is not on PATH");
-        return;
-    }
+    require_kubectl().await;
     let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let k = Kubectl {
         kubeconfig: server.kubeconfig_path().to_owned(),
@@ -445,10 +446,7 @@ spec:
 /// clients, so protobuf request bodies ([`sim::protobuf`]); the objects read back as JSON.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_sends_protobuf_that_sim_decodes() {
-    if !kubectl_available().await {
-        eprintln!("SKIPPED: kubectl is not on PATH");
-        return;
-    }
+    require_kubectl().await;
     let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let k = Kubectl {
         kubeconfig: server.kubeconfig_path().to_owned(),
@@ -916,10 +914,7 @@ async fn create_all(k: &Kubectl) -> Vec<(String, String, Value)> {
 /// objects: the protobuf field numbers sim decodes are kube-apiserver's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_kubectl_creates_the_same_objects_as_on_sim() {
-    if !kubectl_available().await {
-        eprintln!("SKIPPED: kubectl is not on PATH");
-        return;
-    }
+    require_kubectl().await;
     let real = sim::realk8s::RealCluster::start(sim::realk8s::RealConfig::default())
         .await
         .unwrap();
@@ -939,22 +934,39 @@ async fn real_kubectl_creates_the_same_objects_as_on_sim() {
     }
     assert_eq!(on_real.len(), on_sim.len());
     server.shutdown().await.unwrap();
+    let version = recording::server_version(&real.client().await.unwrap()).await;
+    match recording::against_real(CREATES_RECORDING, &version, &answers(&on_real)) {
+        Ok(changes) => eprintln!("{changes}"),
+        Err(e) => panic!("{e}"),
+    }
 }
 
-/// Every command of [`CREATES`] against sim alone (also where no real server can start), with
-/// the important fields of the stored-only kinds checked by value.
+/// The recording of the real server's objects made by [`CREATES`].
+const CREATES_RECORDING: &str = "kubectl/creates";
+
+/// [`create_all`]'s fields as JSON: `[{"object", "field", "value"}, ...]`.
+fn answers(fields: &[(String, String, Value)]) -> Value {
+    fields
+        .iter()
+        .map(|(object, field, value)| json!({"object": object, "field": field, "value": value}))
+        .collect()
+}
+
+/// Every command of [`CREATES`] against sim alone: the objects equal those the real
+/// kube-apiserver made (its recorded answers), and the important fields of the stored-only
+/// kinds are checked by value.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_of_every_kind_sim_serves() {
-    if !kubectl_available().await {
-        eprintln!("SKIPPED: kubectl is not on PATH");
-        return;
-    }
+    require_kubectl().await;
     let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let k = Kubectl {
         kubeconfig: server.kubeconfig_path().to_owned(),
         cache: tempfile::tempdir().unwrap(),
     };
     let fields = create_all(&k).await;
+    if let Err(e) = recording::replay(CREATES_RECORDING, &answers(&fields)) {
+        panic!("{e}");
+    }
     let field = |object: &str, f: &str| {
         fields
             .iter()
@@ -962,7 +974,6 @@ async fn kubectl_create_of_every_kind_sim_serves() {
             .map(|(_, _, v)| v.clone())
             .unwrap()
     };
-    use serde_json::json;
     assert_eq!(
         field("service svc", "/spec/ports"),
         json!([{"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080}])

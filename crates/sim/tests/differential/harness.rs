@@ -9,6 +9,11 @@
 //! ([`Ctx::keep_managed_fields`]; see `crates/sim/DIFFERENCES.md`). Each scenario gets its own
 //! namespace (with a `default` ServiceAccount) on both servers; all scenarios of a test run
 //! concurrently against one sim and one real cluster.
+//!
+//! Two ways to run a [`Group`]: [`replay`] (the default run) against `sim` and the committed
+//! recordings of the real server's answers, and [`compare`] (the `real` profile) against `sim`
+//! and a live kube-apiserver, which also checks (or, with `RECORD=1`, rewrites) the
+//! recordings; see `crate::recording`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -506,18 +511,133 @@ async fn run_all(
 /// What runs before the scenarios on each server (e.g. installing CRDs).
 pub type Setup = fn(kube::Client) -> BoxFuture<'static, ()>;
 
-/// Run the scenarios on a fresh sim (`sim_config`) and a fresh real cluster (`config`), after
-/// `setup` on each, and fail listing every transcript entry that differs.
-pub async fn compare(
-    sim_config: SimConfig,
-    config: RealConfig,
-    setup: Option<Setup>,
-    scenarios: &[Scenario],
-) {
+/// Scenarios that run together, and the servers they need.
+pub struct Group {
+    /// The sim's settings.
+    pub sim: SimConfig,
+    /// The real cluster's settings (what it runs besides kube-apiserver, its flags).
+    pub real: RealConfig,
+    /// What runs before the scenarios on each server.
+    pub setup: Option<Setup>,
+    /// The scenarios.
+    pub scenarios: Vec<Scenario>,
+}
+
+/// A transcript as JSON: `[{"label", "value"}, ...]`.
+fn transcript_json(entries: &[(String, Value)]) -> Value {
+    Value::Array(
+        entries
+            .iter()
+            .map(|(l, v)| json!({"label": l, "value": v}))
+            .collect(),
+    )
+}
+
+/// The recording of scenario `name`.
+fn recording_name(name: &str) -> String {
+    format!("differential/{name}")
+}
+
+/// Every entry where transcripts `a` and `b` (JSON, as [`transcript_json`]) differ, with the
+/// paths that differ inside it; empty when they are equal.
+fn report(scenario: &str, a: &Value, b: &Value, names: (&str, &str)) -> String {
+    let empty = Vec::new();
+    let (a, b) = (
+        a.as_array().unwrap_or(&empty),
+        b.as_array().unwrap_or(&empty),
+    );
+    let mut out = String::new();
+    for i in 0..a.len().max(b.len()) {
+        let (x, y) = (a.get(i), b.get(i));
+        if x == y {
+            continue;
+        }
+        let label = |e: Option<&Value>| {
+            e.and_then(|e| e.get("label"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let (lx, ly) = (label(x), label(y));
+        out.push_str(&format!(
+            "\n=== {scenario} #{i} {}\n",
+            lx.clone().or(ly.clone()).unwrap_or_default()
+        ));
+        match (x, y) {
+            (Some(x), Some(y)) if lx == ly => {
+                let mut lines = Vec::new();
+                crate::recording::diff(&x["value"], &y["value"], "", names, &mut lines);
+                for l in lines {
+                    out.push_str(&format!("  {l}\n"));
+                }
+            }
+            _ => {
+                let show = |e: Option<&Value>| {
+                    e.map_or("(nothing)".to_owned(), |e| {
+                        format!("{}: {}", e["label"], e["value"])
+                    })
+                };
+                out.push_str(&format!(
+                    "  {}: {}\n  {}: {}\n",
+                    names.0,
+                    show(x),
+                    names.1,
+                    show(y)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The default run: the scenarios on a fresh sim, each compared with the real kube-apiserver's
+/// recorded answers (`crates/sim/tests/recorded/differential/<scenario>.json`). Fails listing
+/// every entry that differs, and every scenario without a recording.
+pub async fn replay(group: Group) {
+    let sim = Sim::new(group.sim);
+    let client = kube::Client::new(sim.router(), "default");
+    if let Some(setup) = group.setup {
+        setup(client.clone()).await;
+    }
+    let on_sim = run_all(client, &group.scenarios).await;
+    let mut failures = String::new();
+    for s in &group.scenarios {
+        let answers = transcript_json(on_sim.get(s.name).map_or(&[][..], Vec::as_slice));
+        match crate::recording::load(&recording_name(s.name)) {
+            Ok(recorded) => {
+                let r = report(s.name, &answers, &recorded.answers, ("sim", "recorded"));
+                if !r.is_empty() {
+                    failures.push_str(&format!(
+                        "\n{}: sim differs from the real kube-apiserver {}:{r}",
+                        s.name, recorded.server
+                    ));
+                }
+            }
+            Err(e) => failures.push_str(&format!("\n{e}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "sim and the recorded real answers differ:{failures}"
+    );
+}
+
+/// The real profile: the scenarios on a fresh sim and a fresh real cluster (after `setup` on
+/// each); fails listing every transcript entry that differs between them, and every scenario
+/// whose real answers differ from its recording. With `RECORD=1`, (re-)writes the recordings
+/// from the real answers instead, printing what changed.
+pub async fn compare(group: Group) {
+    let Group {
+        sim: sim_config,
+        real: config,
+        setup,
+        scenarios,
+    } = group;
+    let scenarios = scenarios.as_slice();
     let sim = Sim::new(sim_config);
     let sim_client = kube::Client::new(sim.router(), "default");
     let cluster = RealCluster::start(config).await.unwrap();
     let real_client = cluster.client().await.unwrap();
+    let server = crate::recording::server_version(&real_client).await;
     if let Some(setup) = setup {
         setup(sim_client.clone()).await;
         setup(real_client.clone()).await;
@@ -526,90 +646,21 @@ pub async fn compare(
         run_all(sim_client, scenarios),
         run_all(real_client, scenarios)
     );
-    let mut report = String::new();
+    let mut live = String::new();
+    let mut recorded = String::new();
     for s in scenarios {
-        let a = on_sim.get(s.name).cloned().unwrap_or_default();
-        let b = on_real.get(s.name).cloned().unwrap_or_default();
-        for i in 0..a.len().max(b.len()) {
-            let (x, y) = (a.get(i), b.get(i));
-            if x == y {
-                continue;
-            }
-            let label = x.or(y).map_or("", |(l, _)| l.as_str());
-            report.push_str(&format!("\n=== {} #{i} {label}\n", s.name));
-            match (x, y) {
-                (Some((lx, vx)), Some((ly, vy))) if lx == ly => {
-                    let mut lines = Vec::new();
-                    diff(vx, vy, String::new(), &mut lines);
-                    for l in lines {
-                        report.push_str(&format!("  {l}\n"));
-                    }
-                }
-                _ => {
-                    let show = |e: Option<&(String, Value)>| {
-                        e.map_or("(nothing)".to_owned(), |(l, v)| format!("{l}: {v}"))
-                    };
-                    report.push_str(&format!("  sim:  {}\n  real: {}\n", show(x), show(y)));
-                }
-            }
+        let a = transcript_json(on_sim.get(s.name).map_or(&[][..], Vec::as_slice));
+        let b = transcript_json(on_real.get(s.name).map_or(&[][..], Vec::as_slice));
+        live.push_str(&report(s.name, &a, &b, ("sim", "real")));
+        match crate::recording::against_real(&recording_name(s.name), &server, &b) {
+            Ok(changes) if !changes.is_empty() => eprintln!("{changes}"),
+            Ok(_) => {}
+            Err(e) => recorded.push_str(&format!("\n{e}")),
         }
     }
-    if let Ok(dir) = std::env::var("DIFFERENTIAL_DUMP") {
-        let dump = json!({"sim": to_json(&on_sim), "real": to_json(&on_real)});
-        let file = format!(
-            "{dir}/{}.json",
-            scenarios.first().map_or("none", |s| s.name)
-        );
-        std::fs::write(file, serde_json::to_string_pretty(&dump).unwrap()).unwrap();
-    }
-    assert!(report.is_empty(), "sim and the real server differ:{report}");
-}
-
-/// The paths where two values differ, as `path: sim <value> | real <value>`.
-fn diff(a: &Value, b: &Value, path: String, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-            for k in keys {
-                let (vx, vy) = (x.get(k), y.get(k));
-                if vx != vy {
-                    let p = format!("{path}/{k}");
-                    match (vx, vy) {
-                        (Some(vx), Some(vy)) => diff(vx, vy, p, out),
-                        _ => out.push(format!("{p}: sim {} | real {}", show(vx), show(vy))),
-                    }
-                }
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (vx, vy)) in x.iter().zip(y).enumerate() {
-                if vx != vy {
-                    diff(vx, vy, format!("{path}/{i}"), out);
-                }
-            }
-        }
-        _ => out.push(format!(
-            "{path}: sim {} | real {}",
-            show(Some(a)),
-            show(Some(b))
-        )),
-    }
-}
-
-fn show(v: Option<&Value>) -> String {
-    v.map_or("(absent)".to_owned(), Value::to_string)
-}
-
-fn to_json(t: &BTreeMap<&'static str, Vec<(String, Value)>>) -> Value {
-    Value::Object(
-        t.iter()
-            .map(|(name, entries)| {
-                let list = entries
-                    .iter()
-                    .map(|(l, v)| json!({"label": l, "value": v}))
-                    .collect();
-                ((*name).to_owned(), Value::Array(list))
-            })
-            .collect(),
-    )
+    assert!(live.is_empty(), "sim and the real server differ:{live}");
+    assert!(
+        recorded.is_empty(),
+        "the real server and the recordings differ:{recorded}"
+    );
 }
