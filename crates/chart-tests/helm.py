@@ -139,30 +139,24 @@ def install(args: argparse.Namespace) -> None:
             timeout=args.timeout,
         )
         print(f"NAME: {release.get('name', args.release)}")
-        info = release.get("info") or {}
-        print(f"STATUS: {info.get('status', '')}")
+        print(f"STATUS: {release.get('status', '')}")
 
 
 def releases(args: argparse.Namespace) -> None:
     with config(args) as cfg:
         found = cfg.list()
-    if isinstance(found, dict):
-        found = found.get("releases") or []
-    rows = []
-    for release in found or []:
-        info = release.get("info") or {}
-        chart = (release.get("chart") or {}).get("metadata") or {}
-        rows.append(
-            {
-                "name": release.get("name"),
-                "namespace": release.get("namespace"),
-                "revision": str(release.get("version", "")),
-                "updated": info.get("last_deployed", ""),
-                "status": info.get("status"),
-                "chart": f"{chart.get('name', '')}-{chart.get('version', '')}",
-                "app_version": chart.get("appVersion", ""),
-            }
-        )
+    rows = [
+        {
+            "name": release.get("name"),
+            "namespace": release.get("namespace"),
+            "revision": str(release.get("revision", "")),
+            "updated": release.get("deployed_at", ""),
+            "status": release.get("status"),
+            "chart": f"{release.get('chart_name', '')}-{release.get('chart_version', '')}",
+            "app_version": release.get("app_version", ""),
+        }
+        for release in found or []
+    ]
     rows = [r for r in rows if r["namespace"] in (None, args.namespace)]
     if args.output != "json":
         sys.exit(f"helm.py list supports --output json only, not {args.output!r}")
@@ -171,8 +165,11 @@ def releases(args: argparse.Namespace) -> None:
 
 def get_manifest(args: argparse.Namespace) -> None:
     with config(args) as cfg:
-        release = cfg.get_all(args.release)
-    sys.stdout.write(release.get("manifest", ""))
+        release = cfg.status(args.release)
+    manifest = release.get("manifest")
+    if manifest is None:
+        sys.exit(f"Error: release {args.release!r} has no manifest")
+    sys.stdout.write(manifest)
 
 
 def uninstall(args: argparse.Namespace) -> None:
