@@ -162,6 +162,11 @@ pub mod capi {
     pub const MIN_SIZE: &str = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size";
     /// MachineSet annotation: the MachineDeployment revision it belongs to.
     pub const REVISION: &str = "machinedeployment.clusters.x-k8s.io/revision";
+    /// MachineSet annotation: `"true"` keeps the MachineSet from creating Machines (CAPI sets it
+    /// on the old MachineSets of an `OnDelete` rollout).
+    pub const DISABLE_MACHINE_CREATE: &str = "cluster.x-k8s.io/disable-machine-create";
+    /// MachineSet label: the hash of the Machine template it stamps out.
+    pub const MACHINE_TEMPLATE_HASH: &str = "machine-template-hash";
     /// Node annotations CAPI sets.
     pub const NODE_MACHINE: &str = "cluster.x-k8s.io/machine";
     /// Node annotations CAPI sets.

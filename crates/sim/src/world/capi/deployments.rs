@@ -1,29 +1,38 @@
-//! The MachineDeployment controller (management cluster), simplified.
+//! The MachineDeployment controller (management cluster), as Cluster API's decides replicas.
 //!
-//! Responsibility: give each MachineDeployment one MachineSet it owns (`generateName:
-//! <md>-`, controller owner reference, labels = template labels + `deployment-name` +
-//! `cluster-name`, revision annotation), keep that MachineSet's replicas, selector and
-//! template equal to the deployment's (patched in place: no rolling updates, no revisions),
-//! default an unset `spec.replicas` as CAPI's webhook does (min-size when both autoscaler size
-//! annotations are set, else 1), and keep the deployment's status (`replicas`,
-//! `readyReplicas`, `availableReplicas`, `updatedReplicas`, `unavailableReplicas`, `selector`,
-//! `observedGeneration`, `phase`) current from its MachineSets. Paused and deleting deployments
-//! are left alone (the garbage collector removes a deleted deployment's MachineSets).
-//! Inputs: MachineDeployments and MachineSets (fresh lists). Outputs: MachineSet creates and
-//! patches, deployment spec/status patches.
+//! Responsibility: roll each MachineDeployment out through MachineSets it owns, as CAPI
+//! v1.12–v1.14 does ([`super::rollout`] holds the rules): the MachineSet whose template rolls
+//! out like the deployment's is the new one; a template change (version, bootstrap,
+//! infrastructure reference, failure domain) makes a new MachineSet (`generateName: <md>-`,
+//! controller owner reference, labels = template labels + `deployment-name` + `cluster-name` +
+//! `machine-template-hash`, which its selector and template carry too, the next revision);
+//! RollingUpdate and OnDelete set every MachineSet's replicas per the plan — so lowering a
+//! deployment's replicas mid-rollout takes from the oldest old MachineSet, whatever Machine is
+//! marked `delete-machine` elsewhere; old MachineSets of an OnDelete rollout get
+//! `disable-machine-create: "true"`; emptied old MachineSets are deleted. What does not roll
+//! out (labels, annotations, taints) is updated in place on the new MachineSet, and the
+//! deletion order (`deletePolicy`) on every one. An unset `spec.replicas` is defaulted as
+//! CAPI's webhook does (min-size when both autoscaler size annotations are set, else 1). The
+//! deployment's status (`replicas`, `readyReplicas`, `availableReplicas`, `updatedReplicas`:
+//! the new MachineSet's, `unavailableReplicas`, `selector`, `observedGeneration`, `phase`) is
+//! summed over its MachineSets. Paused and deleting deployments are left alone (the garbage
+//! collector removes a deleted deployment's MachineSets).
+//! Inputs: MachineDeployments and MachineSets (fresh lists). Outputs: MachineSet creates,
+//! patches and deletes, deployment spec/status patches.
 
 use std::collections::BTreeMap;
 
 use api::well_known::capi as keys;
-use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+use super::rollout;
 use crate::object;
 use crate::world::WorldError;
 use crate::world::driver::{PassResult, Reconciler};
 use crate::world::objects::{
-    self as o, annotations, controller_ref, controller_uid, labels, list_json, merge_diff,
-    patch_status_if_changed, selector_string, string_map, text,
+    self as o, annotations, controller_ref, controller_uid, ignore_not_found, labels, list_json,
+    merge_diff, patch_status_if_changed, selector_string, string_map, text,
 };
 
 /// The MachineDeployment controller.
@@ -123,23 +132,71 @@ impl Deployments {
             .iter()
             .filter(|s| controller_uid(s).as_deref() == Some(uid) && !object::is_deleting(s))
             .collect();
-        let template = set_template(md);
-        let selector = set_selector(md);
         let cluster = text(md, ".spec.clusterName").unwrap_or_default();
-        match owned.first() {
+        let template = set_template(md);
+        let fields = rollout::rollout_fields(&template);
+        let strategy = rollout::strategy(md, replicas);
+        // The new MachineSet: the first whose template rolls out like the deployment's, by
+        // replicas (most first), then age, then name.
+        let mut candidates = owned.clone();
+        candidates.sort_by_key(|s| {
+            (
+                std::cmp::Reverse(int(s, ".spec.replicas")),
+                text(s, ".metadata.creationTimestamp")
+                    .unwrap_or_default()
+                    .to_owned(),
+                object::name(s).to_owned(),
+            )
+        });
+        let new = candidates.iter().copied().find(|s| {
+            rollout::rollout_fields(s.pointer("/spec/template").unwrap_or(&Value::Null)) == fields
+        });
+        let old: Vec<&Value> = owned
+            .iter()
+            .copied()
+            .filter(|s| new.is_none_or(|n| object::uid(n) != object::uid(s)))
+            .collect();
+        let old_views: Vec<rollout::SetView> =
+            old.iter().map(|s| rollout::SetView::of(s)).collect();
+        let plan = rollout::plan(
+            replicas,
+            strategy,
+            new.map(rollout::SetView::of).as_ref(),
+            &old_views,
+        );
+        let on_delete = strategy == rollout::Strategy::OnDelete;
+        let order = delete_order(md);
+        match new {
             None => {
+                let hash = template_hash(&fields);
+                let mut template = template.clone();
+                let mut template_labels = string_map(&template, ".metadata.labels");
+                template_labels.insert(keys::MACHINE_TEMPLATE_HASH.to_owned(), hash.clone());
+                object::set_path(&mut template, ".metadata.labels", json!(template_labels));
+                let mut selector = set_selector(md);
+                let mut match_labels = string_map(&selector, ".matchLabels");
+                match_labels.insert(keys::MACHINE_TEMPLATE_HASH.to_owned(), hash.clone());
+                object::as_map(&mut selector).insert("matchLabels".into(), json!(match_labels));
                 let mut set_labels = labels(&template);
                 set_labels.extend(identity(md));
-                let mut spec = json!({"clusterName": cluster, "replicas": replicas,
+                let revision = owned
+                    .iter()
+                    .filter_map(|s| annotations(s).get(keys::REVISION)?.parse::<i64>().ok())
+                    .max()
+                    .unwrap_or(0)
+                    + 1;
+                let mut spec = json!({"clusterName": cluster, "replicas": plan.new,
                     "selector": selector, "template": template});
-                if let Some(policy) = md.pointer("/spec/strategy/rollingUpdate/deletePolicy") {
-                    object::set_path(&mut spec, ".deletePolicy", policy.clone());
+                if let Some(order) = &order {
+                    object::set_path(&mut spec, ".deletePolicy", json!(order));
                 }
                 let ms = json!({
                     "apiVersion": "cluster.x-k8s.io/v1beta1",
                     "kind": "MachineSet",
                     "metadata": {"generateName": format!("{name}-"), "namespace": ns,
-                        "labels": set_labels, "annotations": {keys::REVISION: "1"},
+                        "labels": set_labels,
+                        "annotations": {keys::REVISION: revision.to_string(),
+                            keys::DISABLE_MACHINE_CREATE: "false"},
                         "ownerReferences": [controller_ref(md)]},
                     "spec": spec,
                 });
@@ -148,28 +205,47 @@ impl Deployments {
             }
             Some(ms) => {
                 let mut patch = serde_json::Map::new();
-                if ms.pointer("/spec/replicas").and_then(Value::as_i64) != Some(replicas) {
-                    patch.insert("replicas".into(), json!(replicas));
+                if int(ms, ".spec.replicas") != plan.new {
+                    patch.insert("replicas".into(), json!(plan.new));
                 }
+                // What does not roll out is updated in place (labels, annotations, taints).
+                let mut desired = template.clone();
+                let mut desired_labels = string_map(&desired, ".metadata.labels");
+                if let Some(hash) = string_map(ms, ".spec.template.metadata.labels")
+                    .get(keys::MACHINE_TEMPLATE_HASH)
+                {
+                    desired_labels.insert(keys::MACHINE_TEMPLATE_HASH.to_owned(), hash.clone());
+                }
+                object::set_path(&mut desired, ".metadata.labels", json!(desired_labels));
                 let current = ms.pointer("/spec/template").cloned().unwrap_or(json!({}));
-                if let Some(d) = merge_diff(&current, &template) {
+                if let Some(d) = merge_diff(&current, &desired) {
                     patch.insert("template".into(), d);
                 }
-                let current = ms.pointer("/spec/selector").cloned().unwrap_or(json!({}));
-                if let Some(d) = merge_diff(&current, &selector) {
-                    patch.insert("selector".into(), d);
-                }
-                if !patch.is_empty() {
-                    let patch = json!({"spec": patch});
-                    sets_api
-                        .patch(
-                            object::name(ms),
-                            &PatchParams::default(),
-                            &Patch::Merge(&patch),
-                        )
-                        .await?;
-                }
+                self.update_set(&sets_api, ms, patch, false, order.as_deref())
+                    .await?;
             }
+        }
+        for ms in &old {
+            let mut patch = serde_json::Map::new();
+            let want = plan
+                .old
+                .iter()
+                .find(|(n, _)| n == object::name(ms))
+                .map_or(int(ms, ".spec.replicas"), |(_, r)| *r);
+            if int(ms, ".spec.replicas") != want {
+                patch.insert("replicas".into(), json!(want));
+            }
+            if want == 0 && int(ms, ".status.replicas") == 0 && int(ms, ".spec.replicas") == 0 {
+                // Scaled away and empty: CAPI cleans old MachineSets up.
+                ignore_not_found(
+                    sets_api
+                        .delete(object::name(ms), &DeleteParams::default())
+                        .await,
+                )?;
+                continue;
+            }
+            self.update_set(&sets_api, ms, patch, on_delete, order.as_deref())
+                .await?;
         }
         let sum = |path: &str| owned.iter().map(|s| int(s, path)).sum::<i64>();
         let (have, ready, available) = (
@@ -177,6 +253,7 @@ impl Deployments {
             sum(".status.readyReplicas"),
             sum(".status.availableReplicas"),
         );
+        let updated = new.map_or(0, |n| int(n, ".status.replicas"));
         let phase = if have < replicas {
             "ScalingUp"
         } else if have > replicas {
@@ -190,14 +267,75 @@ impl Deployments {
             "replicas": have,
             "readyReplicas": ready,
             "availableReplicas": available,
-            "updatedReplicas": have,
+            "updatedReplicas": updated,
             "unavailableReplicas": (replicas - available).max(0),
-            "selector": selector_string(&string_map(&selector, ".matchLabels")),
+            "selector": selector_string(&string_map(&set_selector(md), ".matchLabels")),
             "observedGeneration": object::generation(md),
             "phase": phase,
         });
         patch_status_if_changed(&mds, md, status).await
     }
+
+    /// Patch a MachineSet's `spec` with `patch` plus its create switch (`disabled`: an old
+    /// MachineSet of an OnDelete rollout) and deletion order, when anything differs.
+    async fn update_set(
+        &self,
+        api: &kube::Api<DynamicObject>,
+        ms: &Value,
+        mut patch: serde_json::Map<String, Value>,
+        disabled: bool,
+        order: Option<&str>,
+    ) -> Result<(), WorldError> {
+        if let Some(order) = order
+            && text(ms, ".spec.deletePolicy") != Some(order)
+        {
+            patch.insert("deletePolicy".into(), json!(order));
+        }
+        let switch = if disabled { "true" } else { "false" };
+        let mut body = serde_json::Map::new();
+        if annotations(ms)
+            .get(keys::DISABLE_MACHINE_CREATE)
+            .map(String::as_str)
+            != Some(switch)
+        {
+            body.insert(
+                "metadata".into(),
+                json!({"annotations": {keys::DISABLE_MACHINE_CREATE: switch}}),
+            );
+        }
+        if !patch.is_empty() {
+            body.insert("spec".into(), Value::Object(patch));
+        }
+        if body.is_empty() {
+            return Ok(());
+        }
+        api.patch(
+            object::name(ms),
+            &PatchParams::default(),
+            &Patch::Merge(&Value::Object(body)),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// The deployment's Machine deletion order for its MachineSets (v1beta1
+/// `spec.strategy.rollingUpdate.deletePolicy`, v1beta2 `spec.deletion.order`).
+fn delete_order(md: &Value) -> Option<String> {
+    md.pointer("/spec/strategy/rollingUpdate/deletePolicy")
+        .or_else(|| md.pointer("/spec/deletion/order"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// A short, stable hash of a template's rollout fields (FNV-1a, as CAPI hashes templates).
+fn template_hash(fields: &Value) -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in fields.to_string().bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    format!("{h:08x}")
 }
 
 impl Reconciler for Deployments {

@@ -8,6 +8,7 @@
 pub mod deployments;
 pub mod machines;
 pub mod phases;
+pub mod rollout;
 pub mod sets;
 
 use k8s_openapi::api::core::v1::Node;

@@ -5,16 +5,16 @@
 //! deleted Machine is replaced only once it is gone). New Machines get `generateName:
 //! <set>-`, the template's labels and annotations plus `cluster.x-k8s.io/set-name`,
 //! `deployment-name` and `cluster-name`, the template's spec with `clusterName`, a controller
-//! owner reference to the set and the `machine.cluster.x-k8s.io` finalizer. Scale-down deletes,
-//! in this order: Machines annotated `cluster.x-k8s.io/delete-machine`, then failed ones, then
-//! ones without a Node, then the newest (ties by name, descending) — CAPI's `Newest` policy
-//! with its must/better-delete priorities. Status: `replicas`, `fullyLabeledReplicas`,
+//! owner reference to the set and the `machine.cluster.x-k8s.io` finalizer — unless the set is
+//! annotated `cluster.x-k8s.io/disable-machine-create: "true"` (an old MachineSet of an OnDelete
+//! rollout), which creates nothing. Scale-down deletes, in CAPI's order: Machines deleting
+//! already (they count), annotated `cluster.x-k8s.io/delete-machine`, unhealthy (no Node,
+//! `NodeHealthy` false), then by the set's deletion order (`Random`, the default, is by name
+//! in CAPI; `Newest`; `Oldest`), ties by name. Status: `replicas`, `fullyLabeledReplicas`,
 //! `readyReplicas` and `availableReplicas` (Machines whose `Ready` condition is true),
 //! `observedGeneration`, `selector`.
 //! Inputs: MachineSets and Machines (fresh lists). Outputs: Machine creates and deletes,
 //! MachineSet status patches.
-
-use std::cmp::Reverse;
 
 use api::well_known::capi as keys;
 use kube::api::{DeleteParams, DynamicObject, PostParams};
@@ -24,8 +24,9 @@ use crate::object;
 use crate::world::WorldError;
 use crate::world::driver::{PassResult, Reconciler};
 use crate::world::objects::{
-    self as o, annotations, condition_true, controller_ref, controller_uid, ignore_not_found,
-    labels, list_json, patch_status_if_changed, selector_string, string_map, text,
+    self as o, annotations, condition, condition_true, controller_ref, controller_uid,
+    ignore_not_found, labels, list_json, patch_status_if_changed, selector_string, string_map,
+    text,
 };
 
 /// The finalizer CAPI's Machine controller puts on Machines.
@@ -49,38 +50,55 @@ impl Sets {
     }
 }
 
-/// Deletion priority of a Machine on scale-down: lower goes first.
+/// Deletion priority of a Machine on scale-down, lower first: deleting already, marked
+/// `delete-machine`, unhealthy (no Node yet, or `NodeHealthy` false), then the rest.
 fn priority(machine: &Value) -> u8 {
     if object::is_deleting(machine) {
         0
     } else if annotations(machine).contains_key(keys::DELETE_MACHINE) {
         1
-    } else if text(machine, ".status.phase") == Some("Failed")
-        || text(machine, ".status.failureReason").is_some()
+    } else if machine.pointer("/status/nodeRef").is_none()
+        || condition(machine, "NodeHealthy")
+            .and_then(|c| c.get("status"))
+            .and_then(Value::as_str)
+            == Some("False")
     {
         2
-    } else if machine.pointer("/status/nodeRef").is_none() {
-        3
     } else {
-        4
+        3
     }
 }
 
-/// The `n` Machines a scale-down removes, first first.
-pub fn to_delete<'a>(machines: &[&'a Value], n: usize) -> Vec<&'a Value> {
+/// The `n` Machines a scale-down removes, first first, by the MachineSet's deletion order
+/// (`spec.deletePolicy`, v1beta2 `spec.deletion.order`): after the priorities, `Newest` takes
+/// the newest, `Oldest` the oldest, and `Random` (the default) — a constant score in CAPI —
+/// takes them by name; ties by name.
+pub fn to_delete<'a>(machines: &[&'a Value], n: usize, order: &str) -> Vec<&'a Value> {
     let mut sorted = machines.to_vec();
-    sorted.sort_by_key(|m| {
-        (
-            priority(m),
-            Reverse(
-                text(m, ".metadata.creationTimestamp")
-                    .unwrap_or_default()
-                    .to_owned(),
-            ),
-            Reverse(object::name(m).to_owned()),
-        )
+    let created = |m: &Value| {
+        text(m, ".metadata.creationTimestamp")
+            .unwrap_or_default()
+            .to_owned()
+    };
+    sorted.sort_by(|a, b| {
+        let by_order = match order {
+            "Newest" => created(b).cmp(&created(a)),
+            "Oldest" => created(a).cmp(&created(b)),
+            _ => std::cmp::Ordering::Equal,
+        };
+        priority(a)
+            .cmp(&priority(b))
+            .then(by_order)
+            .then_with(|| object::name(a).cmp(object::name(b)))
     });
     sorted.into_iter().take(n).collect()
+}
+
+/// A MachineSet's deletion order.
+fn order(ms: &Value) -> &str {
+    text(ms, ".spec.deletePolicy")
+        .or_else(|| text(ms, ".spec.deletion.order"))
+        .unwrap_or("Random")
 }
 
 /// A new Machine for a set.
@@ -128,7 +146,11 @@ impl Sets {
             .unwrap_or(1)
             .max(0);
         let desired = usize::try_from(desired).unwrap_or(usize::MAX);
-        if owned.len() < desired {
+        let create_disabled = annotations(ms)
+            .get(keys::DISABLE_MACHINE_CREATE)
+            .map(String::as_str)
+            == Some("true");
+        if owned.len() < desired && !create_disabled {
             let m: DynamicObject = serde_json::from_value(new_machine(ms))?;
             let (api, m) = (&api, &m);
             o::concurrently(owned.len()..desired, |_| async move {
@@ -138,7 +160,7 @@ impl Sets {
             .into_iter()
             .collect::<Result<Vec<()>, _>>()?;
         } else if owned.len() > desired {
-            let doomed: Vec<String> = to_delete(&owned, owned.len() - desired)
+            let doomed: Vec<String> = to_delete(&owned, owned.len() - desired, order(ms))
                 .into_iter()
                 .filter(|m| !object::is_deleting(m))
                 .map(|m| object::name(m).to_owned())
@@ -217,13 +239,33 @@ mod tests {
         );
         let all = [&old, &new, &marked, &pending, &failed];
         let names = |n| {
-            to_delete(&all, n)
+            to_delete(&all, n, "Newest")
                 .iter()
                 .map(|m| object::name(m).to_owned())
                 .collect::<Vec<_>>()
         };
         assert_eq!(names(1), vec!["c"]);
-        assert_eq!(names(5), vec!["c", "e", "d", "b", "a"]);
+        // Failure is not a priority of its own any more (CAPI v1.12+): only a missing Node or
+        // NodeHealthy false is.
+        assert_eq!(names(5), vec!["c", "d", "b", "a", "e"]);
+        let order = |o: &str| {
+            to_delete(&all, 5, o)
+                .iter()
+                .map(|m| object::name(m).to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order("Random"), vec!["c", "d", "a", "b", "e"]);
+        assert_eq!(order("Oldest"), vec!["c", "d", "a", "e", "b"]);
+        let unhealthy = m(
+            "f",
+            "2024-01-01T00:00:00Z",
+            json!({"status": {"conditions": [{"type": "NodeHealthy", "status": "False"}]}}),
+        );
+        let with_unhealthy = [&old, &unhealthy];
+        assert_eq!(
+            object::name(to_delete(&with_unhealthy, 1, "Random")[0]),
+            "f"
+        );
     }
 
     #[test]
