@@ -271,7 +271,7 @@ impl MachineGc {
                     && record.newborn(fresh)
                     && p.spare(&target, record, &ours) > 0
             };
-            match p.remove_machine(&r, spare).await {
+            match p.remove_surplus(&r, spare).await {
                 Ok(Removal::Removed) => report.surplus.push(r),
                 Ok(_) => {}
                 Err(e) => report.errors.push(format!("remove Machine {r}: {e}")),

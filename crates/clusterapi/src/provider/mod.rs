@@ -58,7 +58,13 @@
 //! tests). **At the min-size
 //! annotation** replicas are not lowered below it: the annotated Machines beyond the room are
 //! deleted directly instead, so the MachineSet replaces them with fresh, unclaimed Machines that
-//! keep the user's baseline (and that later creates reuse).
+//! keep the user's baseline (and that later creates reuse). **Mid-rollout** (more than one
+//! MachineSet holds replicas) CAPI takes a lowered replica from the oldest old MachineSet and
+//! honours `delete-machine` only inside it, so replicas are lowered only for Machines of the
+//! MachineSet a scale-down certainly lands in (`machinesets`, from a fresh list of the
+//! MachineDeployment's MachineSets); any other removed Machine is deleted directly, replicas
+//! kept (CAPI replaces it with an unclaimed Machine, ours to reuse or collect), and the
+//! collector's surplus removals and releases of unborn replicas wait for the rollout to end.
 //!
 //! **Reads** come from caches ([`cache`]: Machines; [`objects`]: MachineDeployments and
 //! ClusterAPINodeClasses), so instance types, a launch's shape and `get_launch` cost no request;
@@ -91,6 +97,7 @@ pub mod cache;
 mod claim;
 mod create;
 mod identity;
+mod machinesets;
 pub mod objects;
 pub mod ownership;
 mod reads;

@@ -22,6 +22,7 @@ use serde_json::json;
 
 use crate::instance_types::MachineDeploymentRef;
 
+use super::machinesets::ScaleDownTarget;
 use super::ownership::{REMOVED_BY, Record, Removed, removed_by};
 use super::scale::{Attempts, MdWrite, min_size, too_many_conflicts};
 use super::{
@@ -73,6 +74,9 @@ type RemovalCheck = Box<dyn Fn(&ClusterApiProvider, &Machine, &Record) -> bool +
 pub(super) struct RemovalRequest {
     machine: ObjectRef,
     check: RemovalCheck,
+    /// The replica must go with the Machine (a surplus Machine): declined rather than deleted
+    /// directly when a scale-down cannot be trusted to take it.
+    surplus: bool,
     done: tokio::sync::oneshot::Sender<Result<Removal, CloudProviderError>>,
 }
 
@@ -118,6 +122,27 @@ impl ClusterApiProvider {
         r: &ObjectRef,
         check: impl Fn(&Self, &Machine, &Record) -> bool + Send + Sync + 'static,
     ) -> Result<Removal, CloudProviderError> {
+        self.remove(r, check, false).await
+    }
+
+    /// [`Self::remove_machine`] of a surplus Machine, whose replica must go with it: while a
+    /// scale-down of its MachineDeployment could land in another MachineSet (a rollout), it
+    /// is [`Removal::Declined`] instead of deleted directly (which would only make CAPI
+    /// replace it).
+    pub(crate) async fn remove_surplus(
+        &self,
+        r: &ObjectRef,
+        check: impl Fn(&Self, &Machine, &Record) -> bool + Send + Sync + 'static,
+    ) -> Result<Removal, CloudProviderError> {
+        self.remove(r, check, true).await
+    }
+
+    async fn remove(
+        &self,
+        r: &ObjectRef,
+        check: impl Fn(&Self, &Machine, &Record) -> bool + Send + Sync + 'static,
+        surplus: bool,
+    ) -> Result<Removal, CloudProviderError> {
         let cluster = self.cluster_id().await?;
         // Read fresh: the decision "already requested" must not rest on a stale cache.
         let Some(m) = self
@@ -150,6 +175,7 @@ impl ClusterApiProvider {
             .push(RemovalRequest {
                 machine: r.clone(),
                 check: Box::new(check),
+                surplus,
                 done,
             });
         {
@@ -206,13 +232,20 @@ impl ClusterApiProvider {
         cluster: &str,
         batch: Vec<RemovalRequest>,
     ) {
-        // A malformed min size fails the batch before any Machine is annotated.
-        let read = self
-            .read_md(md, cluster)
-            .await
-            .and_then(|(current, record)| min_size(&current).map(|_| record));
-        let record = match read {
-            Ok(record) => record,
+        // A malformed min size fails the batch before any Machine is annotated; so does a
+        // MachineSet list that fails (where a scale-down lands is not known without it).
+        let read = match self.read_md(md, cluster).await {
+            Ok((current, record)) => match min_size(&current) {
+                Ok(_) => self
+                    .scale_down_target(md, &current)
+                    .await
+                    .map(|target| (record, target)),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        let (record, target) = match read {
+            Ok(read) => read,
             Err(e) => {
                 for request in batch {
                     let _ = request.done.send(Err(e.clone()));
@@ -222,11 +255,13 @@ impl ClusterApiProvider {
         };
         // Each Machine is read and annotated on its own (compare-and-set per Machine), so a
         // batch of 50 does not wait for 100 requests in a row.
-        let record = &record;
+        let (record, target) = (&record, &target);
         let prepared: Vec<_> = batch
             .into_iter()
             .map(|request| async move {
-                let step = self.prepare_removal(&request, record, cluster).await;
+                let step = self
+                    .prepare_removal(&request, record, target, cluster)
+                    .await;
                 (request, step)
             })
             .collect();
@@ -237,7 +272,10 @@ impl ClusterApiProvider {
         let mut pending = Vec::new();
         for (request, step) in prepared {
             match step {
-                Ok(Step::Account(finishing)) => pending.push((request, finishing)),
+                Ok(Step::Account {
+                    finishing,
+                    scales_down,
+                }) => pending.push((request, finishing, scales_down)),
                 Ok(Step::Done(removal)) => {
                     let _ = request.done.send(Ok(removal));
                 }
@@ -249,21 +287,24 @@ impl ClusterApiProvider {
         if pending.is_empty() {
             return;
         }
-        let names: Vec<String> = pending
+        let names: Vec<(String, bool)> = pending
             .iter()
-            .map(|(request, _)| request.machine.name.clone())
+            .map(|(request, _, scales_down)| (request.machine.name.clone(), *scales_down))
             .collect();
-        let accounted = match self.account_removals(md, cluster, &names).await {
+        let accounted = match self
+            .account_removals(md, cluster, &names, target.room())
+            .await
+        {
             Ok(accounted) => accounted,
             Err(e) => {
                 // Annotated but not accounted: the next delete or the collector finishes it.
-                for (request, _) in pending {
+                for (request, _, _) in pending {
                     let _ = request.done.send(Err(e.clone()));
                 }
                 return;
             }
         };
-        for (request, finishing) in pending {
+        for (request, finishing, _) in pending {
             let how = accounted.get(&request.machine.name).copied();
             let result = match how {
                 Some(Removed::Deleted) => self.delete_machine(&request.machine).await,
@@ -296,6 +337,7 @@ impl ClusterApiProvider {
         &self,
         request: &RemovalRequest,
         record: &Record,
+        target: &ScaleDownTarget,
         cluster: &str,
     ) -> Result<Step, CloudProviderError> {
         let r = &request.machine;
@@ -313,7 +355,10 @@ impl ClusterApiProvider {
             }
             return match record.removal_of(&m) {
                 // Ours, but never accounted for: finish it.
-                None => Ok(Step::Account(true)),
+                None => Ok(Step::Account {
+                    finishing: true,
+                    scales_down: target.takes(&m),
+                }),
                 // Recorded as deleted at the min size, but the delete did not happen.
                 Some(Removed::Deleted) if m.metadata.deletion_timestamp.is_none() => {
                     self.delete_machine(r).await?;
@@ -337,6 +382,16 @@ impl ClusterApiProvider {
         if !(request.check)(self, &m, record) {
             return Ok(Step::Done(Removal::Declined));
         }
+        let scales_down = target.takes(&m);
+        if request.surplus && !scales_down {
+            tracing::debug!(machine = %r, "a scale-down could land in another MachineSet \
+                (rollout): the surplus Machine stays until the rollout ends");
+            return Ok(Step::Done(Removal::Declined));
+        }
+        if !scales_down {
+            tracing::info!(machine = %r, rolling_out = target.rolling_out(),
+                "a scale-down could land in another MachineSet: deleting the Machine directly");
+        }
         let patch = json!({"metadata": {
             "resourceVersion": m.metadata.resource_version,
             // The value is when we asked (CAPI only looks for the key; the cluster-autoscaler
@@ -348,41 +403,48 @@ impl ClusterApiProvider {
             .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => Ok(Step::Account(false)),
+            Ok(_) => Ok(Step::Account {
+                finishing: false,
+                scales_down,
+            }),
             Err(e) if status_code(&e) == Some(409) => Ok(Step::Done(Removal::Conflict)),
             Err(e) if status_code(&e) == Some(404) => Ok(Step::Done(Removal::Gone)),
             Err(e) => Err(transient("annotate Machine", e)),
         }
     }
 
-    /// Account for the removal of `names` (Machines of `md` annotated by us) in one write:
-    /// lower replicas and `raised` by as many as the min size allows and record those as
-    /// scaled down, the rest as deleted. Returns how each was accounted for.
+    /// Account for the removal of `names` (Machines of `md` annotated by us, each with
+    /// whether a scale-down takes it — [`ScaleDownTarget::takes`]) in one write: lower
+    /// replicas and `raised` for those a scale-down takes, by as many as the min size and the
+    /// target MachineSet's `room` allow, and record them as scaled down; record the rest as
+    /// deleted (deleted directly, replicas kept). Returns how each was accounted for.
     async fn account_removals(
         &self,
         md: &MachineDeploymentRef,
         cluster: &str,
-        names: &[String],
+        names: &[(String, bool)],
+        room: i32,
     ) -> Result<BTreeMap<String, Removed>, CloudProviderError> {
         let exists: BTreeSet<String> = self
             .machines_of(md)
             .iter()
             .filter_map(|m| m.metadata.name.clone())
-            .chain(names.iter().cloned())
+            .chain(names.iter().map(|(n, _)| n.clone()))
             .collect();
         self.update_md(md, cluster, |current, record| {
             let replicas = current.spec.replicas.unwrap_or(0);
-            let want = i32::try_from(names.len()).unwrap_or(i32::MAX);
+            let takeable = names.iter().filter(|(_, takes)| *takes).count();
+            let want = i32::try_from(takeable).unwrap_or(i32::MAX).min(room);
             let by = want.min(replicas - min_size(current)?).max(0);
             let mut record = record.clone();
             record.prune(|name| exists.contains(name));
             record.raised = (record.raised - by).max(0);
-            let lowered = usize::try_from(by).unwrap_or(0);
+            let mut lowered = usize::try_from(by).unwrap_or(0);
             let accounted: BTreeMap<String, Removed> = names
                 .iter()
-                .enumerate()
-                .map(|(i, name)| {
-                    let how = if i < lowered {
+                .map(|(name, takes)| {
+                    let how = if *takes && lowered > 0 {
+                        lowered -= 1;
                         Removed::ScaledDown
                     } else {
                         Removed::Deleted
@@ -405,8 +467,10 @@ impl ClusterApiProvider {
     /// the MD lock, from a fresh read and a fresh list of the MD's Machines. Replicas are
     /// lowered only by as many as the MachineSet really lacks Machines for (so lowering can
     /// never make it delete a running Machine) and never below the min size; the record's
-    /// `raised` drops by all of them (the rest are not ours any more). Returns how many
-    /// replicas were lowered and how many were let go.
+    /// `raised` drops by all of them (the rest are not ours any more). While more than one
+    /// MachineSet holds replicas (a rollout), nothing is released: CAPI would take a lowered
+    /// replica from the oldest old MachineSet, whose Machines run. Returns how many replicas
+    /// were lowered and how many were let go.
     pub(crate) async fn release_unborn(
         &self,
         md: &MachineDeploymentRef,
@@ -418,6 +482,13 @@ impl ClusterApiProvider {
         let mut attempts = Attempts::default();
         while attempts.next().await {
             let (current, record) = self.read_md(md, cluster).await?;
+            if self.scale_down_target(md, &current).await?.rolling_out() {
+                // Lowering replicas now would make CAPI cut the oldest old MachineSet, whose
+                // Machines are running: wait until the rollout ends.
+                tracing::info!(machine_deployment = %md, unborn = n,
+                    "rolling out through several MachineSets: unborn replicas are kept until it ends");
+                return Ok((0, 0));
+            }
             let listed = self
                 .machines_api(&md.namespace)
                 .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={}", md.name)))
@@ -493,7 +564,11 @@ pub(crate) enum Removal {
 enum Step {
     /// Answered already.
     Done(Removal),
-    /// Annotated by us; account for it (`true`: it was annotated by an earlier, interrupted
-    /// removal).
-    Account(bool),
+    /// Annotated by us; account for it.
+    Account {
+        /// It was annotated by an earlier, interrupted removal.
+        finishing: bool,
+        /// A scale-down of its MachineDeployment takes it ([`ScaleDownTarget::takes`]).
+        scales_down: bool,
+    },
 }

@@ -1,0 +1,227 @@
+//! Removal while Cluster API rolls a MachineDeployment out through two MachineSets.
+//!
+//! CAPI honours `cluster.x-k8s.io/delete-machine` only inside the MachineSet it scales down,
+//! and lowering a MachineDeployment's replicas mid-rollout scales the **oldest old** MachineSet
+//! down first (the simulated world's MachineDeployment controller does as CAPI's). So a
+//! removal that marks a Machine and lowers replicas would make CAPI delete another Machine.
+//! These tests show that deleting a NodeClaim during such a rollout removes exactly its
+//! Machine, and that no other Machine is ever marked, deleted or replaced.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use api::well_known::capi::{DEPLOYMENT_NAME, SET_NAME};
+use api::{Machine, MachineSet, NodeClaim};
+use cloudprovider::CloudProvider;
+use clusterapi::{ClusterApiProvider, ProviderConfig};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::json;
+use sim::{World, WorldConfig};
+
+fn provider(world: &World) -> ClusterApiProvider {
+    ClusterApiProvider::new(
+        world.management_client(),
+        world.workload_client(),
+        ProviderConfig::default(),
+    )
+}
+
+async fn node_claim(world: &World, name: &str) -> NodeClaim {
+    let zone = json!([{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1"]}]);
+    support::node_claim(world, name, zone).await
+}
+
+async fn fresh(world: &World, name: &str) -> NodeClaim {
+    Api::<NodeClaim>::all(world.workload_client())
+        .get(name)
+        .await
+        .unwrap()
+}
+
+/// The MachineSets of `md` with their replicas, by name.
+async fn sets(world: &World, md: &str) -> Vec<(String, i32)> {
+    let api: Api<MachineSet> = Api::namespaced(world.management_client(), "default");
+    let mut out: Vec<(String, i32)> = api
+        .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={md}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|s| {
+            (
+                s.metadata.name.unwrap_or_default(),
+                s.spec.replicas.unwrap_or(0),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn name(m: &Machine) -> String {
+    m.metadata.name.clone().unwrap_or_default()
+}
+
+fn set_of(m: &Machine) -> String {
+    support::label(m, SET_NAME).unwrap_or_default()
+}
+
+/// Patches the MachineDeployment `md` (a merge patch).
+async fn patch_md(world: &World, md: &str, patch: serde_json::Value) {
+    let api: Api<api::MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    api.patch(md, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+/// Machines of `md` that are not being deleted.
+async fn live(world: &World, md: &str) -> Vec<Machine> {
+    support::machines(world, md)
+        .await
+        .into_iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_none())
+        .collect()
+}
+
+/// An OnDelete MachineDeployment `md` whose template changed after two NodeClaims launched on
+/// it, and a third NodeClaim launched after the change: two Machines in the old MachineSet,
+/// one in the new. Returns the provider and the three NodeClaims' Machines (a, b old; c new).
+async fn on_delete_mid_rollout(world: &World) -> (ClusterApiProvider, [Machine; 3]) {
+    support::md("md").create(world).await;
+    patch_md(
+        world,
+        "md",
+        json!({"spec": {"strategy": {"type": "OnDelete"}}}),
+    )
+    .await;
+    let p = provider(world);
+    let mut launched = Vec::new();
+    for n in ["a", "b"] {
+        let nc = node_claim(world, n).await;
+        launched.push(p.create(&nc).await.unwrap());
+    }
+    support::wait_for("the first MachineSet", Duration::from_secs(60), || async {
+        (sets(world, "md").await.len() == 1).then_some(())
+    })
+    .await;
+    patch_md(
+        world,
+        "md",
+        json!({"spec": {"template": {"spec": {"version": "v1.34.0"}}}}),
+    )
+    .await;
+    support::wait_for("the new MachineSet", Duration::from_secs(60), || async {
+        (sets(world, "md").await.len() == 2).then_some(())
+    })
+    .await;
+    let nc = node_claim(world, "c").await;
+    launched.push(p.create(&nc).await.unwrap());
+    let machines: Vec<Machine> = {
+        let mut out = Vec::new();
+        for l in &launched {
+            out.push(support::machine(world, &l.machine.name).await.unwrap());
+        }
+        out
+    };
+    let [a, b, c]: [Machine; 3] = machines.try_into().unwrap();
+    assert_eq!(set_of(&a), set_of(&b), "a and b are in the old MachineSet");
+    assert_ne!(set_of(&a), set_of(&c), "c is in the new MachineSet");
+    let active: Vec<i32> = sets(world, "md")
+        .await
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(active, {
+        let mut v = vec![2, 1];
+        // Sorted by name: which is first depends on the generated names.
+        if set_of(&a) > set_of(&c) {
+            v.reverse();
+        }
+        v
+    });
+    (p, [a, b, c])
+}
+
+/// Waits (simulated time) until `gone` is gone, checking all the while that every Machine
+/// in `keep` stays, unmarked and not deleting.
+async fn only_gone(world: &World, gone: &Machine, keep: &[&Machine]) {
+    let keep: BTreeSet<String> = keep.iter().map(|m| name(m)).collect();
+    for _ in 0..600 {
+        let all = support::machines(world, "md").await;
+        for m in &all {
+            if keep.contains(&name(m)) {
+                assert!(
+                    m.metadata.deletion_timestamp.is_none() && !support::marked(m),
+                    "Machine {} of a live NodeClaim was marked or deleted (sets {:?})",
+                    name(m),
+                    sets(world, "md").await
+                );
+            }
+        }
+        let names: BTreeSet<String> = all.iter().map(name).collect();
+        assert!(
+            keep.is_subset(&names),
+            "a Machine of a live NodeClaim is gone: {keep:?} ⊄ {names:?}"
+        );
+        if !names.contains(&name(gone)) {
+            // Keep watching a while: a wrong scale-down would come now.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let names: BTreeSet<String> = support::machines(world, "md")
+                .await
+                .iter()
+                .map(name)
+                .collect();
+            assert!(keep.is_subset(&names), "{keep:?} ⊄ {names:?}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("Machine {} never went", name(gone));
+}
+
+#[tokio::test(start_paused = true)]
+async fn deleting_the_new_machine_set_s_node_claim_mid_on_delete_rollout_takes_only_its_machine() {
+    let world = support::world(WorldConfig::default()).await;
+    let (p, [a, b, c]) = on_delete_mid_rollout(&world).await;
+    p.delete(&fresh(&world, "c").await).await.unwrap();
+    only_gone(&world, &c, &[&a, &b]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn deleting_an_old_machine_set_s_node_claim_mid_on_delete_rollout_takes_only_its_machine() {
+    let world = support::world(WorldConfig::default()).await;
+    let (p, [a, b, c]) = on_delete_mid_rollout(&world).await;
+    p.delete(&fresh(&world, "b").await).await.unwrap();
+    only_gone(&world, &b, &[&a, &c]).await;
+    // b was in the oldest old MachineSet, which is where CAPI takes a lowered replica from:
+    // the removal was a scale-down, marked b was the Machine that went.
+    assert_eq!(support::replicas(&world, "md").await, 2);
+    assert_eq!(live(&world, "md").await.len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_new_machine_set_s_machine_is_deleted_directly_and_replaced_in_the_new_set() {
+    let world = support::world(WorldConfig::default()).await;
+    let (p, [a, b, c]) = on_delete_mid_rollout(&world).await;
+    p.delete(&fresh(&world, "c").await).await.unwrap();
+    only_gone(&world, &c, &[&a, &b]).await;
+    // Replicas were kept (a scale-down would have taken an old Machine): CAPI replaced c in
+    // the new MachineSet with an unclaimed Machine, which stays ours to reuse or collect.
+    assert_eq!(support::replicas(&world, "md").await, 3);
+    let replacement = support::wait_for("the replacement", Duration::from_secs(60), || async {
+        live(&world, "md")
+            .await
+            .into_iter()
+            .find(|m| ![name(&a), name(&b), name(&c)].contains(&name(m)))
+    })
+    .await;
+    assert_eq!(set_of(&replacement), set_of(&c));
+}
