@@ -64,6 +64,26 @@ impl Helm {
         cmd
     }
 
+    /// `helm template RELEASE charts/karpenter-capi --namespace NAMESPACE EXTRA...`: the
+    /// rendered YAML stream, or helm's error.
+    pub fn template(
+        &self,
+        release: &str,
+        namespace: &str,
+        extra: &[&str],
+    ) -> Result<String, String> {
+        let chart = workspace().join("charts/karpenter-capi");
+        let chart = chart.to_string_lossy();
+        let mut args = vec!["template", release, &chart, "--namespace", namespace];
+        args.extend_from_slice(extra);
+        let out = self.run(&args)?;
+        if out.ok {
+            Ok(out.stdout)
+        } else {
+            Err(out.stderr)
+        }
+    }
+
     /// Runs `helm ARGS`.
     pub fn run(&self, args: &[&str]) -> Result<Output, String> {
         let out = self

@@ -123,21 +123,9 @@ fn documents(yaml: &str) -> Vec<Value> {
 
 /// `helm template` of the chart with `extra` arguments (`--set ...`, `--include-crds`).
 fn try_render(extra: &[&str]) -> Result<Vec<Value>, String> {
-    let chart = chart();
-    let mut args = vec![
-        "template",
-        RELEASE,
-        chart.to_str().unwrap(),
-        "--namespace",
-        NAMESPACE,
-    ];
-    args.extend_from_slice(extra);
-    let (ok, stdout, stderr) = run_helm(&args);
-    if ok {
-        Ok(documents(&stdout))
-    } else {
-        Err(stderr)
-    }
+    let helm = Helm::find().unwrap_or_else(|e| panic!("{e}"));
+    helm.template(RELEASE, NAMESPACE, extra)
+        .map(|stdout| documents(&stdout))
 }
 
 fn render(extra: &[&str]) -> Vec<Value> {
@@ -719,18 +707,18 @@ fn rbac_is_least_privilege() {
         "machines",
         "delete"
     ));
-    // MachineSets are listed fresh before a removal lowers replicas, never watched.
+    // MachineSets are watched and listed, never written.
     assert!(has_rule(
         management,
         "cluster.x-k8s.io",
         "machinesets",
-        "list"
+        "watch"
     ));
     assert!(!has_rule(
         management,
         "cluster.x-k8s.io",
         "machinesets",
-        "watch"
+        "patch"
     ));
     assert!(has_rule(
         management,

@@ -27,7 +27,6 @@
 
 use std::collections::BTreeSet;
 use std::future::Future;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -54,10 +53,6 @@ const NAMESPACE: &str = "karpenter";
 // ---------------------------------------------------------------------------------------------
 // The chart, rendered.
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// `helm template` of the chart with its default values, one JSON value per document.
 fn render_chart() -> Vec<Value> {
     render_chart_with(&[])
@@ -66,18 +61,10 @@ fn render_chart() -> Vec<Value> {
 /// `helm template` of the chart with `--set` values, one JSON value per document.
 fn render_chart_with(values: &[&str]) -> Vec<Value> {
     let helm = chart_tests::Helm::find().unwrap_or_else(|e| panic!("{e}"));
-    let chart = workspace().join("charts/karpenter-capi");
-    let mut args = vec![
-        "template",
-        RELEASE,
-        chart.to_str().unwrap(),
-        "--namespace",
-        NAMESPACE,
-    ];
-    args.extend(values.iter().flat_map(|v| ["--set", v]));
-    let out = helm.run(&args).unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.ok, "helm template failed:\n{}", out.stderr);
-    let text = out.stdout;
+    let sets: Vec<&str> = values.iter().flat_map(|v| ["--set", v]).collect();
+    let text = helm
+        .template(RELEASE, NAMESPACE, &sets)
+        .unwrap_or_else(|e| panic!("helm template failed:\n{e}"));
     let mut docs = Vec::new();
     for doc in text.split("\n---\n") {
         if doc
@@ -1350,10 +1337,10 @@ async fn real_doctor_checks_the_charts_service_account() {
     let report = doctor(&client, &client, &options).await;
     assert!(denied(&report).is_empty(), "{}", report.render());
     assert!(report.ok, "{}", report.render());
-    // The template kind in use is checked too: 34 + 3 Lease + 10 + list/watch of the templates.
+    // The template kind in use is checked too: 34 + 3 Lease + 11 + list/watch of the templates.
     assert_eq!(
         report.permissions_checked,
-        34 + 3 + 10 + 2,
+        34 + 3 + 11 + 2,
         "{}",
         report.render()
     );

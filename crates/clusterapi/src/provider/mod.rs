@@ -66,8 +66,8 @@
 //! kept (CAPI replaces it with an unclaimed Machine, ours to reuse or collect), and the
 //! collector's surplus removals and releases of unborn replicas wait for the rollout to end.
 //!
-//! **Reads** come from caches ([`cache`]: Machines; [`objects`]: MachineDeployments and
-//! ClusterAPINodeClasses), so instance types, a launch's shape and `get_launch` cost no request;
+//! **Reads** come from caches ([`cache`]: Machines; [`objects`]: MachineDeployments,
+//! MachineSets and ClusterAPINodeClasses), so instance types, a launch's shape and `get_launch` cost no request;
 //! [`CloudProvider::launch_changes`] tells the lifecycle which NodeClaim's Machine changed, so it
 //! does not poll for providerIDs. Compare-and-set writes read fresh.
 //!
@@ -110,7 +110,7 @@ use std::time::Duration;
 
 use api::well_known::annotations::{LEGACY_MACHINE, MACHINE};
 use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER};
-use api::{ClusterAPINodeClass, Machine, MachineDeployment, NodeClaim, NodePool};
+use api::{ClusterAPINodeClass, Machine, MachineDeployment, MachineSet, NodeClaim, NodePool};
 use cloudprovider::{CloudProvider, CloudProviderError, Launch, ObjectRef};
 use kube::api::Api;
 use scheduling::instance_type::InstanceType;
@@ -176,6 +176,8 @@ pub struct ClusterApiProvider {
     cache: MachineCache,
     /// Every MachineDeployment of the management cluster.
     mds: ObjectCache<MachineDeployment>,
+    /// Every MachineSet of the management cluster (drift reads a Machine's MachineSet).
+    sets: ObjectCache<MachineSet>,
     /// Every ClusterAPINodeClass of the workload cluster.
     classes: ObjectCache<ClusterAPINodeClass>,
     config: ProviderConfig,
@@ -291,6 +293,12 @@ impl ClusterApiProvider {
                 "MachineDeployment",
                 config.cache_sync_timeout,
             ),
+            sets: ObjectCache::start(
+                management.clone(),
+                config.scope.namespace.as_deref(),
+                "MachineSet",
+                config.cache_sync_timeout,
+            ),
             classes: ObjectCache::start_cluster_scoped(
                 workload.clone(),
                 "ClusterAPINodeClass",
@@ -321,7 +329,8 @@ impl ClusterApiProvider {
         &self.cache
     }
 
-    /// The provider's watch tasks (Machines, MachineDeployments, ClusterAPINodeClasses), each
+    /// The provider's watch tasks (Machines, MachineDeployments, MachineSets,
+    /// ClusterAPINodeClasses), each
     /// running until the provider is dropped, for liveness.
     #[must_use]
     pub fn watch_tasks(&self) -> Vec<(String, tokio::task::AbortHandle)> {
@@ -333,6 +342,10 @@ impl ClusterApiProvider {
             (
                 format!("{} watch (provider)", self.mds.kind()),
                 self.mds.watch_task(),
+            ),
+            (
+                format!("{} watch (provider)", self.sets.kind()),
+                self.sets.watch_task(),
             ),
             (
                 format!("{} watch (provider)", self.classes.kind()),
@@ -372,6 +385,19 @@ impl ClusterApiProvider {
         Ok(self.mds.all())
     }
 
+    /// The MachineSet `namespace/name`, from the cache.
+    ///
+    /// # Errors
+    /// [`CloudProviderError::CacheNotSynced`] when the cache has not listed in time.
+    pub(crate) async fn machine_set(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<MachineSet>>, CloudProviderError> {
+        synced(&self.sets).await?;
+        Ok(self.sets.get(namespace, name))
+    }
+
     /// The MachineDeployment `r`: the cache's copy, else (not listed yet) read.
     ///
     /// # Errors
@@ -391,8 +417,8 @@ impl ClusterApiProvider {
             .map_err(|e| transient("get MachineDeployment", e))
     }
 
-    /// Wait (each bounded by the sync timeout) for the Machine, MachineDeployment and
-    /// ClusterAPINodeClass caches' first lists.
+    /// Wait (each bounded by the sync timeout) for the Machine, MachineDeployment, MachineSet
+    /// and ClusterAPINodeClass caches' first lists.
     ///
     /// # Errors
     /// [`CloudProviderError::CacheNotSynced`] naming the first cache that has not listed and its
@@ -400,6 +426,7 @@ impl ClusterApiProvider {
     pub async fn caches_synced(&self) -> Result<(), CloudProviderError> {
         self.ready().await?;
         synced(&self.mds).await?;
+        synced(&self.sets).await?;
         synced(&self.classes).await
     }
 

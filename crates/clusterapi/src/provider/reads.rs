@@ -351,12 +351,7 @@ impl ClusterApiProvider {
             .as_ref()
             .and_then(|l| l.get(api::well_known::capi::SET_NAME))
         {
-            Some(set) => {
-                Api::<api::MachineSet>::namespaced(self.management.clone(), &md_ref.namespace)
-                    .get_opt(set)
-                    .await
-                    .map_err(|e| transient("get MachineSet", e))?
-            }
+            Some(set) => self.machine_set(&md_ref.namespace, set).await?,
             None => None,
         };
         let nodeclass = self.nodeclass(&node_claim.spec.node_class_ref.name).await?;
@@ -367,7 +362,10 @@ impl ClusterApiProvider {
         )
         .map(|s| !s.is_empty())
         .unwrap_or(false);
-        Ok(crate::drift::drift_reason(&m, machine_set.as_ref(), &md, selected).map(str::to_owned))
+        Ok(
+            crate::drift::drift_reason(&m, machine_set.as_deref(), &md, selected)
+                .map(str::to_owned),
+        )
     }
 
     /// The MachineDeployment of `node_claim`'s Machine and its room above the min-size

@@ -111,7 +111,7 @@ pub const MANAGEMENT_RULES: &[Rule] = &[
         "machinedeployments",
         &["get", "list", "watch", "patch"],
     ),
-    ("cluster.x-k8s.io", "machinesets", &["get", "list"]),
+    ("cluster.x-k8s.io", "machinesets", &["list", "watch"]),
     (
         "cluster.x-k8s.io",
         "machines",

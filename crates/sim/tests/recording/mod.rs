@@ -155,16 +155,7 @@ pub fn diff(a: &Value, b: &Value, path: &str, names: (&str, &str), out: &mut Vec
                 let (vx, vy) = (x.get(k), y.get(k));
                 if vx != vy {
                     let p = format!("{path}/{k}");
-                    match (vx, vy) {
-                        (Some(vx), Some(vy)) => diff(vx, vy, &p, names, out),
-                        _ => out.push(format!(
-                            "{p}: {} {} | {} {}",
-                            names.0,
-                            show(vx),
-                            names.1,
-                            show(vy)
-                        )),
-                    }
+                    entry(vx, vy, &p, names, out);
                 }
             }
         }
@@ -173,16 +164,7 @@ pub fn diff(a: &Value, b: &Value, path: &str, names: (&str, &str), out: &mut Vec
                 let (vx, vy) = (x.get(i), y.get(i));
                 if vx != vy {
                     let p = format!("{path}/{i}");
-                    match (vx, vy) {
-                        (Some(vx), Some(vy)) => diff(vx, vy, &p, names, out),
-                        _ => out.push(format!(
-                            "{p}: {} {} | {} {}",
-                            names.0,
-                            show(vx),
-                            names.1,
-                            show(vy)
-                        )),
-                    }
+                    entry(vx, vy, &p, names, out);
                 }
             }
         }
@@ -192,6 +174,26 @@ pub fn diff(a: &Value, b: &Value, path: &str, names: (&str, &str), out: &mut Vec
             show(Some(a)),
             names.1,
             show(Some(b))
+        )),
+    }
+}
+
+/// One member or element of both sides: compared deeper when both have it.
+fn entry(
+    a: Option<&Value>,
+    b: Option<&Value>,
+    path: &str,
+    names: (&str, &str),
+    out: &mut Vec<String>,
+) {
+    match (a, b) {
+        (Some(a), Some(b)) => diff(a, b, path, names, out),
+        _ => out.push(format!(
+            "{path}: {} {} | {} {}",
+            names.0,
+            show(a),
+            names.1,
+            show(b)
         )),
     }
 }
