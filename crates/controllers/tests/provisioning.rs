@@ -224,7 +224,68 @@ async fn a_pod_too_big_for_every_machine_deployment_is_reported(backend: Backend
     assert!(node_claims(&world).await.is_empty());
 }
 
+/// A NodeClaim whose launch never completes (nothing launches NodeClaims here) holds only
+/// the pods it was made for: a pending pod of another NodePool still gets its own NodeClaim
+/// (a stuck launch once stalled every pool), and the stuck one's pod gets no second.
+async fn a_stuck_launch_never_stalls_a_pod_of_another_pool(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
+    md("small").create(&world).await;
+    for pool in ["general", "other"] {
+        node_pool(&world, pool, json!({})).await;
+        mark_ready(&world, pool).await;
+    }
+    let state = start(&world);
+    pod(&world, "first", "1").await;
+    let first = wait_for("the first NodeClaim", Duration::from_secs(30), || async {
+        node_claims(&world).await.into_iter().next()
+    })
+    .await;
+    // It never launches; the next batches must not give its pod a second NodeClaim.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(node_claims(&world).await.len(), 1);
+    assert!(
+        matches!(state.synced(), Err(state::Unsynced::Launching(_))),
+        "disruption still waits for the launch"
+    );
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(world.workload_client(), "default");
+    let second: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": "second", "namespace": "default"},
+        "spec": {"nodeSelector": {"karpenter.sh/nodepool": "other"},
+            "containers": [{"name": "c", "image": "busybox",
+                "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]},
+    }))
+    .unwrap();
+    pods.create(&kube::api::PostParams::default(), &second)
+        .await
+        .unwrap();
+    let other = wait_for(
+        "a NodeClaim for the other pool's pod",
+        Duration::from_secs(30),
+        || async {
+            node_claims(&world).await.into_iter().find(|nc| {
+                nc.metadata.name != first.metadata.name
+                    && nc
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get("karpenter.sh/nodepool"))
+                        == Some(&"other".to_owned())
+            })
+        },
+    )
+    .await;
+    assert!(other.metadata.name.is_some());
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        node_claims(&world).await.len(),
+        2,
+        "no NodeClaim beyond the two pods'"
+    );
+}
+
 sim::backend_tests!(
+    a_stuck_launch_never_stalls_a_pod_of_another_pool,
     pending_pods_become_one_node_claim_shaped_like_upstreams,
     without_a_ready_node_pool_pods_get_failed_scheduling,
     a_pod_too_big_for_every_machine_deployment_is_reported,

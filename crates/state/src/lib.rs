@@ -10,8 +10,11 @@
 //! - [`ClusterState::synced`] is upstream's gate (spec §3.19), adapted to a launch that does
 //!   not wait for the providerID: every store has listed once, every NodeClaim this process
 //!   created is in the cache, and no NodeClaim that is not being deleted is still waiting for
-//!   its launch (`Launched` not True). A launched NodeClaim carries its capacity and labels, so
-//!   the scheduler counts it as in-flight capacity even before the providerID exists;
+//!   its launch (`Launched` not True) — disruption waits for it. The provisioner waits only
+//!   for the first two ([`ClusterState::provisioning_synced`]): a launched NodeClaim carries
+//!   its capacity and labels, and one still launching counts as the capacity of its
+//!   `spec.resources.requests`, so the scheduler sees both as in-flight capacity and one stuck
+//!   launch never stalls provisioning;
 //! - provisioning triggers: every Pod event for which the configured predicate holds sends
 //!   [`Trigger::Pod`] (the provisioner's batcher listens); a Node tainted
 //!   `karpenter.sh/disrupted` sends [`Trigger::Node`];
@@ -367,11 +370,14 @@ impl ClusterState {
         }
     }
 
-    /// Upstream's gate, adapted (see the module docs): `Ok` when provisioning may plan.
+    /// The provisioner's gate: every store has listed once and every NodeClaim this process
+    /// created is in the cache. NodeClaims still launching do not hold it: the scheduler
+    /// counts each as in-flight capacity of its `spec.resources.requests` (the pods it was
+    /// made for), so one launch that cannot complete never stalls provisioning for other pods.
     ///
     /// # Errors
     /// Why not.
-    pub fn synced(&self) -> Result<(), Unsynced> {
+    pub fn provisioning_synced(&self) -> Result<(), Unsynced> {
         if !self.listed_now() {
             return Err(Unsynced::NotListed);
         }
@@ -380,9 +386,20 @@ impl ClusterState {
                 .get(&reflector::ObjectRef::new(name))
                 .is_some()
         });
-        if !unseen.is_empty() {
-            return Err(Unsynced::Unseen(unseen));
+        if unseen.is_empty() {
+            Ok(())
+        } else {
+            Err(Unsynced::Unseen(unseen))
         }
+    }
+
+    /// Upstream's gate, adapted (see the module docs): `Ok` when disruption may plan — also no
+    /// NodeClaim may still be launching.
+    ///
+    /// # Errors
+    /// Why not.
+    pub fn synced(&self) -> Result<(), Unsynced> {
+        self.provisioning_synced()?;
         let mut launching: Vec<String> = self
             .node_claims
             .state()

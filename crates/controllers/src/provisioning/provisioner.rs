@@ -239,7 +239,7 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
         let mut changes = self.state.changes();
         let mut logged = false;
         loop {
-            match self.state.synced() {
+            match self.state.provisioning_synced() {
                 Ok(()) => {
                     self.metrics.cluster_state_synced.set(1);
                     return;

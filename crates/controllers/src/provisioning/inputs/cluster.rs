@@ -7,10 +7,12 @@
 //!   label and no NodeClaim naming it in `status.nodeName`). For a managed, uninitialized Node, resources it does not report yet come from its
 //!   NodeClaim's status, and its NodeClaim's startup taints and the known ephemeral taints are
 //!   ignored (upstream's `StateNode.Taints`);
-//! - **launched NodeClaims without a Node** (condition `Launched=True` or a providerID, not
-//!   being deleted, no Node named by `status.nodeName`): existing, uninitialized nodes named
-//!   after the NodeClaim, with its status capacity/allocatable, its labels plus the single
-//!   values of its `In` requirements, and its taints (startup taints excluded);
+//! - **NodeClaims without a Node** (not being deleted, no Node named by `status.nodeName`):
+//!   existing, uninitialized nodes named after the NodeClaim, with — once launched (condition
+//!   `Launched=True` or a providerID) — its status capacity/allocatable, and before that its
+//!   `spec.resources.requests` (the pods it was made for, so a launch in flight holds them and
+//!   nothing more), its labels plus the single values of its `In` requirements, and its taints
+//!   (startup taints excluded);
 //! - **bound pods**: non-terminal pods with a `spec.nodeName`, via `scheduling::k8s::pod`;
 //! - **DaemonSet pods**: one per DaemonSet — the newest pod it controls, else one made from its
 //!   template with container limits copied into missing requests; the required node affinity
@@ -264,11 +266,37 @@ fn launched_claim(
     let has_node = status
         .and_then(|s| s.node_name.as_deref())
         .is_some_and(|n| node_names.contains(n));
-    if claim.metadata.deletion_timestamp.is_some() || !launched || has_node {
+    if claim.metadata.deletion_timestamp.is_some() || has_node {
         return Ok(None);
     }
     let name = claim.metadata.name.as_deref().unwrap_or_default();
     let object = format!("NodeClaim {name}");
+    let (allocatable, capacity) = if launched {
+        (
+            resources(
+                &object,
+                "status.allocatable",
+                status.and_then(|s| s.allocatable.as_ref()),
+            )?,
+            resources(
+                &object,
+                "status.capacity",
+                status.and_then(|s| s.capacity.as_ref()),
+            )?,
+        )
+    } else {
+        // Not launched yet: what it was made for, no more (its instance type is not chosen).
+        let requests = resources(
+            &object,
+            "spec.resources.requests",
+            claim
+                .spec
+                .resources
+                .as_ref()
+                .and_then(|r| r.requests.as_ref()),
+        )?;
+        (requests.clone(), requests)
+    };
     let mut labels = labels(claim.metadata.labels.as_ref());
     for r in &claim.spec.requirements {
         if let (NodeSelectorOperator::In, [value]) = (r.operator, r.values()) {
@@ -287,16 +315,8 @@ fn launched_claim(
             .into_iter()
             .filter(|t: &Taint| !is_known_ephemeral(t))
             .collect(),
-        allocatable: resources(
-            &object,
-            "status.allocatable",
-            status.and_then(|s| s.allocatable.as_ref()),
-        )?,
-        capacity: resources(
-            &object,
-            "status.capacity",
-            status.and_then(|s| s.capacity.as_ref()),
-        )?,
+        allocatable,
+        capacity,
         initialized: false,
     }))
 }
