@@ -101,9 +101,19 @@ async fn karpenter_failed_scheduling(world: &World) -> String {
     .await
 }
 
+/// Every NodeClaim. A real kube-apiserver answers 429 "storage is (re)initializing" while the
+/// watch cache of a resource (re)starts; that is retried, as clients do.
 async fn node_claims(world: &World) -> Vec<NodeClaim> {
     let api: Api<NodeClaim> = Api::all(world.workload_client());
-    api.list(&ListParams::default()).await.unwrap().items
+    loop {
+        match api.list(&ListParams::default()).await {
+            Ok(list) => return list.items,
+            Err(kube::Error::Api(s)) if s.code == 429 => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("list NodeClaims: {e}"),
+        }
+    }
 }
 
 async fn pending_pods_become_one_node_claim_shaped_like_upstreams(backend: Backend) {
