@@ -384,17 +384,28 @@ fn schema_fields_walk_properties_and_items() {
     );
 }
 
-/// Every finding code `checks.rs` can emit has its row in docs/troubleshooting.md.
+/// Every finding code `checks.rs` and `checks/machine_deployment.rs` can emit has its row in
+/// docs/troubleshooting.md.
 #[test]
 fn the_troubleshooting_guide_explains_every_finding_code() {
-    let source = include_str!("../checks.rs");
+    let source = [
+        include_str!("../checks.rs"),
+        include_str!("machine_deployment.rs"),
+    ]
+    .concat();
     let guide = include_str!("../../../../../docs/troubleshooting.md");
     let codes: Vec<&str> = source
         .split("Finding::new(")
         .skip(1)
         .filter_map(|rest| rest.split('"').nth(1))
         .collect();
-    assert!(codes.len() >= 20, "{codes:?}");
+    assert!(codes.len() >= 26, "{codes:?}");
+    for new in [
+        "machine-deployment-failed",
+        "machine-deployment-topology-managed",
+    ] {
+        assert!(codes.contains(&new), "{new} not found in the sources");
+    }
     let missing: Vec<&&str> = codes
         .iter()
         .filter(|c| !guide.contains(&format!("| `{c}` |")))
@@ -402,5 +413,32 @@ fn the_troubleshooting_guide_explains_every_finding_code() {
     assert!(
         missing.is_empty(),
         "not in docs/troubleshooting.md: {missing:?}"
+    );
+}
+
+/// A MachineDeployment Cluster API reports Failed is a warning; one a ClusterClass topology
+/// owns is named (info: fine when the topology leaves its replicas unset).
+#[test]
+fn failed_and_topology_managed_machine_deployments_are_named() {
+    let mut f = good();
+    let mut m = md("small", json!({}));
+    m["status"] = json!({"phase": "Failed"});
+    m["metadata"]["labels"]["topology.cluster.x-k8s.io/owned"] = json!("");
+    f.machine_deployments = Ok(vec![from(m)]);
+    let report = examine(&f);
+    assert_eq!(
+        codes(&report),
+        [
+            (Severity::Warning, "machine-deployment-failed"),
+            (Severity::Info, "machine-deployment-topology-managed"),
+        ]
+    );
+    assert!(report.ok, "neither blocks: {}", report.render());
+    assert!(
+        report.findings[1]
+            .message
+            .contains("topology.cluster.x-k8s.io/owned"),
+        "{}",
+        report.findings[1].message
     );
 }
