@@ -1,240 +1,193 @@
-//! The Cluster API `cluster.x-k8s.io/v1beta1` kinds we read: MachineDeployment, MachineSet and
-//! Machine.
+//! The Cluster API kinds we read — MachineDeployment, MachineSet and Machine — in whichever
+//! version the management cluster serves: `cluster.x-k8s.io/v1beta2` (Cluster API v1.11 and
+//! later, the storage version) or the deprecated `v1beta1` (Cluster API v1.10 and earlier).
 //!
-//! Responsibility: typed, READ-ONLY views of the fields karpenter-capi uses. Unknown fields are
-//! ignored on read, so these structs are lossy by design: never write one of them back whole.
-//! Changes go through the `/scale` subresource, JSON merge patches or server-side apply of just
-//! the fields we own.
+//! Responsibility: [`CapiVersion`], the group and version spoken to the management cluster
+//! (chosen at run time from discovery, so it is the types' `kube::Resource::DynamicType`), and
+//! typed, READ-ONLY views ([`types`]) that accept both versions' shapes. Unknown fields are
+//! ignored on read, so the views are lossy by design: never write one back whole. Changes go
+//! through the `/scale` subresource, JSON merge patches of metadata, or server-side apply of
+//! just the fields we own — paths that are the same in both versions.
 //! Inputs: JSON from the management cluster. Outputs: typed objects.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::CustomResource;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::core::DynamicResourceScope;
 
-/// Labels and annotations of a Machine template (propagated to MachineSets and Machines).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct MachineTemplateMetadata {
-    /// Labels every Machine gets; the CAPI-managed domains also reach the Node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub labels: Option<BTreeMap<String, String>>,
-    /// Annotations every Machine gets.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<BTreeMap<String, String>>,
+pub mod types;
+
+pub use types::*;
+
+/// The group and version in which the Cluster API kinds are read and written.
+///
+/// There is deliberately no `Default`: every API handle, reflector and object reference of a
+/// Cluster API kind names the version discovery chose.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CapiVersion {
+    group: String,
+    version: String,
 }
 
-/// Where a Machine's bootstrap data comes from.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Bootstrap {
-    /// The bootstrap config template (e.g. a KubeadmConfigTemplate).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config_ref: Option<ObjectReference>,
-    /// A secret holding the bootstrap data directly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data_secret_name: Option<String>,
+impl CapiVersion {
+    /// Cluster API's group.
+    pub const GROUP: &'static str = "cluster.x-k8s.io";
+    /// The current version (Cluster API v1.11+, storage version).
+    pub const V1BETA2: &'static str = "v1beta2";
+    /// The deprecated version (Cluster API ≤ v1.10; still served by v1.11–v1.15).
+    pub const V1BETA1: &'static str = "v1beta1";
+    /// The versions whose shapes [`types`] understand, newest first.
+    pub const KNOWN: [&'static str; 2] = [Self::V1BETA2, Self::V1BETA1];
+
+    /// `group`/`version`.
+    #[must_use]
+    pub fn new(group: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+        }
+    }
+
+    /// `cluster.x-k8s.io/v1beta2`.
+    #[must_use]
+    pub fn v1beta2() -> Self {
+        Self::new(Self::GROUP, Self::V1BETA2)
+    }
+
+    /// `cluster.x-k8s.io/v1beta1`.
+    #[must_use]
+    pub fn v1beta1() -> Self {
+        Self::new(Self::GROUP, Self::V1BETA1)
+    }
+
+    /// The group.
+    #[must_use]
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
+    /// The version.
+    #[must_use]
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// `group/version`.
+    #[must_use]
+    pub fn api_version(&self) -> String {
+        format!("{}/{}", self.group, self.version)
+    }
+
+    /// Whether objects have the v1beta2 shape (`spec.rollout.strategy`, `spec.deletion.order`,
+    /// references by `apiGroup`); every other version has v1beta1's.
+    #[must_use]
+    pub fn is_v1beta2_shape(&self) -> bool {
+        self.version == Self::V1BETA2
+    }
+
+    /// The field path of a MachineDeployment's rollout strategy type in this version.
+    #[must_use]
+    pub fn strategy_field(&self) -> &'static str {
+        if self.is_v1beta2_shape() {
+            "spec.rollout.strategy.type"
+        } else {
+            "spec.strategy.type"
+        }
+    }
+
+    /// A merge patch setting a MachineDeployment's rollout strategy type in this version.
+    #[must_use]
+    pub fn strategy_patch(&self, strategy: &str) -> String {
+        if self.is_v1beta2_shape() {
+            format!(r#"{{"spec":{{"rollout":{{"strategy":{{"type":"{strategy}"}}}}}}}}"#)
+        } else {
+            format!(r#"{{"spec":{{"strategy":{{"type":"{strategy}"}}}}}}"#)
+        }
+    }
 }
 
-/// The part of a Machine spec that MachineDeployments template and Machines carry.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineSpecFields {
-    /// The owning Cluster's name.
-    #[serde(default)]
-    pub cluster_name: String,
-    /// Bootstrap configuration.
-    #[serde(default)]
-    pub bootstrap: Bootstrap,
-    /// The infrastructure machine (template) reference.
-    #[serde(default)]
-    pub infrastructure_ref: ObjectReference,
-    /// Kubernetes version of the node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// The failure domain (zone) the Machine is placed in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_domain: Option<String>,
-    /// The provider's identity of the instance, once known.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        rename = "providerID"
-    )]
-    pub provider_id: Option<String>,
+impl std::fmt::Display for CapiVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.group, self.version)
+    }
 }
 
-/// A Machine template: metadata plus spec.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct MachineTemplateSpec {
-    /// Propagated labels and annotations.
-    #[serde(default)]
-    pub metadata: MachineTemplateMetadata,
-    /// The Machine spec.
-    #[serde(default)]
-    pub spec: MachineSpecFields,
+macro_rules! capi_resource {
+    ($ty:ident, $kind:literal, $plural:literal) => {
+        impl kube::Resource for $ty {
+            type DynamicType = CapiVersion;
+            type Scope = DynamicResourceScope;
+
+            fn kind(_: &CapiVersion) -> Cow<'_, str> {
+                Cow::Borrowed($kind)
+            }
+
+            fn group(dt: &CapiVersion) -> Cow<'_, str> {
+                Cow::Borrowed(dt.group())
+            }
+
+            fn version(dt: &CapiVersion) -> Cow<'_, str> {
+                Cow::Borrowed(dt.version())
+            }
+
+            fn api_version(dt: &CapiVersion) -> Cow<'_, str> {
+                Cow::Owned(dt.api_version())
+            }
+
+            fn plural(_: &CapiVersion) -> Cow<'_, str> {
+                Cow::Borrowed($plural)
+            }
+
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
 }
 
-/// A MachineDeployment: a scalable group of identical Machines (our instance type + offering).
-#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[kube(
-    group = "cluster.x-k8s.io",
-    version = "v1beta1",
-    kind = "MachineDeployment",
-    namespaced,
-    shortname = "md",
-    category = "cluster-api",
-    status = "MachineDeploymentStatus",
-    scale(
-        spec_replicas_path = ".spec.replicas",
-        status_replicas_path = ".status.replicas",
-        label_selector_path = ".status.selector"
-    )
-)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineDeploymentSpec {
-    /// The owning Cluster's name.
-    #[serde(default)]
-    pub cluster_name: String,
-    /// Desired Machine count; unset until CAPI's webhook defaults it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicas: Option<i32>,
-    /// Selects the Machines this deployment owns.
-    #[serde(default)]
-    pub selector: LabelSelector,
-    /// The template new Machines are made from.
-    #[serde(default)]
-    pub template: MachineTemplateSpec,
-    /// A paused MachineDeployment is not reconciled by CAPI; Karpenter never scales it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paused: Option<bool>,
-    /// How CAPI replaces Machines when the template changes (absent: `RollingUpdate`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strategy: Option<MachineDeploymentStrategy>,
-}
+capi_resource!(MachineDeployment, "MachineDeployment", "machinedeployments");
+capi_resource!(MachineSet, "MachineSet", "machinesets");
+capi_resource!(Machine, "Machine", "machines");
 
-/// `spec.strategy` of a MachineDeployment (read only).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct MachineDeploymentStrategy {
-    /// `RollingUpdate` (CAPI's default) or `OnDelete`.
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
-    pub type_: Option<String>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::Resource;
 
-/// Observed state of a MachineDeployment.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineDeploymentStatus {
-    /// Machines that exist.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicas: Option<i32>,
-    /// Machines whose Node is Ready.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ready_replicas: Option<i32>,
-    /// Machines that are available.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub available_replicas: Option<i32>,
-    /// The label selector, serialized, for the scale subresource.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selector: Option<String>,
-    /// Phase, e.g. `Running`, `ScalingUp`, `Failed`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-    /// The generation CAPI last reconciled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-}
+    #[test]
+    fn urls_name_the_chosen_version() {
+        let v2 = CapiVersion::v1beta2();
+        assert_eq!(
+            MachineDeployment::url_path(&v2, Some("ns")),
+            "/apis/cluster.x-k8s.io/v1beta2/namespaces/ns/machinedeployments"
+        );
+        let v1 = CapiVersion::v1beta1();
+        assert_eq!(
+            Machine::url_path(&v1, None),
+            "/apis/cluster.x-k8s.io/v1beta1/machines"
+        );
+        assert_eq!(MachineSet::api_version(&v1), "cluster.x-k8s.io/v1beta1");
+    }
 
-/// A MachineSet: one revision of a MachineDeployment's Machines.
-#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[kube(
-    group = "cluster.x-k8s.io",
-    version = "v1beta1",
-    kind = "MachineSet",
-    namespaced,
-    shortname = "ms",
-    category = "cluster-api",
-    status = "MachineSetStatus",
-    scale(
-        spec_replicas_path = ".spec.replicas",
-        status_replicas_path = ".status.replicas",
-        label_selector_path = ".status.selector"
-    )
-)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineSetSpec {
-    /// The owning Cluster's name.
-    #[serde(default)]
-    pub cluster_name: String,
-    /// Desired Machine count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicas: Option<i32>,
-    /// Selects the Machines this set owns.
-    #[serde(default)]
-    pub selector: LabelSelector,
-    /// The template new Machines are made from.
-    #[serde(default)]
-    pub template: MachineTemplateSpec,
-    /// Which Machines go first on scale-down: Random (default), Newest or Oldest.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delete_policy: Option<String>,
-}
-
-/// Observed state of a MachineSet.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineSetStatus {
-    /// Machines that exist.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicas: Option<i32>,
-    /// Machines whose Node is Ready.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ready_replicas: Option<i32>,
-    /// The label selector, serialized, for the scale subresource.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selector: Option<String>,
-}
-
-/// A Machine: one node's infrastructure.
-#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[kube(
-    group = "cluster.x-k8s.io",
-    version = "v1beta1",
-    kind = "Machine",
-    namespaced,
-    shortname = "ma",
-    category = "cluster-api",
-    status = "MachineStatus"
-)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineSpec {
-    /// Cluster, bootstrap, infrastructure, version, failure domain and providerID.
-    #[serde(flatten)]
-    pub fields: MachineSpecFields,
-}
-
-/// Observed state of a Machine.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineStatus {
-    /// Pending, Provisioning, Provisioned, Running, Deleting, Deleted, Failed or Unknown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-    /// The Node this Machine became.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_ref: Option<ObjectReference>,
-    /// A terminal problem's reason (v1beta1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_reason: Option<String>,
-    /// A terminal problem's message (v1beta1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_message: Option<String>,
-    /// Whether the infrastructure is provisioned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub infrastructure_ready: Option<bool>,
-    /// Whether the bootstrap data is ready.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bootstrap_ready: Option<bool>,
+    #[test]
+    fn field_names_follow_the_version() {
+        assert_eq!(
+            CapiVersion::v1beta2().strategy_field(),
+            "spec.rollout.strategy.type"
+        );
+        assert_eq!(
+            CapiVersion::v1beta1().strategy_field(),
+            "spec.strategy.type"
+        );
+        let patch: serde_json::Value =
+            serde_json::from_str(&CapiVersion::v1beta2().strategy_patch("OnDelete")).unwrap();
+        assert_eq!(patch["spec"]["rollout"]["strategy"]["type"], "OnDelete");
+        let patch: serde_json::Value =
+            serde_json::from_str(&CapiVersion::v1beta1().strategy_patch("OnDelete")).unwrap();
+        assert_eq!(patch["spec"]["strategy"]["type"], "OnDelete");
+    }
 }

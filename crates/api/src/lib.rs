@@ -5,7 +5,7 @@
 //! - [`nodepool`]: `karpenter.sh/v1` NodePool;
 //! - [`nodeclaim`]: `karpenter.sh/v1` NodeClaim;
 //! - [`nodeclass`]: `karpenter.cluster.x-k8s.io/v1alpha1` ClusterAPINodeClass;
-//! - [`capi`]: read-only views of the Cluster API `v1beta1` kinds we read;
+//! - [`capi`]: read-only views of the Cluster API kinds we read, in `v1beta2` or `v1beta1`;
 //! - [`common`]: shared building blocks (taints, requirements, durations, conditions);
 //! - [`well_known`]: every label / annotation / taint / finalizer / condition name;
 //! - [`crd`]: CRD generation and rendering;
@@ -22,7 +22,7 @@ pub mod nodepool;
 pub mod schema;
 pub mod well_known;
 
-pub use capi::{Machine, MachineDeployment, MachineSet};
+pub use capi::{CapiVersion, Machine, MachineDeployment, MachineSet};
 pub use nodeclaim::{NodeClaim, NodeClaimSpec, NodeClaimStatus};
 pub use nodeclass::{ClusterAPINodeClass, ClusterAPINodeClassSpec, ClusterAPINodeClassStatus};
 pub use nodepool::{NodePool, NodePoolSpec, NodePoolStatus};

@@ -13,11 +13,17 @@
 //!   point at cloned instances, so the MachineSet's template is the record of what it was made
 //!   from; without that MachineSet only the version is compared.
 //!
+//! The template comparisons apply only to `OnDelete` MachineDeployments. A `RollingUpdate` one
+//! (Cluster API's default) replaces its Machines itself on a template change — new MachineSet,
+//! old Machines drained and deleted by Cluster API — so marking them `Drifted` too would make
+//! Karpenter launch a second replacement for each; their NodeClaims end when Cluster API
+//! deletes their Machines. Selection drift is Karpenter's in both strategies.
+//!
 //! Inputs: the Machine, its MachineSet (if found), its MD, whether the NodeClass selects the
 //! MD. Outputs: an optional reason. Pure.
 
+use api::capi::ContractReference;
 use api::{Machine, MachineDeployment, MachineSet};
-use k8s_openapi::api::core::v1::ObjectReference;
 
 /// The MD no longer matches the NodeClass.
 pub const NOT_SELECTED: &str = "MachineDeploymentNotSelected";
@@ -30,16 +36,19 @@ pub const BOOTSTRAP_CHANGED: &str = "BootstrapConfigChanged";
 /// The MD is gone.
 pub const MACHINE_DEPLOYMENT_NOT_FOUND: &str = "MachineDeploymentNotFound";
 
-fn same_ref(a: Option<&ObjectReference>, b: Option<&ObjectReference>, default_ns: &str) -> bool {
-    let key = |r: Option<&ObjectReference>| {
+fn same_ref(
+    a: Option<&ContractReference>,
+    b: Option<&ContractReference>,
+    default_ns: &str,
+) -> bool {
+    let key = |r: Option<&ContractReference>| {
         r.map(|r| {
             (
                 r.kind.clone().unwrap_or_default(),
                 r.name.clone().unwrap_or_default(),
-                r.namespace
-                    .clone()
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or_else(|| default_ns.to_owned()),
+                r.namespace_or(Some(default_ns))
+                    .unwrap_or_default()
+                    .to_owned(),
             )
         })
     };
@@ -56,6 +65,9 @@ pub fn drift_reason(
 ) -> Option<&'static str> {
     if !selected {
         return Some(NOT_SELECTED);
+    }
+    if !md.spec.is_on_delete() {
+        return None;
     }
     let template = &md.spec.template.spec;
     let version = |v: Option<&String>| v.map(|v| v.trim_start_matches('v').to_owned());
@@ -92,9 +104,10 @@ mod tests {
 
     fn md(version: &str, infra: &str, boot: &str) -> MachineDeployment {
         serde_json::from_value(json!({
-            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
             "metadata": {"name": "md", "namespace": "ns"},
             "spec": {"clusterName": "c", "selector": {},
+                "rollout": {"strategy": {"type": "OnDelete"}},
                 "template": {"spec": {"clusterName": "c", "version": version,
                     "bootstrap": {"configRef": {"kind": "KubeadmConfigTemplate", "name": boot}},
                     "infrastructureRef": {"kind": "DockerMachineTemplate", "name": infra}}}},
@@ -104,7 +117,7 @@ mod tests {
 
     fn ms(infra: &str, boot: &str) -> MachineSet {
         serde_json::from_value(json!({
-            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineSet",
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
             "metadata": {"name": "ms", "namespace": "ns"},
             "spec": {"clusterName": "c", "selector": {},
                 "template": {"spec": {"clusterName": "c",
@@ -117,7 +130,7 @@ mod tests {
 
     fn machine(version: &str) -> Machine {
         serde_json::from_value(json!({
-            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
             "metadata": {"name": "m", "namespace": "ns"},
             "spec": {"clusterName": "c", "version": version, "bootstrap": {},
                 "infrastructureRef": {"kind": "DockerMachine", "name": "m-abcde"}},
@@ -154,6 +167,20 @@ mod tests {
         assert_eq!(
             drift_reason(&m, Some(&set), &md("v1.33.0", "t1", "b2"), true),
             Some(BOOTSTRAP_CHANGED)
+        );
+    }
+
+    #[test]
+    fn cluster_api_rolls_a_rolling_update_deployment_out_itself() {
+        let m = machine("v1.33.0");
+        let set = ms("t1", "b1");
+        let mut rolling = md("v1.34.0", "t2", "b2");
+        rolling.spec.rollout = None;
+        assert_eq!(drift_reason(&m, Some(&set), &rolling, true), None);
+        assert_eq!(
+            drift_reason(&m, Some(&set), &rolling, false),
+            Some(NOT_SELECTED),
+            "leaving the selection is Karpenter's drift in every strategy"
         );
     }
 }

@@ -191,8 +191,8 @@ impl MachineGc {
         p.ready().await?;
         let cluster = p.cluster_id().await?.to_owned();
         let mds: Api<MachineDeployment> = match &p.scope().namespace {
-            Some(ns) => Api::namespaced(p.management().clone(), ns),
-            None => Api::all(p.management().clone()),
+            Some(ns) => Api::namespaced_with(p.management().clone(), ns, p.capi()),
+            None => Api::all_with(p.management().clone(), p.capi()),
         };
         let mds = mds
             .list(&ListParams::default())

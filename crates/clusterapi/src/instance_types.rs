@@ -25,7 +25,9 @@
 //!   zone); capacity type = the `karpenter.sh/capacity-type` label (`on-demand` or `spot`), else
 //!   `on-demand`; price = our annotation `karpenter.cluster.x-k8s.io/price`, else the legacy
 //!   `cluster.x-k8s.io/machine-current-price`, else the NodeClass table, else 0 — recorded as a
-//!   [`PriceSource`]; unavailable while paused or deleting, or once `spec.replicas` + in-flight
+//!   [`PriceSource`]; unavailable while paused, deleting, `Failed` or its scale-up is blocked
+//!   (the `ScalingUp` condition: preflight checks), after a failed launch
+//!   (for the unavailable-offering TTL), or once `spec.replicas` + in-flight
 //!   increments reach the max-size annotation ([`Unavailable`]);
 //! - **overhead**: the NodeClass kubeReserved + systemReserved + evictionHard (percentages of
 //!   this capacity), so allocatable is what the kubelet will report.
@@ -100,6 +102,8 @@ pub struct MachineDeploymentInput<'a> {
     pub infrastructure_template: Option<&'a serde_json::Value>,
     /// Replicas requested (e.g. in a running batch) but not yet in `spec.replicas`.
     pub in_flight: u32,
+    /// A launch on it failed within the unavailable-offering TTL.
+    pub launch_failed: bool,
 }
 
 impl<'a> MachineDeploymentInput<'a> {
@@ -110,7 +114,15 @@ impl<'a> MachineDeploymentInput<'a> {
             machine_deployment: md,
             infrastructure_template: None,
             in_flight: 0,
+            launch_failed: false,
         }
+    }
+
+    /// With a recent launch failure (unavailable until the TTL passes).
+    #[must_use]
+    pub fn with_launch_failed(mut self, failed: bool) -> Self {
+        self.launch_failed = failed;
+        self
     }
 
     /// With its infrastructure template.
@@ -178,6 +190,18 @@ pub enum Unavailable {
         /// The max-size annotation.
         max_size: i32,
     },
+    /// Cluster API reports the MD `Failed` (`status.phase`).
+    #[error("Cluster API reports the MachineDeployment Failed")]
+    Failed,
+    /// Cluster API reports that it cannot create Machines for it now (its `ScalingUp`
+    /// condition says the scale-up is blocked: MachineSet preflight checks, missing templates).
+    #[error("Cluster API reports its scale-up blocked")]
+    ScaleUpBlocked,
+    /// A launch on it could not complete lately (no Machine could be claimed in time, or the
+    /// Machine failed): unavailable for the unavailable-offering TTL, so the next batch picks
+    /// another offering.
+    #[error("a recent launch on it could not complete")]
+    LaunchFailed,
 }
 
 /// How an instance type got its name.
@@ -260,7 +284,8 @@ impl CatalogueEntry {
         labels
     }
 
-    /// The taints its nodes register with (from the taints annotation).
+    /// The taints its nodes register with (v1beta2 `spec.template.spec.taints`, then the taints
+    /// annotation, which wins for the same key and effect).
     #[must_use]
     pub fn taints(&self) -> &[Taint] {
         &self.taints

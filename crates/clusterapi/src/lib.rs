@@ -16,6 +16,8 @@
 //!   over a management and a workload cluster (replicas and the ownership record of the
 //!   replicas we raised written together by compare-and-set, compare-and-set Machine claims
 //!   naming the workload cluster, a reflector-backed Machine cache with a providerID index);
+//! - [`discovery`]: which Cluster API group and version the management cluster is spoken to
+//!   in (`v1beta2` or `v1beta1`, from discovery or `CAPI_GROUP` / `CAPI_VERSION`);
 //! - [`templates`]: the infrastructure machine templates, one watch per kind;
 //! - [`nodeclass_status`]: the controller writing ClusterAPINodeClass `status` (Ready,
 //!   instanceTypes) and Warning Events for excluded MachineDeployments;
@@ -28,6 +30,7 @@
 //! problems. Nothing here panics on user input: bad input is a value the caller reports.
 
 pub mod annotations;
+pub mod discovery;
 pub mod drift;
 pub mod gc;
 pub mod instance_types;

@@ -21,12 +21,20 @@
 //! - `status.instanceTypes`: [`crate::Catalogue::status`].
 //! - `status.conditions[type=RolloutStrategyCompatible]` ([`rollout`]): False (reason
 //!   `RollingUpdate`) when a selected MachineDeployment would let Cluster API replace its
-//!   Machines itself on a template change (`spec.strategy.type` absent or `RollingUpdate`): the
+//!   Machines itself on a template change (the strategy — v1beta2 `spec.rollout.strategy.type`,
+//!   v1beta1 `spec.strategy.type`, named as the served version spells it — absent or
+//!   `RollingUpdate`): the
 //!   new Machines would have no NodeClaim and the old ones would go outside Karpenter's
 //!   disruption budgets. True (reason `OnDelete`) when every selected one uses `OnDelete`, so
 //!   a template change only marks the nodes drifted and Karpenter replaces them. A warning:
 //!   it does not change `Ready`. Absent when nothing is selected. A Warning Event
 //!   `IncompatibleRolloutStrategy` is published when it turns False or its message changes.
+//!
+//! - `status.conditions[type=MachineDeploymentsHealthy]` ([`health`]): False (reason `Failed`
+//!   or `ScaleUpBlocked`) while Cluster API reports a selected MachineDeployment Failed or its
+//!   scale-up blocked (MachineSet preflight checks), naming them; True (reason `Healthy`)
+//!   otherwise; absent when nothing is selected. A warning too: a Warning Event
+//!   `UnhealthyMachineDeployment` when it turns False or its message changes.
 //!
 //! Both are written with one JSON merge patch on `/status`, and only when they differ from what
 //! is there (so our own write does not loop). For each excluded MachineDeployment a Warning
@@ -62,6 +70,13 @@ use crate::selection::{Scope, is_member, select};
 use crate::templates::Templates;
 use crate::watch_errors::WatchErrors;
 
+mod advisories;
+
+pub use advisories::{
+    MACHINE_DEPLOYMENTS_HEALTHY, REASON_INCOMPATIBLE_ROLLOUT_STRATEGY,
+    REASON_UNHEALTHY_MACHINE_DEPLOYMENT, ROLLOUT_STRATEGY_COMPATIBLE, health, rollout,
+};
+
 /// Reason of a True `Ready`.
 pub const REASON_READY: &str = "Ready";
 /// No member MachineDeployment matches the selector in scope.
@@ -74,13 +89,6 @@ pub const REASON_INVALID_SELECTOR: &str = "InvalidSelector";
 pub const REASON_INVALID_NODE_CLASS: &str = "InvalidNodeClass";
 /// Event reason for an excluded MachineDeployment.
 pub const REASON_INVALID_MACHINE_DEPLOYMENT: &str = "InvalidMachineDeployment";
-/// Condition type: whether the selected MachineDeployments leave replacing Machines to
-/// Karpenter.
-pub const ROLLOUT_STRATEGY_COMPATIBLE: &str = "RolloutStrategyCompatible";
-/// Event reason when a selected MachineDeployment rolls out by itself.
-pub const REASON_INCOMPATIBLE_ROLLOUT_STRATEGY: &str = "IncompatibleRolloutStrategy";
-/// How many MachineDeployments the rollout message names.
-const ROLLOUT_NAMED: usize = 3;
 
 /// How long the first read of a template kind waits for its watch to list.
 const TEMPLATE_SYNC_TIMEOUT: Duration = Duration::from_secs(10);
@@ -102,6 +110,8 @@ pub struct StatusConfig {
     /// the provider's, [`crate::ClusterApiProvider::templates`], for one watch per kind);
     /// `None`: the controller watches its own.
     pub templates: Option<Arc<Templates>>,
+    /// The Cluster API group and version (the provider's, [`crate::ClusterApiProvider::capi`]).
+    pub capi: api::CapiVersion,
 }
 
 impl Default for StatusConfig {
@@ -111,6 +121,7 @@ impl Default for StatusConfig {
             resync: Duration::from_secs(300),
             reporter: "karpenter-capi".into(),
             templates: None,
+            capi: api::CapiVersion::v1beta2(),
         }
     }
 }
@@ -305,60 +316,6 @@ pub fn upsert(old: &[Condition], mut new: Condition) -> Vec<Condition> {
     out
 }
 
-/// The `RolloutStrategyCompatible` condition for `nodeclass` (status, reason, message), or
-/// `None` when it selects no MachineDeployment (or its selector is invalid). Pure.
-#[must_use]
-pub fn rollout(
-    nodeclass: &ClusterAPINodeClass,
-    mds: &[MachineDeployment],
-    scope: &Scope,
-) -> Option<(ConditionStatus, &'static str, String)> {
-    let selected = select(
-        mds,
-        nodeclass.spec.scalable_resource_selector.as_ref(),
-        scope,
-    )
-    .ok()
-    .filter(|s| !s.is_empty())?;
-    let rolling: Vec<String> = selected
-        .iter()
-        .filter(|md| {
-            md.spec
-                .strategy
-                .as_ref()
-                .and_then(|s| s.type_.as_deref())
-                .is_none_or(|t| t != "OnDelete")
-        })
-        .map(|md| MachineDeploymentRef::of(md).to_string())
-        .collect();
-    if rolling.is_empty() {
-        return Some((
-            ConditionStatus::True,
-            "OnDelete",
-            "every selected MachineDeployment has spec.strategy.type OnDelete: Karpenter replaces drifted Machines".into(),
-        ));
-    }
-    let mut named = rolling
-        .iter()
-        .take(ROLLOUT_NAMED)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if rolling.len() > ROLLOUT_NAMED {
-        named.push_str(&format!(" and {} more", rolling.len() - ROLLOUT_NAMED));
-    }
-    Some((
-        ConditionStatus::False,
-        "RollingUpdate",
-        format!(
-            "MachineDeployment {named} would be rolled out by Cluster API on a template change \
-             (spec.strategy.type RollingUpdate, the default): its new Machines get no NodeClaim \
-             and its old ones go outside Karpenter's disruption budgets; set \
-             spec.strategy.type: OnDelete and Karpenter replaces drifted nodes itself"
-        ),
-    ))
-}
-
 /// Shared state of the controller.
 pub struct Context {
     workload: kube::Client,
@@ -411,8 +368,8 @@ impl Context {
 
     fn md_api(&self) -> Api<MachineDeployment> {
         match &self.config.scope.namespace {
-            Some(ns) => Api::namespaced(self.management.clone(), ns),
-            None => Api::all(self.management.clone()),
+            Some(ns) => Api::namespaced_with(self.management.clone(), ns, &self.config.capi),
+            None => Api::all_with(self.management.clone(), &self.config.capi),
         }
     }
 
@@ -439,31 +396,42 @@ impl Context {
         let old = status.conditions.unwrap_or_default();
         let now = Timestamp::now();
         let mut new = conditions(&old, &observed, nodeclass.metadata.generation, now);
-        let rollout = rollout(nodeclass, &mds.items, &self.config.scope);
-        let mut warn = None;
-        match rollout {
-            Some((status, reason, message)) => {
-                let changed = !old.iter().any(|c| {
-                    c.type_ == ROLLOUT_STRATEGY_COMPATIBLE
-                        && c.status == status
-                        && c.message == message
-                });
-                if status == ConditionStatus::False && changed {
-                    warn = Some(message.clone());
+        let advisories = [
+            (
+                ROLLOUT_STRATEGY_COMPATIBLE,
+                REASON_INCOMPATIBLE_ROLLOUT_STRATEGY,
+                rollout(nodeclass, &mds.items, &self.config.scope, &self.config.capi),
+            ),
+            (
+                MACHINE_DEPLOYMENTS_HEALTHY,
+                REASON_UNHEALTHY_MACHINE_DEPLOYMENT,
+                health(nodeclass, &mds.items, &self.config.scope),
+            ),
+        ];
+        let mut warnings = Vec::new();
+        for (type_, event_reason, advisory) in advisories {
+            match advisory {
+                Some((status, reason, message)) => {
+                    let changed = !old
+                        .iter()
+                        .any(|c| c.type_ == type_ && c.status == status && c.message == message);
+                    if status == ConditionStatus::False && changed {
+                        warnings.push((event_reason, message.clone()));
+                    }
+                    new = upsert(
+                        &new,
+                        Condition {
+                            last_transition_time: Time(now),
+                            message,
+                            observed_generation: nodeclass.metadata.generation,
+                            reason: reason.into(),
+                            status,
+                            type_: type_.into(),
+                        },
+                    );
                 }
-                new = upsert(
-                    &new,
-                    Condition {
-                        last_transition_time: Time(now),
-                        message,
-                        observed_generation: nodeclass.metadata.generation,
-                        reason: reason.into(),
-                        status,
-                        type_: ROLLOUT_STRATEGY_COMPATIBLE.into(),
-                    },
-                );
+                None => new.retain(|c| c.type_ != type_),
             }
-            None => new.retain(|c| c.type_ != ROLLOUT_STRATEGY_COMPATIBLE),
         }
         let old_types = status.instance_types.unwrap_or_default();
         if new != old || old_types != observed.instance_types {
@@ -482,11 +450,11 @@ impl Context {
                 Err(e) => return Err(kube_error("patch ClusterAPINodeClass status")(e)),
             }
         }
-        if let Some(mut note) = warn {
+        for (reason, mut note) in warnings {
             truncate(&mut note, NOTE_LIMIT);
             let event = Event {
                 type_: EventType::Warning,
-                reason: REASON_INCOMPATIBLE_ROLLOUT_STRATEGY.into(),
+                reason: reason.into(),
                 note: Some(note),
                 action: "SelectMachineDeployments".into(),
                 secondary: None,
@@ -644,74 +612,4 @@ pub async fn run(workload: kube::Client, management: kube::Client, config: Statu
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing)]
-mod tests {
-    use super::*;
-
-    fn cond(status: ConditionStatus, reason: &str, t: i64) -> Condition {
-        Condition {
-            last_transition_time: Time(Timestamp::from_second(t).unwrap_or_default()),
-            message: String::new(),
-            observed_generation: Some(1),
-            reason: reason.into(),
-            status,
-            type_: READY.into(),
-        }
-    }
-
-    fn observed(status: ConditionStatus, reason: &str) -> Observed {
-        Observed {
-            status,
-            reason: reason.into(),
-            message: String::new(),
-            instance_types: Vec::new(),
-            problems: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn transition_time_kept_without_change_and_moved_on_change() {
-        let old = vec![cond(ConditionStatus::True, REASON_READY, 100)];
-        let now = Timestamp::from_second(200).unwrap_or_default();
-        let same = conditions(
-            &old,
-            &observed(ConditionStatus::True, REASON_READY),
-            Some(2),
-            now,
-        );
-        assert_eq!(same.len(), 1);
-        assert_eq!(same[0].last_transition_time, old[0].last_transition_time);
-        assert_eq!(same[0].observed_generation, Some(2));
-        let changed = conditions(
-            &old,
-            &observed(
-                ConditionStatus::False,
-                REASON_NO_MACHINE_DEPLOYMENTS_SELECTED,
-            ),
-            Some(2),
-            now,
-        );
-        assert_eq!(changed[0].last_transition_time, Time(now));
-    }
-
-    #[test]
-    fn other_conditions_are_kept() {
-        let mut other = cond(ConditionStatus::True, "X", 5);
-        other.type_ = "Other".into();
-        let out = conditions(
-            &[other.clone()],
-            &observed(ConditionStatus::True, REASON_READY),
-            None,
-            Timestamp::from_second(9).unwrap_or_default(),
-        );
-        assert_eq!(out.len(), 2);
-        assert_eq!(out[0], other);
-    }
-
-    #[test]
-    fn truncate_respects_char_boundaries() {
-        let mut s = "ééé".to_owned();
-        truncate(&mut s, 3);
-        assert_eq!(s, "é");
-    }
-}
+mod tests;

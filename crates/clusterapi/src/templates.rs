@@ -3,7 +3,10 @@
 //!
 //! Responsibility: answer "what does the infrastructure template of this MachineDeployment
 //! say" (`spec.template.spec.infrastructureRef` → the template object as JSON, for its
-//! `status.capacity` and `status.nodeInfo`) from memory. Each kind (`DockerMachineTemplate`,
+//! `status.capacity` and `status.nodeInfo`) from memory. A v1beta1 reference pins its
+//! `apiVersion`; a v1beta2 reference names only `apiGroup` and `kind`, resolved once through
+//! discovery to the group's preferred version serving that kind (a group or kind discovery
+//! cannot find is logged and asked again a minute later). Each kind (`DockerMachineTemplate`,
 //! `AWSMachineTemplate`, …) gets a kube-runtime reflector over the management cluster the
 //! first time it is asked for; the first lookup of a kind waits — at most the sync timeout,
 //! and no longer than the watch's first error — for the initial list, later lookups never
@@ -15,7 +18,7 @@
 use state::backoff::WatchBackoff;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use api::MachineDeployment;
 use futures::StreamExt;
@@ -59,6 +62,8 @@ pub struct Templates {
     namespace: Option<String>,
     sync_timeout: Duration,
     kinds: Mutex<HashMap<GroupVersionKind, Arc<KindWatch>>>,
+    /// `(group, kind)` of version-less (v1beta2) references → the served version.
+    resolved: Mutex<HashMap<(String, String), Resolved>>,
 }
 
 impl std::fmt::Debug for Templates {
@@ -69,28 +74,40 @@ impl std::fmt::Debug for Templates {
     }
 }
 
-/// The kind, namespace and name of `md`'s infrastructure template.
-fn reference(md: &MachineDeployment) -> Option<(GroupVersionKind, String, String)> {
+/// What `md`'s infrastructure template reference names.
+struct Reference {
+    group: String,
+    /// v1beta1 references pin a version; v1beta2 references leave it to discovery.
+    version: Option<String>,
+    kind: String,
+    namespace: String,
+    name: String,
+}
+
+/// The group, version (if pinned), kind, namespace and name of `md`'s infrastructure template.
+fn reference(md: &MachineDeployment) -> Option<Reference> {
     let r = &md.spec.template.spec.infrastructure_ref;
-    let (api_version, kind, name) = (
-        r.api_version.as_deref()?,
-        r.kind.as_deref()?,
-        r.name.as_deref()?,
-    );
+    let (group, kind, name) = (r.group()?, r.kind.as_deref()?, r.name.as_deref()?);
     if kind.is_empty() || name.is_empty() {
         return None;
     }
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let namespace = r
-        .namespace
-        .clone()
-        .filter(|ns| !ns.is_empty())
-        .or_else(|| md.metadata.namespace.clone())?;
-    Some((
-        GroupVersionKind::gvk(group, version, kind),
-        namespace,
-        name.to_owned(),
-    ))
+    Some(Reference {
+        group: group.to_owned(),
+        version: r.pinned_version().map(str::to_owned),
+        kind: kind.to_owned(),
+        namespace: r.namespace_or(md.metadata.namespace.as_deref())?.to_owned(),
+        name: name.to_owned(),
+    })
+}
+
+/// How long a group and kind that discovery could not resolve is not asked about again.
+const UNRESOLVED_RETRY: Duration = Duration::from_secs(60);
+
+/// A group and kind resolved through discovery, or when resolving last failed.
+#[derive(Debug, Clone)]
+enum Resolved {
+    Found(ApiResource),
+    Failed(Instant),
 }
 
 impl Templates {
@@ -113,14 +130,20 @@ impl Templates {
             namespace,
             sync_timeout,
             kinds: Mutex::default(),
+            resolved: Mutex::default(),
         }
     }
 
     /// The infrastructure template `md` names, as JSON; `None` when it names none, its kind's
     /// watch has not listed (yet), or the template does not exist.
     pub async fn of(&self, md: &MachineDeployment) -> Option<Value> {
-        let (gvk, namespace, name) = reference(md)?;
-        let kind = self.watch(&gvk);
+        let r = reference(md)?;
+        let resource = match &r.version {
+            Some(v) => ApiResource::from_gvk(&GroupVersionKind::gvk(&r.group, v, &r.kind)),
+            None => self.resolve(&r.group, &r.kind).await?,
+        };
+        let (namespace, name) = (r.namespace, r.name);
+        let kind = self.watch(&resource);
         let mut sync = kind.sync.clone();
         if *sync.borrow_and_update() == Sync::Pending {
             let _ = tokio::time::timeout(self.sync_timeout, sync.wait_for(|s| *s != Sync::Pending))
@@ -135,13 +158,57 @@ impl Templates {
         serde_json::to_value(object.as_ref()).ok()
     }
 
-    /// The watch of `gvk`, started on first use.
-    fn watch(&self, gvk: &GroupVersionKind) -> Arc<KindWatch> {
+    /// The resource serving `kind` of `group` in the version discovery prefers (a v1beta2
+    /// `ContractVersionedObjectReference` names no version). A failure is logged and not
+    /// asked again for [`UNRESOLVED_RETRY`].
+    async fn resolve(&self, group: &str, kind: &str) -> Option<ApiResource> {
+        let key = (group.to_owned(), kind.to_owned());
+        let known = self
+            .resolved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        match known {
+            Some(Resolved::Found(r)) => return Some(r),
+            Some(Resolved::Failed(at)) if at.elapsed() < UNRESOLVED_RETRY => return None,
+            _ => {}
+        }
+        let found = match kube::discovery::oneshot::group(&self.client, group).await {
+            Ok(g) => g.recommended_kind(kind).map(|(r, _)| r).ok_or_else(|| {
+                format!("group {group} serves no kind {kind} (versions: {})", {
+                    let v: Vec<&str> = g.versions().collect();
+                    v.join(", ")
+                })
+            }),
+            Err(e) => Err(format!("discovery of group {group}: {e}")),
+        };
+        let entry = match found {
+            Ok(r) => Resolved::Found(r),
+            Err(e) => {
+                tracing::warn!(%group, %kind, error = %e,
+                    "cannot resolve an infrastructure template reference; MachineDeployments naming it are described from their annotations alone");
+                Resolved::Failed(Instant::now())
+            }
+        };
+        self.resolved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, entry.clone());
+        match entry {
+            Resolved::Found(r) => Some(r),
+            Resolved::Failed(_) => None,
+        }
+    }
+
+    /// The watch of `resource`, started on first use.
+    fn watch(&self, resource: &ApiResource) -> Arc<KindWatch> {
+        let gvk = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
         let mut kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(kind) = kinds.get(gvk) {
+        if let Some(kind) = kinds.get(&gvk) {
             return Arc::clone(kind);
         }
-        let resource = ApiResource::from_gvk(gvk);
+        let resource = resource.clone();
         let api: Api<DynamicObject> = match &self.namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
             None => Api::all_with(self.client.clone(), &resource),
@@ -184,7 +251,7 @@ impl Templates {
             sync,
             task,
         });
-        kinds.insert(gvk.clone(), Arc::clone(&kind));
+        kinds.insert(gvk, Arc::clone(&kind));
         kind
     }
 }

@@ -13,7 +13,11 @@ pub(crate) struct MdBuilder(MachineDeployment);
 
 /// A member MachineDeployment `namespace/name` (member label `""`, no annotations).
 pub(crate) fn md(namespace: &str, name: &str) -> MdBuilder {
-    let mut md = MachineDeployment::new(name, MachineDeploymentSpec::default());
+    let mut md = MachineDeployment {
+        spec: MachineDeploymentSpec::default(),
+        ..MachineDeployment::default()
+    };
+    md.metadata.name = Some(name.to_owned());
     md.metadata.namespace = Some(namespace.to_owned());
     MdBuilder(md).label(KARPENTER_MEMBER, "")
 }

@@ -267,7 +267,9 @@ async fn a_rolling_update_machine_deployment_is_named_in_the_rollout_condition()
     assert_eq!(rollout.reason, "RollingUpdate");
     assert!(
         rollout.message.contains("default/rolling")
-            && rollout.message.contains("spec.strategy.type: OnDelete"),
+            && rollout
+                .message
+                .contains("spec.rollout.strategy.type: OnDelete"),
         "{}",
         rollout.message
     );
@@ -283,17 +285,136 @@ async fn a_rolling_update_machine_deployment_is_named_in_the_rollout_condition()
     assert_eq!(events.len(), 1, "one Event, not one per reconcile");
     assert_eq!(events[0].type_.as_deref(), Some("Warning"));
 
-    Api::<api::MachineDeployment>::namespaced(world.management_client(), "default")
-        .patch(
-            "rolling",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(json!({"spec": {"strategy": {"type": "OnDelete"}}})),
-        )
-        .await
-        .unwrap();
+    Api::<api::MachineDeployment>::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    )
+    .patch(
+        "rolling",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"spec": {"rollout": {"strategy": {"type": "OnDelete"}}}})),
+    )
+    .await
+    .unwrap();
     let nc = reconcile(&world, &ctx).await;
     let rollout = condition(&nc, "RolloutStrategyCompatible").unwrap();
     assert_eq!(rollout.status, ConditionStatus::True);
     assert_eq!(rollout.reason, "OnDelete");
+    assert!(
+        rollout
+            .message
+            .contains("has spec.rollout.strategy.type OnDelete"),
+        "{}",
+        rollout.message
+    );
     assert_eq!(ready(&nc).unwrap().status, ConditionStatus::True);
+    // Speaking v1beta1 (Cluster API ≤ v1.10), the message names v1beta1's field.
+    let v1beta1 = Context::new(
+        world.workload_client(),
+        world.management_client(),
+        StatusConfig {
+            capi: api::CapiVersion::v1beta1(),
+            ..StatusConfig::default()
+        },
+    );
+    let message = condition(
+        &reconcile(&world, &v1beta1).await,
+        "RolloutStrategyCompatible",
+    )
+    .unwrap()
+    .message;
+    assert!(
+        message.contains("has spec.strategy.type OnDelete"),
+        "{message}"
+    );
+}
+
+async fn set_md_status(world: &World, md: &str, status: Value) {
+    Api::<kube::api::DynamicObject>::namespaced_with(
+        world.management_client(),
+        "default",
+        &sim::world::objects::machine_deployments(),
+    )
+    .patch_status(
+        md,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({ "status": status })),
+    )
+    .await
+    .unwrap();
+}
+
+/// A selected MachineDeployment Cluster API reports Failed, or whose scale-up its MachineSet's
+/// preflight checks block, is named in `MachineDeploymentsHealthy` False with a Warning Event,
+/// without touching Ready; when it recovers the condition turns True.
+#[tokio::test(start_paused = true)]
+async fn failed_and_blocked_machine_deployments_are_named_in_the_health_condition() {
+    // No simulated Cluster API: the statuses below are what it would write.
+    let mut config = WorldConfig::default();
+    config.capi.enabled = false;
+    let world = support::world(config).await;
+    add_md(&world, "ok", "4", true).await;
+    add_md(&world, "stuck", "8", true).await;
+    let ctx = context(&world, Scope::everywhere());
+    let nc = reconcile(&world, &ctx).await;
+    let health = condition(&nc, "MachineDeploymentsHealthy").expect("written");
+    assert_eq!(health.status, ConditionStatus::True);
+    assert_eq!(health.reason, "Healthy");
+
+    set_md_status(
+        &world,
+        "stuck",
+        json!({"conditions": [{"type": "ScalingUp", "status": "True", "reason": "ScalingUp",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+            "message": "Scaling up from 0 to 1 replicas is blocked because:\n* MachineSet stuck-x: \
+                        ControlPlaneIsStable: the control plane is upgrading"}]}),
+    )
+    .await;
+    let nc = reconcile(&world, &ctx).await;
+    let health = condition(&nc, "MachineDeploymentsHealthy").unwrap();
+    assert_eq!(health.status, ConditionStatus::False);
+    assert_eq!(health.reason, "ScaleUpBlocked");
+    assert!(
+        health.message.contains("default/stuck: scale-up blocked:")
+            && health.message.contains("ControlPlaneIsStable"),
+        "{}",
+        health.message
+    );
+    assert_eq!(ready(&nc).unwrap().status, ConditionStatus::True);
+
+    set_md_status(&world, "ok", json!({"phase": "Failed"})).await;
+    let nc = reconcile(&world, &ctx).await;
+    let health = condition(&nc, "MachineDeploymentsHealthy").unwrap();
+    assert_eq!(health.reason, "Failed");
+    assert!(
+        health.message.starts_with(
+            "MachineDeployment default/ok: Cluster API reports it Failed; default/stuck"
+        ),
+        "{}",
+        health.message
+    );
+    let events: Vec<Event> = Api::<Event>::namespaced(world.workload_client(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("UnhealthyMachineDeployment"))
+        .collect();
+    // kube-runtime's recorder folds Events of one reason into a series.
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        events[0].series.as_ref().map(|s| s.count),
+        Some(2),
+        "published once per new message: {events:?}"
+    );
+
+    set_md_status(&world, "ok", json!({"phase": "Running"})).await;
+    set_md_status(&world, "stuck", json!({"conditions": []})).await;
+    let nc = reconcile(&world, &ctx).await;
+    assert_eq!(
+        condition(&nc, "MachineDeploymentsHealthy").unwrap().status,
+        ConditionStatus::True
+    );
 }

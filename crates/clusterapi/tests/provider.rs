@@ -248,7 +248,11 @@ async fn a_machine_deployment_leaving_the_node_class_drifts_its_node_claims() {
     let nc = fresh(&world, &nc).await;
     assert_eq!(p.is_drifted(&nc).await.unwrap(), None);
     // The user takes the MachineDeployment out of Karpenter's hands.
-    let mds: Api<api::MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    let mds: Api<api::MachineDeployment> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
     mds.patch(
         "a",
         &PatchParams::default(),
@@ -272,7 +276,11 @@ async fn a_machine_deployment_leaving_the_node_class_drifts_its_node_claims() {
 async fn concurrent_creates_on_one_machine_deployment_share_scale_writes() {
     let world = world(WorldConfig::default()).await;
     add_md(&world, "md", "1", None).await;
-    let mds: Api<api::MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    let mds: Api<api::MachineDeployment> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
     let generation = |md: api::MachineDeployment| md.metadata.generation.unwrap_or(0);
     let before = generation(mds.get("md").await.unwrap());
     let p = provider(&world);
@@ -317,7 +325,11 @@ async fn concurrent_deletes_on_one_machine_deployment_share_scale_writes() {
     for nc in &ncs {
         fresh_ncs.push(fresh(&world, nc).await);
     }
-    let mds: Api<api::MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    let mds: Api<api::MachineDeployment> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
     let generation = |md: api::MachineDeployment| md.metadata.generation.unwrap_or(0);
     let before = generation(mds.get("md").await.unwrap());
     let results = futures::future::join_all(fresh_ncs.iter().map(|nc| p.delete(nc))).await;
@@ -395,7 +407,11 @@ async fn get_and_list_describe_machines_with_their_node_class_overhead() {
 async fn min_and_max_sizes_hold_under_fifty_concurrent_creates_and_deletes() {
     let world = world(WorldConfig::default()).await;
     add_md(&world, "md", "1", Some("10")).await;
-    let mds: Api<api::MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    let mds: Api<api::MachineDeployment> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
     mds.patch(
         "md",
         &PatchParams::default(),

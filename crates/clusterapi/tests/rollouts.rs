@@ -48,7 +48,11 @@ async fn fresh(world: &World, name: &str) -> NodeClaim {
 
 /// The MachineSets of `md` with their replicas, by name.
 async fn sets(world: &World, md: &str) -> Vec<(String, i32)> {
-    let api: Api<MachineSet> = Api::namespaced(world.management_client(), "default");
+    let api: Api<MachineSet> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
     let mut out: Vec<(String, i32)> = api
         .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={md}")))
         .await
@@ -76,7 +80,11 @@ fn set_of(m: &Machine) -> String {
 
 /// Patches the MachineDeployment `md` (a merge patch).
 async fn patch_md(world: &World, md: &str, patch: serde_json::Value) {
-    let api: Api<api::MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    let api: Api<api::MachineDeployment> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
     api.patch(md, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
@@ -99,7 +107,7 @@ async fn on_delete_mid_rollout(world: &World) -> (ClusterApiProvider, [Machine; 
     patch_md(
         world,
         "md",
-        json!({"spec": {"strategy": {"type": "OnDelete"}}}),
+        json!({"spec": {"rollout": {"strategy": {"type": "OnDelete"}}}}),
     )
     .await;
     let p = provider(world);
@@ -224,4 +232,39 @@ async fn the_new_machine_set_s_machine_is_deleted_directly_and_replaced_in_the_n
     })
     .await;
     assert_eq!(set_of(&replacement), set_of(&c));
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_an_on_delete_template_change_the_old_machines_drift_and_the_new_one_does_not() {
+    let world = support::world(WorldConfig::default()).await;
+    let (p, _) = on_delete_mid_rollout(&world).await;
+    for (nc, want) in [
+        ("a", Some("KubernetesVersionChanged")),
+        ("b", Some("KubernetesVersionChanged")),
+        ("c", None),
+    ] {
+        let drift = p.is_drifted(&fresh(&world, nc).await).await.unwrap();
+        assert_eq!(drift.as_deref(), want, "NodeClaim {nc}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rolling_update_template_change_is_left_to_cluster_api() {
+    let world = support::world(WorldConfig::default()).await;
+    support::md("md").create(&world).await;
+    let p = provider(&world);
+    let nc = node_claim(&world, "a").await;
+    p.create(&nc).await.unwrap();
+    patch_md(
+        &world,
+        "md",
+        json!({"spec": {"template": {"spec": {"version": "v1.34.0"}}}}),
+    )
+    .await;
+    // Cluster API rolls it out through a new MachineSet; Karpenter does not replace it too.
+    support::wait_for("the new MachineSet", Duration::from_secs(60), || async {
+        (sets(&world, "md").await.len() == 2).then_some(())
+    })
+    .await;
+    assert_eq!(p.is_drifted(&fresh(&world, "a").await).await.unwrap(), None);
 }

@@ -21,17 +21,18 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use api::well_known::capi::{KARPENTER_MEMBER, MIN_SIZE, PAUSED};
+use api::well_known::capi::{KARPENTER_MEMBER, MIN_SIZE};
 use api::{ClusterAPINodeClass, MachineDeployment, NodeClaim};
 use cloudprovider::{CloudProvider, CloudProviderError};
 use clusterapi::gc::{GcConfig, MachineGc};
 use clusterapi::{ClusterApiProvider, ProviderConfig};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 use sim::fault::{FaultConfig, FaultError, FaultRule, Verb};
-use sim::world::objects::{machine_sets, namespaced};
 use sim::{Sim, SimConfig, World, WorldConfig};
-use support::{label, machines, marked, md, node_claim, replicas, wait_machines};
+use support::{
+    label, machines, marked, md, node_claim, pause_sets, replicas, wait_machines, wait_sets,
+};
 
 /// Past the collector's default grace period (10 min).
 const PAST_GRACE: Duration = Duration::from_secs(11 * 60);
@@ -51,6 +52,27 @@ fn provider(world: &World) -> Arc<ClusterApiProvider> {
     provider_over(world.management_client(), world.workload_client())
 }
 
+/// [`provider`] without the unavailable-offering TTL: every create tries the MachineDeployment
+/// again (for what the replica accounting does across retries).
+fn provider_without_ttl(world: &World) -> Arc<ClusterApiProvider> {
+    Arc::new(ClusterApiProvider::new(
+        world.management_client(),
+        world.workload_client(),
+        ProviderConfig {
+            claim_timeout: Duration::from_secs(30),
+            unavailable_offering_ttl: Duration::ZERO,
+            ..ProviderConfig::default()
+        },
+    ))
+}
+
+/// A create of `nc` that raised its replica and is then dropped while it waits for a Machine
+/// (a restart, or the NodeClaim deleted meanwhile): nothing releases the replica.
+async fn cut_short(p: &ClusterApiProvider, nc: &NodeClaim) {
+    let waited = tokio::time::timeout(Duration::from_secs(5), p.create(nc)).await;
+    assert!(waited.is_err(), "still waiting for a Machine: {waited:?}");
+}
+
 fn collector(p: &Arc<ClusterApiProvider>) -> MachineGc {
     MachineGc::new(Arc::clone(p), GcConfig::default())
 }
@@ -67,40 +89,6 @@ async fn delete_node_claim(client: &kube::Client, name: &str) {
         .delete(name, &DeleteParams::default())
         .await
         .unwrap();
-}
-
-/// Pauses (or unpauses) every MachineSet of `md`: no Machine is created or deleted meanwhile.
-async fn pause_sets(world: &World, md: &str, paused: bool) {
-    let sets = namespaced(&world.management_client(), "default", &machine_sets());
-    let wanted = format!("cluster.x-k8s.io/deployment-name={md}");
-    let list = sets
-        .list(&ListParams::default().labels(&wanted))
-        .await
-        .unwrap();
-    assert!(!list.items.is_empty(), "{md} has a MachineSet");
-    for ms in list.items {
-        let value = if paused { json!("true") } else { json!(null) };
-        sets.patch(
-            ms.metadata.name.as_deref().unwrap(),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {PAUSED: value}}})),
-        )
-        .await
-        .unwrap();
-    }
-}
-
-async fn wait_sets(world: &World, md: &str) {
-    let sets = namespaced(&world.management_client(), "default", &machine_sets());
-    let wanted = format!("cluster.x-k8s.io/deployment-name={md}");
-    support::wait_for("a MachineSet", Duration::from_secs(60), || async {
-        let list = sets
-            .list(&ListParams::default().labels(&wanted))
-            .await
-            .unwrap();
-        (!list.items.is_empty()).then_some(())
-    })
-    .await;
 }
 
 async fn select_cluster(workload: &kube::Client, cluster: &str) {
@@ -127,14 +115,18 @@ async fn labelling_a_running_machine_deployment_collects_none_of_its_machines() 
     md("md").member(false).replicas(2).create(&world).await;
     let before = wait_machines(&world, "md", 2).await;
     // The cluster-autoscaler migration: the user opts the running MachineDeployment in.
-    Api::<MachineDeployment>::namespaced(world.management_client(), "default")
-        .patch(
-            "md",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {KARPENTER_MEMBER: ""}}})),
-        )
-        .await
-        .unwrap();
+    Api::<MachineDeployment>::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    )
+    .patch(
+        "md",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {KARPENTER_MEMBER: ""}}})),
+    )
+    .await
+    .unwrap();
     let p = provider(&world);
     let gc = collector(&p);
     for _ in 0..3 {
@@ -184,11 +176,11 @@ async fn only_a_replica_we_raised_and_nobody_claimed_is_surplus() {
     wait_sets(&world, "md").await;
     let p = provider(&world);
     let gc = collector(&p);
-    // The MachineSet is paused: our replica's Machine does not come in time.
+    // The MachineSet is paused: our replica's Machine does not come, and the create is cut
+    // short after raising it (a restart, or the NodeClaim deleted meanwhile).
     pause_sets(&world, "md", true).await;
     let nc = node_claim(&world, "nc", json!([])).await;
-    let err = p.create(&nc).await.unwrap_err();
-    assert!(matches!(err, CloudProviderError::Transient(_)), "{err}");
+    cut_short(&p, &nc).await;
     assert_eq!(replicas(&world, "md").await, 2);
     delete_node_claim(&world.workload_client(), "nc").await;
     // It comes later, when nobody wants it any more.
@@ -228,8 +220,7 @@ async fn every_unclaimed_replica_we_raised_goes_in_one_pass() {
     pause_sets(&world, "md", true).await;
     let a = node_claim(&world, "a", json!([])).await;
     let b = node_claim(&world, "b", json!([])).await;
-    let (ra, rb) = tokio::join!(p.create(&a), p.create(&b));
-    assert!(ra.is_err() && rb.is_err());
+    tokio::join!(cut_short(&p, &a), cut_short(&p, &b));
     assert_eq!(replicas(&world, "md").await, 3);
     delete_node_claim(&world.workload_client(), "a").await;
     delete_node_claim(&world.workload_client(), "b").await;
@@ -319,17 +310,17 @@ async fn a_collector_never_takes_the_machines_of_another_workload_cluster() {
 #[tokio::test(start_paused = true)]
 async fn a_replica_raised_for_another_workload_cluster_is_not_our_surplus() {
     let t = two_clusters().await;
-    // Cluster 2 raises `b`, but its Machine comes only after its create gave up.
+    // Cluster 2 raises `b`, but its Machine comes only after its create was cut short.
     t.b.create(&support::node_claim_in(&t.w2, "warm", json!([])).await)
         .await
         .unwrap();
     wait_sets(&t.world, "b").await;
     pause_sets(&t.world, "b", true).await;
-    let err =
-        t.b.create(&support::node_claim_in(&t.w2, "late", json!([])).await)
-            .await
-            .unwrap_err();
-    assert!(matches!(err, CloudProviderError::Transient(_)), "{err}");
+    cut_short(
+        &t.b,
+        &support::node_claim_in(&t.w2, "late", json!([])).await,
+    )
+    .await;
     delete_node_claim(&t.w2, "late").await;
     pause_sets(&t.world, "b", false).await;
     wait_machines(&t.world, "b", 2).await;
@@ -458,59 +449,80 @@ async fn a_removal_interrupted_by_a_restart_is_finished_by_the_collector() {
 // ---- 4. Machines that never appear --------------------------------------------------------
 
 #[tokio::test(start_paused = true)]
-async fn machines_that_never_appear_raise_replicas_once_and_are_released() {
+async fn machines_that_never_appear_fail_the_launch_and_their_replicas_are_released() {
     let mut config = WorldConfig::default();
     config.capi.enabled = false;
     let world = support::world(config).await;
     md("md").max_size(Some("10")).create(&world).await;
-    let p = provider(&world);
+    let p = provider_without_ttl(&world);
     let gc = collector(&p);
     let wl = world.workload_client();
 
     let nc = node_claim(&world, "nc-1", json!([])).await;
-    for _ in 0..4 {
+    for _ in 0..3 {
         let err = p.create(&nc).await.unwrap_err();
-        assert!(matches!(err, CloudProviderError::Transient(_)), "{err}");
+        assert!(
+            matches!(err, CloudProviderError::InsufficientCapacity(_)),
+            "{err}"
+        );
         assert_eq!(
             replicas(&world, "md").await,
-            1,
-            "a retry reuses the raised replica"
+            0,
+            "the replica no Machine filled is released with the failed launch"
         );
     }
-    // Core gives up on the NodeClaim; the provisioner makes another for the same pods.
+    // Two NodeClaims at once raise two replicas, and both are released.
+    let nc2 = node_claim(&world, "nc-2", json!([])).await;
+    let (r1, r2) = tokio::join!(p.create(&nc), p.create(&nc2));
+    assert!(r1.is_err() && r2.is_err());
+    assert_eq!(replicas(&world, "md").await, 0);
     delete_node_claim(&wl, "nc-1").await;
-    let nc = node_claim(&world, "nc-2", json!([])).await;
-    for _ in 0..2 {
-        assert!(p.create(&nc).await.is_err());
-        assert_eq!(
-            replicas(&world, "md").await,
-            1,
-            "the next NodeClaim reuses it"
-        );
-    }
-    // Two NodeClaims at once need two replicas, not more.
-    let nc3 = node_claim(&world, "nc-3", json!([])).await;
-    let (r2, r3) = tokio::join!(p.create(&nc), p.create(&nc3));
-    assert!(r2.is_err() && r3.is_err());
-    assert_eq!(replicas(&world, "md").await, 2);
-    let (r2, r3) = tokio::join!(p.create(&nc), p.create(&nc3));
-    assert!(r2.is_err() && r3.is_err());
-    assert_eq!(replicas(&world, "md").await, 2);
-
-    // Nobody wants them any more: after the grace period they are released.
     delete_node_claim(&wl, "nc-2").await;
-    delete_node_claim(&wl, "nc-3").await;
-    let report = gc.collect().await.unwrap();
-    assert!(report.errors.is_empty(), "{report:?}");
-    assert_eq!(
-        replicas(&world, "md").await,
-        2,
-        "still within the grace period"
-    );
     tokio::time::sleep(PAST_GRACE).await;
     let report = gc.collect().await.unwrap();
     assert!(report.errors.is_empty(), "{report:?}");
-    assert_eq!(replicas(&world, "md").await, 0, "released: {report:?}");
+    assert_eq!(replicas(&world, "md").await, 0, "{report:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_raised_for_a_failed_launch_is_kept_while_another_create_waits_for_it() {
+    // One create gives up while another of the same MachineDeployment still waits: the
+    // replicas it needs are not released under it.
+    let mut config = WorldConfig::default();
+    config.capi.enabled = false;
+    let world = support::world(config).await;
+    md("md").max_size(Some("10")).create(&world).await;
+    let short = Arc::new(ClusterApiProvider::new(
+        world.management_client(),
+        world.workload_client(),
+        ProviderConfig {
+            claim_timeout: Duration::from_secs(10),
+            unavailable_offering_ttl: Duration::ZERO,
+            ..ProviderConfig::default()
+        },
+    ));
+    let a = node_claim(&world, "a", json!([])).await;
+    let b = node_claim(&world, "b", json!([])).await;
+    let first = {
+        let p = Arc::clone(&short);
+        tokio::spawn(async move { p.create(&a).await })
+    };
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let second = {
+        let p = Arc::clone(&short);
+        tokio::spawn(async move { p.create(&b).await })
+    };
+    assert!(first.await.unwrap().is_err());
+    assert!(
+        replicas(&world, "md").await >= 1,
+        "b's replica stays while b waits"
+    );
+    assert!(second.await.unwrap().is_err());
+    assert_eq!(
+        replicas(&world, "md").await,
+        0,
+        "released once nobody waits"
+    );
 }
 
 /// The management cluster answers every list and watch of `resource` with 403, as a missing
@@ -612,14 +624,18 @@ async fn a_malformed_min_size_stops_removals_with_a_clear_error() {
     let p = provider(&world);
     let nc = node_claim(&world, "nc", json!([])).await;
     let launch = p.create(&nc).await.unwrap();
-    Api::<MachineDeployment>::namespaced(world.management_client(), "default")
-        .patch(
-            "md",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {MIN_SIZE: "three"}}})),
-        )
-        .await
-        .unwrap();
+    Api::<MachineDeployment>::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    )
+    .patch(
+        "md",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {MIN_SIZE: "three"}}})),
+    )
+    .await
+    .unwrap();
     let err = p
         .delete(&fresh(&world.workload_client(), "nc").await)
         .await

@@ -209,7 +209,7 @@ async fn a_provider_id_after_ten_minutes_still_completes() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_machine_that_never_comes_times_the_launch_out() {
+async fn a_machine_that_never_comes_fails_the_launch_as_insufficient_capacity() {
     let mut config = WorldConfig::default();
     config.capi.enabled = false;
     let world = world(config).await;
@@ -222,25 +222,20 @@ async fn a_machine_that_never_comes_times_the_launch_out() {
         },
     );
     node_claim(&world, "stuck", json!([])).await;
-    let failed = wait_until(
-        &world,
-        "stuck",
-        "Launched Unknown",
-        Duration::from_secs(120),
-        |nc| condition(nc, LAUNCHED).is_some_and(|c| c.reason == "LaunchFailed"),
-    )
-    .await;
-    assert_eq!(
-        condition(&failed, LAUNCHED).unwrap().status,
-        ConditionStatus::Unknown
+    // Gone after the claim timeout, not after the registration TTL.
+    wait_gone(&world, "stuck", Duration::from_secs(60)).await;
+    let events = running.events.published();
+    assert!(
+        events
+            .iter()
+            .any(|(_, m)| m.reason == INSUFFICIENT_CAPACITY_ERROR
+                && m.note.contains("could be claimed within")),
+        "{events:?}"
     );
-    wait_gone(&world, "stuck", Duration::from_secs(900)).await;
-    let text = running.metrics.encode();
-    assert!(text.contains("reason=\"launch_timeout\""), "{text}");
     assert_eq!(
         replicas(&world, "md").await,
-        1,
-        "every retry reused the one replica raised"
+        0,
+        "the replica no Machine filled was released"
     );
 }
 

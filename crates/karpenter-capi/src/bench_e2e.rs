@@ -143,7 +143,7 @@ const SHAPES: &[(&str, u32, u32, f64)] = &[
 fn machine_deployment(name: &str, cpu: u32, memory_gi: u32, price: f64) -> Value {
     let md = name.replace('.', "-");
     json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
         "kind": "MachineDeployment",
         "metadata": {"name": md, "namespace": "default",
             "labels": {"node.cluster.x-k8s.io/karpenter-member": ""},
@@ -159,7 +159,7 @@ fn machine_deployment(name: &str, cpu: u32, memory_gi: u32, price: f64) -> Value
             "selector": {"matchLabels": {"pool": md}},
             "template": {"metadata": {"labels": {"pool": md}},
                 "spec": {"clusterName": "bench", "bootstrap": {"dataSecretName": "boot"},
-                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
                         "kind": "DockerMachineTemplate", "name": md}}}},
     })
 }

@@ -103,6 +103,7 @@ async fn examine(args: &DoctorArgs) -> anyhow::Result<(String, u8)> {
         scope: args.clusters.scope(),
         separate_management: args.clusters.separate_management(),
         lease,
+        capi: args.clusters.capi_selection(),
     };
     let report = doctor::doctor(&workload, &management, &options).await;
     let text = match args.output {

@@ -230,6 +230,7 @@ impl Operator {
         let status = StatusConfig {
             scope: config.provider.scope.clone(),
             templates: Some(provider.templates()),
+            capi: provider.capi().clone(),
             ..StatusConfig::default()
         };
         let gc = MachineGc::new(Arc::clone(&provider), config.gc.clone());

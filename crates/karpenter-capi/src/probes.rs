@@ -7,9 +7,10 @@
 //!   the CRD check, and on the leader every controller and the provider's watches
 //!   ([`Probes::watch_operator`]). A task that returned, panicked or was aborted fails it.
 //! - Readiness (`/readyz`, 503 naming what is missing): the workload caches listed once, the
-//!   CRDs `run` needs are served ([`REQUIRED`]: NodePools, NodeClaims and
+//!   CRDs `run` needs are served ([`required`]: NodePools, NodeClaims and
 //!   ClusterAPINodeClasses on the workload cluster; Machines, MachineSets and
-//!   MachineDeployments on the management cluster — read from discovery, re-checked
+//!   MachineDeployments, in the Cluster API version chosen at start, on the management
+//!   cluster — read from discovery, re-checked
 //!   periodically, [`Probes::spawn_crd_check`]), and on the leader the Cluster API caches
 //!   synced ([`Readiness::set_provider`]).
 //!
@@ -19,6 +20,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use api::CapiVersion;
 use controllers::liveness::Liveness;
 use controllers::metrics::Metrics;
 use kube::Resource;
@@ -44,16 +46,16 @@ impl std::fmt::Display for Cluster {
 }
 
 /// A resource `run` reads: the cluster serving it, its group/version and plural.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Required {
     /// Where it must be served.
     pub cluster: Cluster,
     /// API group.
-    pub group: &'static str,
+    pub group: String,
     /// Version.
-    pub version: &'static str,
+    pub version: String,
     /// Plural resource name.
-    pub plural: &'static str,
+    pub plural: String,
 }
 
 impl std::fmt::Display for Required {
@@ -66,78 +68,43 @@ impl std::fmt::Display for Required {
     }
 }
 
-const fn required(
-    cluster: Cluster,
-    group: &'static str,
-    version: &'static str,
-    plural: &'static str,
-) -> Required {
+fn of<K: Resource>(cluster: Cluster, dt: &K::DynamicType) -> Required {
     Required {
         cluster,
-        group,
-        version,
-        plural,
+        group: K::group(dt).into_owned(),
+        version: K::version(dt).into_owned(),
+        plural: K::plural(dt).into_owned(),
     }
 }
 
-/// Every resource `run` needs served, in the order messages name them.
-pub const REQUIRED: [Required; 6] = [
-    required(Cluster::Workload, "karpenter.sh", "v1", "nodepools"),
-    required(Cluster::Workload, "karpenter.sh", "v1", "nodeclaims"),
-    required(
-        Cluster::Workload,
-        "karpenter.cluster.x-k8s.io",
-        "v1alpha1",
-        "clusterapinodeclasses",
-    ),
-    required(
-        Cluster::Management,
-        "cluster.x-k8s.io",
-        "v1beta1",
-        "machines",
-    ),
-    required(
-        Cluster::Management,
-        "cluster.x-k8s.io",
-        "v1beta1",
-        "machinesets",
-    ),
-    required(
-        Cluster::Management,
-        "cluster.x-k8s.io",
-        "v1beta1",
-        "machinedeployments",
-    ),
-];
-
-/// Whether [`REQUIRED`] agrees with the API types (a test keeps them together).
+/// Every resource `run` needs served, in the order messages name them: NodePools, NodeClaims
+/// and ClusterAPINodeClasses on the workload cluster; Machines, MachineSets and
+/// MachineDeployments in `capi` on the management cluster.
 #[must_use]
-pub fn required_matches_types() -> bool {
-    fn of<K: Resource<DynamicType = ()>>(r: &Required) -> bool {
-        K::group(&()) == r.group && K::version(&()) == r.version && K::plural(&()) == r.plural
-    }
-    matches!(
-        REQUIRED,
-        [a, b, c, d, e, f] if of::<api::NodePool>(&a)
-            && of::<api::NodeClaim>(&b)
-            && of::<api::ClusterAPINodeClass>(&c)
-            && of::<api::Machine>(&d)
-            && of::<api::MachineSet>(&e)
-            && of::<api::MachineDeployment>(&f)
-    )
+pub fn required(capi: &CapiVersion) -> Vec<Required> {
+    vec![
+        of::<api::NodePool>(Cluster::Workload, &()),
+        of::<api::NodeClaim>(Cluster::Workload, &()),
+        of::<api::ClusterAPINodeClass>(Cluster::Workload, &()),
+        of::<api::Machine>(Cluster::Management, capi),
+        of::<api::MachineSet>(Cluster::Management, capi),
+        of::<api::MachineDeployment>(Cluster::Management, capi),
+    ]
 }
 
-/// Asks discovery of each cluster which [`REQUIRED`] resources it serves: those it does not,
+/// Asks discovery of each cluster which [`required`] resources it serves: those it does not,
 /// and the groups whose discovery failed for another reason (with the error).
 pub async fn served(
     workload: &kube::Client,
     management: &kube::Client,
+    capi: &CapiVersion,
 ) -> (Vec<Required>, Vec<String>) {
+    let required = required(capi);
     let mut missing = Vec::new();
     let mut failed = Vec::new();
-    let mut groups: Vec<(Cluster, &str, &str)> = REQUIRED
+    let mut groups: Vec<(Cluster, &str, &str)> = required
         .iter()
-        .map(|r| (r.cluster, r.group, r.version))
+        .map(|r| (r.cluster, r.group.as_str(), r.version.as_str()))
         .collect();
     groups.dedup();
     for (cluster, group, version) in groups {
@@ -145,9 +112,9 @@ pub async fn served(
             Cluster::Workload => workload,
             Cluster::Management => management,
         };
-        let wanted = REQUIRED
-            .iter()
-            .filter(|r| (r.cluster, r.group, r.version) == (cluster, group, version));
+        let wanted = required.iter().filter(|r| {
+            (r.cluster, r.group.as_str(), r.version.as_str()) == (cluster, group, version)
+        });
         match client
             .list_api_group_resources(&format!("{group}/{version}"))
             .await
@@ -155,10 +122,10 @@ pub async fn served(
             Ok(list) => missing.extend(
                 wanted
                     .filter(|r| !list.resources.iter().any(|s| s.name == r.plural))
-                    .copied(),
+                    .cloned(),
             ),
             Err(kube::Error::Api(s)) if s.code == 404 => {
-                missing.extend(wanted.copied());
+                missing.extend(wanted.cloned());
             }
             Err(e) => failed.push(format!(
                 "cannot discover {group}/{version} on the {cluster}: {e}"
@@ -168,13 +135,17 @@ pub async fn served(
     (missing, failed)
 }
 
-/// Asks discovery of each cluster which [`REQUIRED`] resources it serves.
+/// Asks discovery of each cluster which [`required`] resources it serves.
 ///
 /// # Errors
 /// `CRDs not served: …` naming each missing resource and its cluster, and any group whose
 /// discovery failed for another reason than not being served (with the error).
-pub async fn check_crds(workload: &kube::Client, management: &kube::Client) -> Result<(), String> {
-    let (missing, failed) = served(workload, management).await;
+pub async fn check_crds(
+    workload: &kube::Client,
+    management: &kube::Client,
+    capi: &CapiVersion,
+) -> Result<(), String> {
+    let (missing, failed) = served(workload, management, capi).await;
     let mut reasons = Vec::new();
     if !missing.is_empty() {
         let names: Vec<String> = missing.iter().map(ToString::to_string).collect();
@@ -347,13 +318,14 @@ impl Probes {
         &self,
         workload: kube::Client,
         management: kube::Client,
+        capi: CapiVersion,
         config: CrdCheckConfig,
     ) {
         let ready = self.ready.clone();
         self.live.spawn("CRD check", async move {
             let mut last: Option<Result<(), String>> = None;
             loop {
-                let outcome = check_crds(&workload, &management).await;
+                let outcome = check_crds(&workload, &management, &capi).await;
                 if last.as_ref() != Some(&outcome) {
                     match &outcome {
                         Ok(()) => tracing::info!("the CRDs are served"),
@@ -379,10 +351,22 @@ mod tests {
 
     #[test]
     fn required_names_the_types_resources() {
-        assert!(required_matches_types());
+        let v2 = required(&CapiVersion::v1beta2());
         assert_eq!(
-            REQUIRED[3].to_string(),
-            "machines.cluster.x-k8s.io/v1beta1 (management cluster)"
+            v2[3].to_string(),
+            "machines.cluster.x-k8s.io/v1beta2 (management cluster)"
+        );
+        assert_eq!(
+            v2[5].to_string(),
+            "machinedeployments.cluster.x-k8s.io/v1beta2 (management cluster)"
+        );
+        assert_eq!(
+            required(&CapiVersion::v1beta1())[4].to_string(),
+            "machinesets.cluster.x-k8s.io/v1beta1 (management cluster)"
+        );
+        assert_eq!(
+            v2[0].to_string(),
+            "nodepools.karpenter.sh/v1 (workload cluster)"
         );
     }
 

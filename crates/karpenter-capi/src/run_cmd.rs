@@ -20,8 +20,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use api::CapiVersion;
 use clap::{Args, ValueEnum};
 use clusterapi::Scope;
+use clusterapi::discovery::CapiSelection;
 use controllers::leader::{LeaderElector, LeaseConfig};
 use controllers::provisioning::batcher::BatchConfig;
 use karpenter_capi::connect::{Impersonate, Source, UrlCredentials, connect_as};
@@ -108,6 +110,13 @@ pub struct ClusterArgs {
     /// watches are namespaced then: a Role in it suffices).
     #[arg(long, env = "CLUSTER_API_NAMESPACE", value_name = "NAMESPACE")]
     pub cluster_api_namespace: Option<String>,
+    /// API group of the Cluster API kinds (default `cluster.x-k8s.io`).
+    #[arg(long, env = "CAPI_GROUP", value_name = "GROUP")]
+    pub capi_group: Option<String>,
+    /// Cluster API version to speak, `v1beta2` or `v1beta1` (default: the version the
+    /// management cluster prefers, from discovery).
+    #[arg(long, env = "CAPI_VERSION", value_name = "VERSION")]
+    pub capi_version: Option<String>,
 }
 
 /// The leader-election Lease: shared by `run` and `doctor` (which checks its permissions).
@@ -314,6 +323,40 @@ impl ClusterArgs {
             cluster_name: self.cluster_name.clone(),
         }
     }
+
+    /// The Cluster API group and version asked for (unset parts are discovered).
+    #[must_use]
+    pub fn capi_selection(&self) -> CapiSelection {
+        CapiSelection {
+            group: self.capi_group.clone(),
+            version: self.capi_version.clone(),
+        }
+    }
+}
+
+/// Discover the Cluster API version, retrying (5 s doubling to 60 s) while the management
+/// cluster cannot answer or does not serve Cluster API yet; each failure is logged and shown
+/// by `/readyz`.
+async fn discover_capi(
+    management: &kube::Client,
+    selection: &CapiSelection,
+    probes: &Probes,
+) -> CapiVersion {
+    let mut wait = Duration::from_secs(5);
+    loop {
+        match clusterapi::discovery::discover(management, selection).await {
+            Ok(v) => {
+                tracing::info!(version = %v, "speaking Cluster API");
+                return v;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in = ?wait, "not ready: cannot choose a Cluster API version");
+                probes.ready.set_crds(Err(e.to_string()));
+            }
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_secs(60));
+    }
 }
 
 fn identity() -> String {
@@ -341,7 +384,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let workload = workload_client(&args.clusters, Some(args.rate_limit()), None).await?;
     let management =
         management_client(&args.clusters, &workload, Some(args.rate_limit()), None).await?;
-    let config = OperatorConfig {
+    let mut config = OperatorConfig {
         provisioner: controllers::provisioning::provisioner::ProvisionerConfig {
             batch: BatchConfig {
                 idle: args.batch_idle_duration,
@@ -383,9 +426,12 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot serve health and metrics on {addr}"))?;
     }
+    let capi = discover_capi(&management, &args.clusters.capi_selection(), &probes).await;
+    config.provider.capi = capi.clone();
     probes.spawn_crd_check(
         workload.clone(),
         management.clone(),
+        capi,
         CrdCheckConfig::default(),
     );
     // The caches run on every replica: a standby is ready once they listed (as upstream:

@@ -37,14 +37,14 @@ fn md(name: &str, extra_annotations: Value, member: bool) -> Value {
         json!({})
     };
     json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
         "metadata": {"name": name, "namespace": "default", "labels": labels,
             "annotations": annotations},
         "spec": {"clusterName": "doctor", "replicas": 0,
             "selector": {"matchLabels": {"pool": name}},
             "template": {"metadata": {"labels": {"pool": name}},
                 "spec": {"clusterName": "doctor", "bootstrap": {"dataSecretName": "boot"},
-                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
                         "kind": "DockerMachineTemplate", "name": name}}}},
     })
 }

@@ -34,7 +34,7 @@ fn fast_operator() -> OperatorConfig {
 
 fn md(name: &str, cpu: u32, memory_gi: u32, zone: &str, price: f64) -> Value {
     json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
         "metadata": {"name": format!("{name}-{zone}"), "namespace": "default",
             "labels": {"node.cluster.x-k8s.io/karpenter-member": ""},
             "annotations": {
@@ -49,7 +49,7 @@ fn md(name: &str, cpu: u32, memory_gi: u32, zone: &str, price: f64) -> Value {
             "selector": {"matchLabels": {"pool": format!("{name}-{zone}")}},
             "template": {"metadata": {"labels": {"pool": format!("{name}-{zone}")}},
                 "spec": {"clusterName": "e2e", "bootstrap": {"dataSecretName": "boot"},
-                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
                         "kind": "DockerMachineTemplate", "name": name}}}},
     })
 }
@@ -154,6 +154,21 @@ where
 }
 
 /// Every object of kind `K` in `client`'s cluster.
+/// Every Cluster API `K`, read as v1beta2.
+async fn list_capi<K>(client: kube::Client) -> Vec<K>
+where
+    K: kube::Resource<DynamicType = api::CapiVersion>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::all_with(client, &api::CapiVersion::v1beta2())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+}
+
 async fn list<K>(client: kube::Client) -> Vec<K>
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -194,11 +209,11 @@ async fn node_claims(world: &World) -> Vec<NodeClaim> {
 }
 
 async fn machines(world: &World) -> Vec<Machine> {
-    list(world.management_client()).await
+    list_capi(world.management_client()).await
 }
 
 async fn replicas(world: &World) -> i32 {
-    list::<MachineDeployment>(world.management_client())
+    list_capi::<MachineDeployment>(world.management_client())
         .await
         .iter()
         .map(|m| m.spec.replicas.unwrap_or(0))
@@ -541,10 +556,14 @@ async fn a_machine_deleted_by_hand_takes_its_node_claim_and_the_pods_come_back(b
     all_running(&world, 2, Duration::from_secs(60)).await;
     let old_claim = node_claims(&world).await[0].name_any();
     let machine = machines(&world).await[0].clone();
-    Api::<Machine>::namespaced(world.management_client(), "default")
-        .delete(&machine.name_any(), &DeleteParams::default())
-        .await
-        .unwrap();
+    Api::<Machine>::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    )
+    .delete(&machine.name_any(), &DeleteParams::default())
+    .await
+    .unwrap();
     wait_for(
         "the NodeClaim of the deleted Machine gone",
         Duration::from_secs(60),
@@ -988,15 +1007,19 @@ async fn a_balanced_pool_keeps_a_node_a_marginal_replacement_would_save_little_o
 
 /// Sets the MachineDeployment's min-size annotation.
 async fn min_size(world: &World, md: &str, min: &str) {
-    Api::<MachineDeployment>::namespaced(world.management_client(), "default")
-        .patch(
-            md,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {
+    Api::<MachineDeployment>::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    )
+    .patch(
+        md,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {
                 "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": min}}})),
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
 }
 
 /// Emptiness never takes a MachineDeployment below its min size (a Machine removed there would

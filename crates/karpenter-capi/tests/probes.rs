@@ -103,6 +103,7 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
     probes.spawn_crd_check(
         workload.clone(),
         management.clone(),
+        api::CapiVersion::v1beta2(),
         CrdCheckConfig {
             retry: Duration::from_millis(50),
             recheck: Duration::from_millis(50),
@@ -126,9 +127,9 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
         "nodepools.karpenter.sh/v1 (workload cluster)",
         "nodeclaims.karpenter.sh/v1 (workload cluster)",
         "clusterapinodeclasses.karpenter.cluster.x-k8s.io/v1alpha1 (workload cluster)",
-        "machines.cluster.x-k8s.io/v1beta1 (management cluster)",
-        "machinesets.cluster.x-k8s.io/v1beta1 (management cluster)",
-        "machinedeployments.cluster.x-k8s.io/v1beta1 (management cluster)",
+        "machines.cluster.x-k8s.io/v1beta2 (management cluster)",
+        "machinesets.cluster.x-k8s.io/v1beta2 (management cluster)",
+        "machinedeployments.cluster.x-k8s.io/v1beta2 (management cluster)",
     ] {
         assert!(body.contains(missing), "{missing} not in {body}");
     }
@@ -143,7 +144,7 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
     })
     .await;
     assert!(
-        body.contains("machines.cluster.x-k8s.io/v1beta1 (management cluster)"),
+        body.contains("machines.cluster.x-k8s.io/v1beta2 (management cluster)"),
         "{body}"
     );
     sim::world::crds::install_capi_crds(&management)
@@ -163,7 +164,7 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
     .await;
     assert_eq!(
         body,
-        "CRDs not served: machinesets.cluster.x-k8s.io/v1beta1 (management cluster)"
+        "CRDs not served: machinesets.cluster.x-k8s.io/v1beta2 (management cluster)"
     );
 
     // The leader's controllers: alive while they run; one that stops is named.

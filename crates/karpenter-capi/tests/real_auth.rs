@@ -382,10 +382,13 @@ async fn served(admin: &kube::Client) {
     let deadline = started + Duration::from_secs(120);
     let lp = kube::api::ListParams::default().match_any();
     loop {
-        let machines = Api::<api::Machine>::all(admin.clone()).list(&lp).await;
-        let mds = Api::<api::MachineDeployment>::all(admin.clone())
+        let machines = Api::<api::Machine>::all_with(admin.clone(), &api::CapiVersion::v1beta2())
             .list(&lp)
             .await;
+        let mds =
+            Api::<api::MachineDeployment>::all_with(admin.clone(), &api::CapiVersion::v1beta2())
+                .list(&lp)
+                .await;
         let classes = Api::<api::ClusterAPINodeClass>::all(admin.clone())
             .list(&lp)
             .await;

@@ -135,7 +135,7 @@ impl Rule {
     /// Whether the rule would authorize `r` were its verb `verb`.
     fn matches_verb(&self, r: &Request, verb: &str) -> bool {
         if r.resource.is_empty() {
-            return false; // non-resource URLs: the chart grants none
+            return false; // non-resource URLs: the chart grants none (see `discovery`)
         }
         if let Some(ns) = &self.namespace
             && *ns != r.namespace
@@ -160,9 +160,25 @@ impl Rule {
     }
 }
 
-/// Whether some rule of `rules` authorizes `r`.
+/// Whether some rule of `rules` authorizes `r`, or Kubernetes' default `system:discovery`
+/// binding does (every authenticated user may GET the discovery documents: `/api`, `/apis`,
+/// `/apis/<group>[/<version>]`, `/version`, the health and OpenAPI paths).
 fn authorized(rules: &[&Rule], r: &Request) -> bool {
-    rules.iter().any(|rule| rule.matches(r))
+    rules.iter().any(|rule| rule.matches(r)) || discovery(r)
+}
+
+/// A GET the `system:discovery` ClusterRole allows everyone authenticated.
+fn discovery(r: &Request) -> bool {
+    let path = r.path.split('?').next().unwrap_or_default();
+    r.resource.is_empty()
+        && r.verb == "get"
+        && ([
+            "/api", "/apis", "/version", "/healthz", "/livez", "/readyz", "/openapi",
+        ]
+        .contains(&path)
+            || ["/api/", "/apis/", "/openapi/", "/version/"]
+                .iter()
+                .any(|p| path.starts_with(p)))
 }
 
 /// The rules of every role the chart binds to its ServiceAccount `sa` (namespace
@@ -480,7 +496,7 @@ async fn client_as(real: &RealCluster, token: &str, recorder: Option<&Recorder>)
 
 fn md(name: &str, cpu: u32, memory_gi: u32, zone: &str, price: f64) -> Value {
     json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
         "metadata": {"name": format!("{name}-{zone}"), "namespace": "default",
             "labels": {"node.cluster.x-k8s.io/karpenter-member": ""},
             "annotations": {
@@ -495,7 +511,7 @@ fn md(name: &str, cpu: u32, memory_gi: u32, zone: &str, price: f64) -> Value {
             "selector": {"matchLabels": {"pool": format!("{name}-{zone}")}},
             "template": {"metadata": {"labels": {"pool": format!("{name}-{zone}")}},
                 "spec": {"clusterName": "e2e", "bootstrap": {"dataSecretName": "boot"},
-                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
                         "kind": "DockerMachineTemplate", "name": name}}}},
     })
 }
@@ -611,6 +627,21 @@ where
     }
 }
 
+/// Every Cluster API `K`, read as v1beta2.
+async fn list_capi<K>(client: &kube::Client) -> Vec<K>
+where
+    K: kube::Resource<DynamicType = api::CapiVersion>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::all_with(client.clone(), &api::CapiVersion::v1beta2())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+}
+
 async fn list<K>(client: &kube::Client) -> Vec<K>
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -659,7 +690,7 @@ async fn settled(
             .iter()
             .map(ResourceExt::name_any)
             .collect();
-        let m = list::<Machine>(admin).await.len();
+        let m = list_capi::<Machine>(admin).await.len();
         if pods.len() == want
             && running
             && names.len() == nodes
@@ -680,7 +711,7 @@ async fn settled(
 }
 
 async fn replicas(admin: &kube::Client) -> i32 {
-    list::<MachineDeployment>(admin)
+    list_capi::<MachineDeployment>(admin)
         .await
         .iter()
         .map(|m| m.spec.replicas.unwrap_or(0))
@@ -920,15 +951,19 @@ async fn real_the_charts_rbac_is_exactly_what_the_controller_uses() {
     // is at its min size: its Machine is deleted directly, replicas stay (Cluster API makes a
     // new Machine in its place).
     assert_eq!(replicas(&admin).await, 1);
-    Api::<MachineDeployment>::namespaced(admin.clone(), "default")
-        .patch(
-            "m-zone-a",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {
+    Api::<MachineDeployment>::namespaced_with(
+        admin.clone(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    )
+    .patch(
+        "m-zone-a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {
                 "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "1"}}})),
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
     scale(&admin, "small", 0).await;
     wait_for("no pods", Duration::from_secs(30), || async {
         list::<Pod>(&admin).await.is_empty().then_some(())
@@ -1223,6 +1258,13 @@ fn rules_match_as_kubernetes_rbac_evaluates_them() {
     )));
     // Non-resource URLs: the chart grants none.
     assert!(!rule(&["*"], &["*"], &["*"], &[]).matches(&info("GET", "/version")));
+    assert!(discovery(&info("GET", "/apis")));
+    assert!(discovery(&info(
+        "GET",
+        "/apis/infrastructure.cluster.x-k8s.io/v1beta1"
+    )));
+    assert!(!discovery(&info("GET", "/apis/karpenter.sh/v1/nodeclaims")));
+    assert!(!discovery(&info("GET", "/metrics")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1410,10 +1452,11 @@ async fn real_a_namespace_scoped_install_needs_no_cluster_wide_cluster_api_rule(
     scale(&admin, "big", 0).await;
     settled(&admin, &recorder, (0, 0), &[], Duration::from_secs(90)).await;
     assert_eq!(replicas(&admin).await, 0);
-    let other: MachineDeployment = Api::namespaced(admin.clone(), "other")
-        .get("m-zone-b")
-        .await
-        .unwrap();
+    let other: MachineDeployment =
+        Api::namespaced_with(admin.clone(), "other", &api::CapiVersion::v1beta2())
+            .get("m-zone-b")
+            .await
+            .unwrap();
     assert_eq!(
         other.spec.replicas,
         Some(0),

@@ -36,8 +36,10 @@ async fn settled(world: &World) -> (usize, usize, usize, usize, i64) {
         let nodes = list::<k8s_openapi::api::core::v1::Node>(world.workload_client())
             .await
             .len();
-        let machines = list::<api::Machine>(world.management_client()).await.len();
-        let replicas: i64 = list::<api::MachineDeployment>(world.management_client())
+        let machines = list_capi::<api::Machine>(world.management_client())
+            .await
+            .len();
+        let replicas: i64 = list_capi::<api::MachineDeployment>(world.management_client())
             .await
             .iter()
             .map(|m| i64::from(m.spec.replicas.unwrap_or(0)))
@@ -91,6 +93,21 @@ async fn describe(world: &World) -> String {
         }
     }
     out
+}
+
+/// Every Cluster API `K`, read as v1beta2.
+async fn list_capi<K>(client: kube::Client) -> Vec<K>
+where
+    K: kube::Resource<DynamicType = api::CapiVersion>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    kube::Api::<K>::all_with(client, &api::CapiVersion::v1beta2())
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
 }
 
 async fn list<K>(client: kube::Client) -> Vec<K>

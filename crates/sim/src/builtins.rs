@@ -32,6 +32,7 @@ impl B {
                 custom: false,
                 field_labels: Vec::new(),
                 columns: Vec::new(),
+                version_columns: std::collections::BTreeMap::new(),
                 schemas: std::collections::BTreeMap::new(),
                 store: GroupResource::new(group, plural),
                 conversion: Conversion::None,

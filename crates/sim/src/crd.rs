@@ -9,9 +9,10 @@
 
 use serde_json::{Value, json};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, GroupResource};
 use crate::object::{self, as_map, now_rfc3339};
-use crate::registry::{Registry, ResourceDef, def_from_crd};
+use crate::registry::{RefVersions, Registry, ResourceDef, def_from_crd, version_priority};
+use crate::store::Store;
 
 const CRD_KIND: &str = "CustomResourceDefinition";
 const CRD_GROUP: &str = "apiextensions.k8s.io";
@@ -161,6 +162,35 @@ pub fn status(crd: &Value, previous: Option<&Value>) -> Value {
         "acceptedNames": spec.get("names").cloned().unwrap_or(Value::Null),
         "storedVersions": stored,
     })
+}
+
+/// The version each served kind's references name when Cluster API serves them as v1beta1
+/// ([`crate::registry::CapiConversion`]): as CAPI reads it from the kind's CRD, the latest
+/// version its contract label lists (`cluster.x-k8s.io/v1beta2: v1beta1_v1beta2`, the v1beta2
+/// contract before the v1beta1 one), else the kind's preferred version.
+pub fn ref_versions(registry: &Registry, store: &Store) -> RefVersions {
+    let crds = GroupResource::new(CRD_GROUP, "customresourcedefinitions");
+    registry
+        .iter()
+        .map(|d| {
+            let crd = store.get(&crds, "", &format!("{}.{}", d.plural, d.group));
+            let labelled = crd.and_then(|crd| {
+                let labels = object::labels(crd);
+                ["v1beta2", "v1beta1"].into_iter().find_map(|contract| {
+                    let listed = labels.get(&format!("cluster.x-k8s.io/{contract}"))?;
+                    let mut versions: Vec<&str> = listed
+                        .as_str()?
+                        .split('_')
+                        .filter(|v| !v.is_empty())
+                        .collect();
+                    versions.sort_by_key(|v| version_priority(v));
+                    versions.first().map(|v| (*v).to_owned())
+                })
+            });
+            let version = labelled.unwrap_or_else(|| d.preferred_version().to_owned());
+            ((d.group.clone(), d.kind.clone()), version)
+        })
+        .collect()
 }
 
 #[cfg(test)]

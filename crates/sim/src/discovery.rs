@@ -1,6 +1,7 @@
 //! Discovery documents.
 //!
-//! Responsibility: the legacy discovery documents kube-rs and kubectl read — `/version`,
+//! Responsibility: the legacy discovery documents kube-rs and kubectl read — `/version` (its
+//! answer marked with [`SIM_HEADER`], so clients can tell sim from kube-apiserver),
 //! `/api` (APIVersions), `/apis` (APIGroupList), `/apis/<group>` (APIGroup) and
 //! `/api/v1`, `/apis/<group>/<version>` (APIResourceList with verbs, scope, kind, short names,
 //! categories, singular names and subresources such as `pods/status` and `*/scale` whose
@@ -23,6 +24,10 @@ const VERBS: &[&str] = &[
     "update",
     "watch",
 ];
+
+/// The header sim's `/version` answers carry (`true`), so a client can tell sim from a real
+/// kube-apiserver (e.g. to install CRDs with a conversion webhook only sim can stand in for).
+pub const SIM_HEADER: &str = "x-karpenter-capi-sim";
 
 /// `/version`.
 pub fn version(git_version: &str) -> Value {

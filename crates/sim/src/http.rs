@@ -192,7 +192,13 @@ fn dispatch(
         }
     };
     match route {
-        Route::Version => get_only(discovery::version(&sim.config().version)),
+        Route::Version => get_only(discovery::version(&sim.config().version)).map(|mut r| {
+            r.headers_mut().insert(
+                discovery::SIM_HEADER,
+                http::HeaderValue::from_static("true"),
+            );
+            r
+        }),
         Route::Health => {
             let mut r = Response::new(Body::from("ok"));
             r.headers_mut().insert(

@@ -15,7 +15,8 @@
 //!   [`options`]: query parameters; [`route`]: URL paths; [`schema`]: CRD schema pruning and
 //!   defaulting; [`deletion`]: `DeleteOptions`, grace periods, delete plans; [`rng`]: the
 //!   seeded random numbers.
-//! - [`registry`], [`builtins`], [`crd`]: the served resource types; [`convert`]: versions.
+//! - [`registry`], [`builtins`], [`crd`]: the served resource types; [`convert`]: versions
+//!   (Cluster API's v1beta1 ↔ v1beta2 conversion in [`convert::capi`]).
 //! - [`semantics`]: generic-registry write rules; [`store`]: objects, resourceVersions, watch
 //!   history.
 //! - [`pdb`]: disruption budget arithmetic.

@@ -7,9 +7,11 @@
 //! lookups.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::convert::capi::{CapiKind, CapiVersion};
 use crate::error::GroupResource;
 
 /// Where a resource's objects are stored: `(group, plural)`.
@@ -42,12 +44,79 @@ pub struct PrinterColumn {
 }
 
 /// How the objects of one served resource are converted from their stored form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Conversion {
     /// Same schema; only `apiVersion` changes.
     None,
     /// `events.k8s.io/v1` Events, stored as core v1 Events.
     EventsV1,
+    /// Cluster API MachineDeployments, MachineSets and Machines between `v1beta1` and
+    /// `v1beta2`, converted natively where CAPI's conversion webhook would
+    /// ([`crate::convert::capi`]).
+    ClusterApi(CapiConversion),
+}
+
+/// `(group, kind)` → the version a v1beta2 reference to it names when served as v1beta1.
+pub type RefVersions = BTreeMap<(String, String), String>;
+
+/// How sim stands in for Cluster API's conversion webhook for one resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapiConversion {
+    /// The kind.
+    pub kind: CapiKind,
+    /// The version objects are stored in (the CRD's storage version).
+    pub storage: CapiVersion,
+    /// The versions of the kinds served, as CAPI reads them from each CRD's contract labels
+    /// (kept current by [`crate::state::State`] as CRDs come and go).
+    pub ref_versions: Arc<RefVersions>,
+}
+
+impl CapiConversion {
+    /// The `apiVersion` a v1beta2 reference to `group`/`kind` gets in v1beta1: the version
+    /// [`Self::ref_versions`] names; for a kind not served, `v1` for the core group and
+    /// `<group>/v1beta1` otherwise (CAPI's webhook fails the conversion then).
+    pub fn api_version_of(&self, group: &str, kind: &str) -> String {
+        let version = self
+            .ref_versions
+            .get(&(group.to_owned(), kind.to_owned()))
+            .map_or(
+                if group.is_empty() { "v1" } else { "v1beta1" },
+                String::as_str,
+            );
+        if group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{group}/{version}")
+        }
+    }
+}
+
+/// The conversion a CRD asks for: sim's own for Cluster API's kinds when the CRD names a
+/// conversion webhook (`spec.conversion.strategy: Webhook`) and serves only `v1beta1` and
+/// `v1beta2`; otherwise none (only `apiVersion` changes, whatever the strategy says).
+fn crd_conversion(
+    spec: &Value,
+    group: &str,
+    kind: &str,
+    served: &[String],
+    storage: &str,
+) -> Conversion {
+    let webhook = crate::object::get_path(spec, ".conversion.strategy").and_then(Value::as_str)
+        == Some("Webhook");
+    let kind = CapiKind::from_kind(kind).filter(|_| group == crate::convert::capi::GROUP);
+    let storage = CapiVersion::parse(storage);
+    match (webhook, kind, storage) {
+        (true, Some(kind), Some(storage))
+            if served.iter().all(|v| CapiVersion::parse(v).is_some()) =>
+        {
+            Conversion::ClusterApi(CapiConversion {
+                kind,
+                storage,
+                ref_versions: Arc::default(),
+            })
+        }
+        _ => Conversion::None,
+    }
 }
 
 /// Extra semantics some built-in resources have.
@@ -99,8 +168,11 @@ pub struct ResourceDef {
     pub custom: bool,
     /// Field labels usable in field selectors besides `metadata.name`/`metadata.namespace`.
     pub field_labels: Vec<String>,
-    /// Printer columns.
+    /// Printer columns (a custom resource's: its storage version's).
     pub columns: Vec<PrinterColumn>,
+    /// A custom resource's printer columns by served version (Tables of a version print its
+    /// own).
+    pub version_columns: BTreeMap<String, Vec<PrinterColumn>>,
     /// Structural schemas (`openAPIV3Schema`) by version, for custom resources.
     pub schemas: BTreeMap<String, Value>,
     /// Where the objects are stored.
@@ -218,6 +290,11 @@ impl Registry {
         self.defs.values()
     }
 
+    /// Every resource type, to change.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut ResourceDef> {
+        self.defs.values_mut()
+    }
+
     /// Groups with their served versions, preferred first; the core group is not included.
     pub fn groups(&self) -> Vec<(String, Vec<String>)> {
         let mut groups: BTreeMap<&str, Vec<String>> = BTreeMap::new();
@@ -299,20 +376,27 @@ pub fn def_from_crd(crd: &Value) -> Option<ResourceDef> {
             .map(str::to_owned),
         selector_from_spec: false,
     });
-    let columns = main
-        .get("additionalPrinterColumns")
-        .and_then(Value::as_array)
-        .map(|cols| {
-            cols.iter()
-                .map(|c| PrinterColumn {
-                    name: text(c, "name"),
-                    type_: text(c, "type"),
-                    json_path: text(c, "jsonPath"),
-                    priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let columns_of = |version: &Value| -> Vec<PrinterColumn> {
+        version
+            .get("additionalPrinterColumns")
+            .and_then(Value::as_array)
+            .map(|cols| {
+                cols.iter()
+                    .map(|c| PrinterColumn {
+                        name: text(c, "name"),
+                        type_: text(c, "type"),
+                        json_path: text(c, "jsonPath"),
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let columns = columns_of(main);
+    let version_columns = served
+        .iter()
+        .map(|v| (text(v, "name"), columns_of(v)))
+        .collect();
     let schemas = served
         .iter()
         .filter_map(|v| {
@@ -320,6 +404,7 @@ pub fn def_from_crd(crd: &Value) -> Option<ResourceDef> {
             Some((text(v, "name"), schema.clone()))
         })
         .collect();
+    let conversion = crd_conversion(spec, &group, &kind, &versions, &text(main, "name"));
     let singular = match text(spec, "names.singular") {
         s if s.is_empty() => kind.to_lowercase(),
         s => s,
@@ -342,8 +427,9 @@ pub fn def_from_crd(crd: &Value) -> Option<ResourceDef> {
         custom: true,
         field_labels: Vec::new(),
         columns,
+        version_columns,
         schemas,
-        conversion: Conversion::None,
+        conversion,
         special: Special::None,
     })
 }
@@ -384,6 +470,41 @@ mod tests {
         assert_eq!(def.scale.unwrap().spec_replicas, ".spec.replicas");
         assert_eq!(def.columns.len(), 1);
         assert_eq!(def.short_names, vec!["wd"]);
+    }
+
+    #[test]
+    fn cluster_apis_webhook_crds_are_converted_natively() {
+        let crd = |group: &str, kind: &str, strategy: &str| {
+            json!({"spec": {"group": group, "scope": "Namespaced",
+                "names": {"plural": "things", "kind": kind},
+                "conversion": {"strategy": strategy},
+                "versions": [{"name": "v1beta2", "served": true, "storage": true},
+                    {"name": "v1beta1", "served": true, "storage": false}]}})
+        };
+        let def = def_from_crd(&crd("cluster.x-k8s.io", "Machine", "Webhook")).unwrap();
+        let Conversion::ClusterApi(c) = &def.conversion else {
+            panic!("{:?}", def.conversion)
+        };
+        assert_eq!(
+            (c.kind, c.storage),
+            (CapiKind::Machine, CapiVersion::V1beta2)
+        );
+        assert_eq!(
+            c.api_version_of("infrastructure.cluster.x-k8s.io", "DockerMachine"),
+            "infrastructure.cluster.x-k8s.io/v1beta1"
+        );
+        for (group, kind, strategy) in [
+            ("cluster.x-k8s.io", "Machine", "None"),
+            ("cluster.x-k8s.io", "Cluster", "Webhook"),
+            ("example.com", "Machine", "Webhook"),
+        ] {
+            let def = def_from_crd(&crd(group, kind, strategy)).unwrap();
+            assert_eq!(
+                def.conversion,
+                Conversion::None,
+                "{group} {kind} {strategy}"
+            );
+        }
     }
 
     #[test]

@@ -294,6 +294,7 @@ impl State {
         let stored = self.store.put(&def.store, obj, None);
         if let Some(d) = new_def {
             self.registry.insert(d);
+            self.refresh_ref_versions();
         }
         self.after_write(def, object::namespace(&stored));
         Ok(to_served(def, version, stored))
@@ -532,6 +533,7 @@ impl State {
         let stored = self.store.put(&def.store, new, Some(old));
         if let Some(d) = new_def {
             self.registry.insert(d);
+            self.refresh_ref_versions();
         }
         self.after_write(def, object::namespace(&stored));
         if !released.is_empty() {
@@ -631,6 +633,7 @@ impl State {
         {
             let removed = self.store.remove_all(&custom.store);
             self.registry.remove(&custom.group_resource());
+            self.refresh_ref_versions();
             for gone in &removed {
                 self.owner_removed(object::uid(gone));
                 self.dependent_removed(gone);
@@ -645,6 +648,16 @@ impl State {
             self.finish_namespace_if_empty(ns);
         }
         Some(last)
+    }
+
+    /// Keep the Cluster API conversions' reference versions current ([`crd::ref_versions`]).
+    fn refresh_ref_versions(&mut self) {
+        let versions = Arc::new(crd::ref_versions(&self.registry, &self.store));
+        for d in self.registry.iter_mut() {
+            if let Conversion::ClusterApi(c) = &mut d.conversion {
+                c.ref_versions = Arc::clone(&versions);
+            }
+        }
     }
 
     /// Keep derived state current: disruption budgets follow their pods and the scale of

@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 
-use crate::convert::to_served;
+use crate::convert::{to_served, to_stored};
 use crate::error::{ApiError, ApiResult};
 use crate::object;
 use crate::options::WriteOptions;
@@ -43,7 +43,7 @@ impl State {
     ) -> ApiResult<Value> {
         let (def, paths, old) = self.scaled(ep, name)?;
         let served = to_served(&def, &ep.version, old.clone());
-        let new = from_scale(&paths, &served, scale)?;
+        let new = to_stored(&def, from_scale(&paths, &served, scale)?);
         check_resource_version(&def, &old, &new)?;
         let new = prepare_update(&def, &old, new, WriteMode::Main)?;
         let out = self.commit(&def, &ep.version, old, new, WriteMode::Main, opts)?;

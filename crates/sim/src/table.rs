@@ -46,9 +46,16 @@ impl Include {
     }
 }
 
-fn columns(def: &ResourceDef) -> Vec<PrinterColumn> {
-    if def.custom && !def.columns.is_empty() {
-        return def.columns.clone();
+/// The printer columns of the version `v` (an object or list as served) is in.
+fn columns(def: &ResourceDef, v: &Value) -> Vec<PrinterColumn> {
+    let version = v
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|av| av.rsplit('/').next())
+        .unwrap_or_default();
+    let columns = def.version_columns.get(version).unwrap_or(&def.columns);
+    if def.custom && !columns.is_empty() {
+        return columns.clone();
     }
     vec![PrinterColumn {
         name: "Age".into(),
@@ -168,7 +175,7 @@ fn row(def: &ResourceDef, obj: &Value, include: Include) -> Value {
     if printed(def).is_some() {
         cells.extend(crate::printers::cells(&def.group, &def.kind, obj, &age));
     } else {
-        cells.extend(columns(def).iter().map(|c| cell(obj, c)));
+        cells.extend(columns(def, obj).iter().map(|c| cell(obj, c)));
     }
     let mut r = json!({"cells": cells});
     let carried = match include {
@@ -186,7 +193,7 @@ fn row(def: &ResourceDef, obj: &Value, include: Include) -> Value {
     r
 }
 
-fn definitions(def: &ResourceDef) -> Vec<Value> {
+fn definitions(def: &ResourceDef, v: &Value) -> Vec<Value> {
     let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name",
         "description": "Name must be unique within a namespace.", "priority": 0})];
     if let Some(printed) = printed(def) {
@@ -196,7 +203,7 @@ fn definitions(def: &ResourceDef) -> Vec<Value> {
         }));
         return defs;
     }
-    defs.extend(columns(def).iter().map(|c| {
+    defs.extend(columns(def, v).iter().map(|c| {
         json!({"name": c.name, "type": if c.type_ == "date" { "string" } else { c.type_.as_str() },
                "format": if c.type_ == "date" { "date" } else { "" },
                "description": "", "priority": c.priority})
@@ -220,7 +227,7 @@ pub fn to_table(def: &ResourceDef, v: &Value, include: Include) -> Value {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": meta,
-        "columnDefinitions": definitions(def),
+        "columnDefinitions": definitions(def, v),
         "rows": rows,
     })
 }

@@ -8,80 +8,19 @@
     clippy::indexing_slicing
 )]
 
-use std::future::Future;
+mod capi_support;
+
 use std::time::Duration;
 
 use api::well_known::capi as keys;
+use capi_support::{machines_of, md_json, ready, scale, wait_for};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use serde_json::{Value, json};
+use serde_json::json;
 use sim::world::config::annotations as knobs;
 use sim::world::objects::{machine_deployments, machines};
 use sim::{World, WorldConfig};
-
-/// Poll `check` every 250 ms (tokio time) until it yields a value; fail after `bound` polls.
-async fn wait_for<T, F, Fut>(what: &str, bound: usize, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    for _ in 0..bound {
-        if let Some(v) = check().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    panic!("gave up waiting for {what}");
-}
-
-fn md_json(name: &str, annotations: Value) -> DynamicObject {
-    serde_json::from_value(json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
-        "kind": "MachineDeployment",
-        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
-        "spec": {
-            "clusterName": "c1",
-            "replicas": 0,
-            "selector": {"matchLabels": {"pool": name}},
-            "template": {
-                "metadata": {"labels": {"pool": name, "node-role.kubernetes.io/worker": "",
-                    "team.node.cluster.x-k8s.io/owner": "a"}},
-                "spec": {"clusterName": "c1", "version": "v1.33.1",
-                    "bootstrap": {"dataSecretName": "boot"},
-                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                        "kind": "DockerMachineTemplate", "name": "t"},
-                    "nodeDrainTimeout": "10s"},
-            },
-        },
-    }))
-    .unwrap()
-}
-
-async fn machines_of(api: &Api<DynamicObject>, md: &str) -> Vec<Value> {
-    let lp = ListParams::default().labels(&format!("{}={md}", keys::DEPLOYMENT_NAME));
-    api.list(&lp)
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|m| serde_json::to_value(m).unwrap())
-        .collect()
-}
-
-async fn scale(api: &Api<DynamicObject>, md: &str, replicas: i64) {
-    let patch = json!({"spec": {"replicas": replicas}});
-    api.patch_scale(md, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
-}
-
-fn ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
 
 #[tokio::test(start_paused = true)]
 async fn machine_deployments_become_ready_nodes_and_scale_down_takes_the_marked_machine() {
@@ -121,9 +60,10 @@ async fn machine_deployments_become_ready_nodes_and_scale_down_takes_the_marked_
         );
         assert_eq!(m["metadata"]["ownerReferences"][0]["kind"], "MachineSet");
         assert_eq!(
-            m["spec"]["nodeDrainTimeout"], "10s",
+            m["spec"]["deletion"]["nodeDrainTimeoutSeconds"], 10,
             "the template spec is copied whole"
         );
+        assert_eq!(m["apiVersion"], "cluster.x-k8s.io/v1beta2");
         assert!(m["spec"].get("providerID").is_none());
     }
 
@@ -201,6 +141,43 @@ async fn machine_deployments_become_ready_nodes_and_scale_down_takes_the_marked_
             .unwrap()
             .contains("pool=md-a")
     );
+    assert_eq!(md["status"]["availableReplicas"], 2);
+    assert_eq!(md["status"]["upToDateReplicas"], 2);
+    assert_eq!(md["status"]["deprecated"]["v1beta1"]["readyReplicas"], 2);
+    // The Machines' status is v1beta2-shaped.
+    for m in &running.0 {
+        let status = &m["status"];
+        assert_eq!(
+            status["initialization"],
+            json!({"bootstrapDataSecretCreated": true, "infrastructureProvisioned": true})
+        );
+        assert_eq!(status["nodeRef"], json!({"name": m["metadata"]["name"]}));
+        let conditions: Vec<(&str, &str)> = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["type"].as_str().unwrap(), c["status"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            conditions,
+            [
+                ("BootstrapConfigReady", "True"),
+                ("InfrastructureReady", "True"),
+                ("NodeReady", "True"),
+                ("NodeHealthy", "True"),
+                ("Ready", "True"),
+                ("Available", "True"),
+                ("Deleting", "False"),
+            ]
+        );
+        assert_eq!(
+            status["deprecated"]["v1beta1"]["conditions"][3]["type"],
+            "Ready"
+        );
+        for v1beta1 in ["bootstrapReady", "infrastructureReady", "failureReason"] {
+            assert!(status.get(v1beta1).is_none(), "{v1beta1}");
+        }
+    }
 
     // Scale down by one, marking the Machine to go.
     let doomed = running.0[1]["metadata"]["name"]
@@ -263,8 +240,13 @@ async fn failure_knobs_and_slow_deletions() {
         ms.into_iter().find(|m| m["status"]["phase"] == "Failed")
     })
     .await;
-    assert_eq!(failed["status"]["failureReason"], "CreateError");
-    assert!(failed["status"]["failureMessage"].is_string());
+    let deprecated = &failed["status"]["deprecated"]["v1beta1"];
+    assert_eq!(deprecated["failureReason"], "CreateError");
+    assert!(deprecated["failureMessage"].is_string());
+    assert_eq!(
+        failed["status"]["initialization"]["infrastructureProvisioned"],
+        false
+    );
     let slow = wait_for("the slow Machine's Node", 400, || async {
         let ms = machines_of(&ms_api, "slow").await;
         let name = ms
@@ -290,6 +272,13 @@ async fn failure_knobs_and_slow_deletions() {
     tokio::time::sleep(Duration::from_secs(60)).await;
     let deleting = serde_json::to_value(ms_api.get(&slow).await.unwrap()).unwrap();
     assert_eq!(deleting["status"]["phase"], "Deleting");
+    let condition = deleting["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Deleting")
+        .unwrap();
+    assert_eq!(condition["status"], "True");
     assert!(
         nodes.get_opt(&slow).await.unwrap().is_some(),
         "the Node stays while the Machine deletes"

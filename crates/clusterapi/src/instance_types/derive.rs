@@ -16,7 +16,7 @@ use api::well_known::labels::{
 use scheduling::labels::{ARCH_AMD64, OS_LINUX, validate_label_value};
 use scheduling::quantity::Quantity;
 use scheduling::resources::{ResourceName, Resources};
-use scheduling::taints::Taint;
+use scheduling::taints::{Taint, TaintEffect};
 
 use super::infrastructure::{self, InfrastructureFacts};
 use super::price::OfferingFacts;
@@ -202,13 +202,17 @@ pub(super) fn derive(
                 (price, PriceSource::NodeClass { entry })
             }),
     };
+    let taints = node_taints(md, &annotations.taints, &problem, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
     let unavailable = availability(input, annotations.max_size);
     Ok(DerivedMd {
         name,
         name_source,
         labels,
         capacity,
-        taints: annotations.taints,
+        taints,
         origin: OfferingOrigin {
             machine_deployment: reference.clone(),
             zone,
@@ -218,6 +222,41 @@ pub(super) fn derive(
         },
         price,
     })
+}
+
+/// The Node's taints: the template's (v1beta2 `spec.template.spec.taints`, Cluster API v1.12+;
+/// `Always` and `OnInitialization` both reach a new Node), then the taints annotation, which
+/// wins for the same key and effect, as the cluster-autoscaler reads them. A template taint
+/// whose effect is not a taint effect is a problem naming its field.
+fn node_taints(
+    md: &api::MachineDeployment,
+    annotated: &[Taint],
+    problem: &dyn Fn(&str, String) -> InvalidMachineDeployment,
+    problems: &mut Vec<InvalidMachineDeployment>,
+) -> Vec<Taint> {
+    let mut taints: Vec<Taint> = Vec::new();
+    for (i, t) in md.spec.template.spec.taints.iter().flatten().enumerate() {
+        match t.effect.parse::<TaintEffect>() {
+            Ok(effect) if !t.key.is_empty() => taints.push(Taint::new(
+                t.key.clone(),
+                t.value.clone().unwrap_or_default(),
+                effect,
+            )),
+            Ok(_) => {
+                let field = format!("spec.template.spec.taints[{i}].key");
+                problems.push(problem(&field, format!("{field} is empty")));
+            }
+            Err(e) => {
+                let field = format!("spec.template.spec.taints[{i}].effect");
+                problems.push(problem(&field, format!("{field}: {e}")));
+            }
+        }
+    }
+    for a in annotated {
+        taints.retain(|t| (&t.key, t.effect) != (&a.key, a.effect));
+        taints.push(a.clone());
+    }
+    taints
 }
 
 /// Propagated template labels, then the labels annotation, then arch / os defaults.
@@ -307,6 +346,20 @@ fn availability(input: &MachineDeploymentInput<'_>, max_size: Option<i32>) -> Op
     }
     if is_deleting(md) {
         return Some(Unavailable::Deleting);
+    }
+    if md.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed") {
+        return Some(Unavailable::Failed);
+    }
+    if md
+        .status
+        .as_ref()
+        .and_then(|s| s.scale_up_blocked())
+        .is_some()
+    {
+        return Some(Unavailable::ScaleUpBlocked);
+    }
+    if input.launch_failed {
+        return Some(Unavailable::LaunchFailed);
     }
     let max_size = max_size?;
     let replicas = md.spec.replicas.unwrap_or(0).max(0);

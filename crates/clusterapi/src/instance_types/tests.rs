@@ -312,3 +312,51 @@ fn taints_come_from_the_taints_annotation() {
         [Taint::new("gpu", "true", TaintEffect::NoSchedule)]
     );
 }
+
+fn with_template_taints(md: MdBuilder, taints: serde_json::Value) -> MachineDeployment {
+    let mut md = md.build();
+    md.spec.template.spec.taints = Some(serde_json::from_value(taints).unwrap());
+    md
+}
+
+#[test]
+fn v1beta2_template_taints_reach_the_node_and_the_annotation_wins() {
+    let md = with_template_taints(
+        sized("md").annotation(capacity::TAINTS, "gpu=annotated:NoSchedule"),
+        serde_json::json!([
+            {"key": "gpu", "value": "template", "effect": "NoSchedule", "propagation": "Always"},
+            {"key": "dedicated", "value": "db", "effect": "NoExecute",
+                "propagation": "OnInitialization"},
+            {"key": "gpu", "effect": "PreferNoSchedule", "propagation": "Always"},
+        ]),
+    );
+    let catalogue = catalogue_of(&bare_nodeclass(), &[md]);
+    assert!(
+        catalogue.problems().is_empty(),
+        "{:?}",
+        catalogue.problems()
+    );
+    let mut taints = catalogue.entries()[0].taints().to_vec();
+    taints.sort();
+    let mut want = vec![
+        Taint::new("dedicated", "db", TaintEffect::NoExecute),
+        Taint::new("gpu", "", TaintEffect::PreferNoSchedule),
+        Taint::new("gpu", "annotated", TaintEffect::NoSchedule),
+    ];
+    want.sort();
+    assert_eq!(taints, want);
+}
+
+#[test]
+fn a_template_taint_with_a_bad_effect_is_a_problem_naming_its_field() {
+    let md = with_template_taints(
+        sized("md"),
+        serde_json::json!([{"key": "k", "effect": "Sometimes"}]),
+    );
+    let catalogue = catalogue_of(&bare_nodeclass(), &[md]);
+    assert!(catalogue.entries().is_empty());
+    assert_eq!(
+        catalogue.problems()[0].annotation,
+        "spec.template.spec.taints[0].effect"
+    );
+}

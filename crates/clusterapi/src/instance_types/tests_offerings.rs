@@ -209,6 +209,28 @@ fn paused_mds_are_listed_but_their_offerings_are_unavailable() {
     assert_eq!(availability(annotated, 0), Some(Unavailable::Paused));
 }
 
+#[test]
+fn failed_mds_and_recent_launch_failures_make_offerings_unavailable() {
+    let mut failed = sized("md").build();
+    failed.status = Some(api::capi::MachineDeploymentStatus {
+        phase: Some("Failed".into()),
+        ..Default::default()
+    });
+    let catalogue =
+        build_catalogue(&bare_nodeclass(), &[MachineDeploymentInput::new(&failed)]).unwrap();
+    let (offering, origin) = catalogue.entries()[0].offerings().next().unwrap();
+    assert!(!offering.available);
+    assert_eq!(origin.unavailable, Some(Unavailable::Failed));
+
+    let md = sized("md").build();
+    let input = MachineDeploymentInput::new(&md).with_launch_failed(true);
+    let catalogue = build_catalogue(&bare_nodeclass(), &[input]).unwrap();
+    let (offering, origin) = catalogue.entries()[0].offerings().next().unwrap();
+    assert!(!offering.available);
+    assert_eq!(origin.unavailable, Some(Unavailable::LaunchFailed));
+    assert_eq!(availability(sized("md"), 0), None);
+}
+
 fn template(status: serde_json::Value) -> serde_json::Value {
     json!({
         "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",

@@ -70,6 +70,7 @@ impl Health {
 #[derive(Debug)]
 pub struct MachineCache {
     store: Store<Machine>,
+    capi: api::CapiVersion,
     index: Index,
     changes: watch::Receiver<u64>,
     health: Arc<Mutex<Health>>,
@@ -114,9 +115,11 @@ impl MachineCache {
     pub fn start(
         management: kube::Client,
         namespace: Option<&str>,
+        capi: &api::CapiVersion,
         sync_timeout: Duration,
     ) -> Self {
-        let (store, writer) = reflector::store();
+        let writer = reflector::store::Writer::new(capi.clone());
+        let store = writer.as_reader();
         let (tx, changes) = watch::channel(0_u64);
         let index: Index = Arc::default();
         let health = Arc::new(Mutex::new(Health {
@@ -124,8 +127,8 @@ impl MachineCache {
             report: WatchErrors::new("Machine"),
         }));
         let api: Api<Machine> = match namespace {
-            Some(ns) => Api::namespaced(management, ns),
-            None => Api::all(management),
+            Some(ns) => Api::namespaced_with(management, ns, capi),
+            None => Api::all_with(management, capi),
         };
         let task_index = Arc::clone(&index);
         let task_health = Arc::clone(&health);
@@ -190,6 +193,7 @@ impl MachineCache {
         Self {
             listed: state::listed::listed(&store),
             store,
+            capi: capi.clone(),
             index,
             changes,
             health,
@@ -260,7 +264,7 @@ impl MachineCache {
     #[must_use]
     pub fn get(&self, r: &ObjectRef) -> Option<Arc<Machine>> {
         self.store
-            .get(&reflector::ObjectRef::new(&r.name).within(&r.namespace))
+            .get(&reflector::ObjectRef::new_with(&r.name, self.capi.clone()).within(&r.namespace))
     }
 
     /// The Machine whose providerID equals `provider_id` after normalisation.

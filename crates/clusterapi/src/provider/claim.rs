@@ -2,7 +2,12 @@
 //!
 //! Responsibility: the claim protocol (member label + [`super::CLAIMED_BY`] /
 //! [`super::CLAIMED_BY_UID`] / [`super::CLAIMED_BY_CLUSTER`] written with the Machine's
-//! resourceVersion).
+//! resourceVersion). A launch that cannot complete fails fast as insufficient capacity, and
+//! the MachineDeployment is offered as unavailable for the unavailable-offering TTL: when the
+//! Machine made for our replica is reported failed (phase `Failed` or a failure reason — a
+//! failed Machine is never claimed), or when no Machine could be claimed within the claim
+//! timeout (a MachineSet that cannot create Machines: paused, quota), or at once when the
+//! MachineDeployment's `ScalingUp` condition says the scale-up is blocked (preflight checks).
 //! Inputs: a MachineDeployment, a NodeClaim's name and UID, the Machine cache.
 //! Outputs: the claimed Machine, or a typed error.
 
@@ -20,8 +25,12 @@ use crate::instance_types::MachineDeploymentRef;
 
 use super::{
     CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, ClusterApiProvider, annotation, cache,
-    claimable, status_code, transient,
+    claimable, deployment_of, failed, status_code, terminating, transient,
 };
+
+/// How often a claim waiting for a Machine looks again without a Machine change (for the
+/// MachineDeployment's `ScalingUp` condition).
+const RECHECK: Duration = Duration::from_secs(5);
 
 /// How long a claim waits after a 429 before looking again.
 const THROTTLE_BACKOFF: Duration = Duration::from_secs(1);
@@ -108,6 +117,23 @@ impl ClusterApiProvider {
                         && tried.get(&r) != m.metadata.resource_version.as_ref()
                 })
                 .collect();
+            if candidates.is_empty()
+                && let Some(why) = self.scale_up_blocked(md)
+            {
+                // Cluster API says it cannot create the Machine now (preflight checks): fail
+                // at once rather than after the claim timeout.
+                self.launch_failed(md, &why);
+                return Err(CloudProviderError::InsufficientCapacity(why));
+            }
+            if candidates.is_empty()
+                && let Some(why) = self.failed_new_machine(md, baseline)
+            {
+                // The replica we raised got a Machine Cluster API reports failed: fail now, with
+                // upstream's insufficient-capacity semantics (the NodeClaim goes, its pods are
+                // batched again), and offer this MachineDeployment as unavailable for a while.
+                self.launch_failed(md, &why);
+                return Err(CloudProviderError::InsufficientCapacity(why));
+            }
             candidates.sort_by(|a, b| {
                 (
                     &a.metadata.creation_timestamp.as_ref().map(|t| t.0),
@@ -187,20 +213,75 @@ impl ClusterApiProvider {
                 tokio::time::sleep(THROTTLE_BACKOFF).await;
                 continue;
             }
-            match tokio::time::timeout_at(deadline, changes.changed()).await {
+            // The next Machine change, or at most a few seconds (the MachineDeployment's
+            // conditions are not Machine changes), or the deadline.
+            let wake = deadline.min(tokio::time::Instant::now() + RECHECK);
+            match tokio::time::timeout_at(wake, changes.changed()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => {
                     return Err(CloudProviderError::Transient(
                         "Machine cache stopped".into(),
                     ));
                 }
+                Err(_) if tokio::time::Instant::now() < deadline => {}
                 Err(_) => {
-                    return Err(CloudProviderError::Transient(format!(
-                        "no Machine of MachineDeployment {md} could be claimed yet"
-                    )));
+                    let why = format!(
+                        "no Machine of MachineDeployment {md} could be claimed within {:?}",
+                        self.config.claim_timeout
+                    );
+                    self.launch_failed(md, &why);
+                    return Err(CloudProviderError::InsufficientCapacity(why));
                 }
             }
         }
+    }
+
+    /// Why Cluster API cannot create Machines for `md` now, from the cached MachineDeployment's
+    /// `ScalingUp` condition.
+    fn scale_up_blocked(&self, md: &MachineDeploymentRef) -> Option<String> {
+        let cached = self.mds.get(&md.namespace, &md.name)?;
+        let message = cached.status.as_ref()?.scale_up_blocked()?;
+        Some(format!(
+            "Cluster API cannot create Machines for MachineDeployment {md}: {}",
+            message.replace('\n', " ")
+        ))
+    }
+
+    /// Whether [`Self::failed_new_machine`] finds one.
+    pub(super) fn failed_machine_of(
+        &self,
+        md: &MachineDeploymentRef,
+        baseline: &BTreeSet<String>,
+    ) -> bool {
+        self.failed_new_machine(md, baseline).is_some()
+    }
+
+    /// A Machine of `md` created for our replicas (not in `baseline`), unclaimed, not
+    /// terminating, that Cluster API reports failed: why, naming it.
+    fn failed_new_machine(
+        &self,
+        md: &MachineDeploymentRef,
+        baseline: &BTreeSet<String>,
+    ) -> Option<String> {
+        self.cache.machines().into_iter().find_map(|m| {
+            let name = m.metadata.name.as_deref()?;
+            let ours = deployment_of(&m).as_ref() == Some(md)
+                && !baseline.contains(name)
+                && !terminating(&m)
+                && failed(&m)
+                && annotation(&m.metadata, CLAIMED_BY_UID).is_none();
+            if !ours {
+                return None;
+            }
+            let status = m.status.as_ref();
+            let reason = status.and_then(|s| s.failure_reason()).unwrap_or("Failed");
+            let message = status.and_then(|s| s.failure_message()).unwrap_or_default();
+            Some(format!(
+                "Machine {}/{name} of MachineDeployment {md} failed: {reason}{}{message}",
+                md.namespace,
+                if message.is_empty() { "" } else { ": " }
+            ))
+        })
     }
 
     /// The claim PATCH of Machine `r` at resourceVersion `rv` (compare-and-set).

@@ -233,8 +233,28 @@ impl ClusterApiProvider {
                 }
                 Scaled::Reserved(baseline) => baseline,
             };
+            // Held across the claim; a create dropped while it waits (shutdown, a cancelled
+            // caller) gives its reservation back too, so the replica is not taken as wanted.
+            let reservation = Reservation {
+                provider: self,
+                md: &md,
+            };
             let claimed = self.claim(&md, &baseline, &name, &uid, &cluster).await;
-            self.unreserve(&md);
+            drop(reservation);
+            if let Err(CloudProviderError::InsufficientCapacity(why)) = &claimed
+                && !self.failed_machine_of(&md, &baseline)
+            {
+                // No Machine came for the replica we raised: let it go now (unless a rollout
+                // or another create needs it), so it cannot bring an unclaimed Machine later.
+                match self.release_unborn(&md, 1).await {
+                    Ok((lowered, _)) => {
+                        tracing::info!(machine_deployment = %md, lowered, reason = %why,
+                        "the launch could not complete; released the replica raised for it")
+                    }
+                    Err(e) => tracing::warn!(machine_deployment = %md, error = %e,
+                        "the launch could not complete; its replica is left to garbage collection"),
+                }
+            }
             let machine = claimed?;
             // The binding annotation ([`MACHINE`]) reaches the NodeClaim with the lifecycle's
             // launch write (one write, not two); until then, and after a restart, the claim on
@@ -248,5 +268,17 @@ impl ClusterApiProvider {
                 reasons.join("; ")
             },
         ))
+    }
+}
+
+/// A reservation of one raised replica by a create, given back when dropped.
+struct Reservation<'a> {
+    provider: &'a ClusterApiProvider,
+    md: &'a MachineDeploymentRef,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.provider.unreserve(self.md);
     }
 }

@@ -60,8 +60,7 @@ impl ScaleDownTarget {
             .filter(|s| s.spec.replicas.unwrap_or(0) > 0)
             .collect();
         let count = active.len();
-        let on_delete =
-            md.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("OnDelete");
+        let on_delete = md.spec.is_on_delete();
         let target = match active.as_slice() {
             [one] => Some(*one),
             [] => None,
@@ -117,20 +116,23 @@ impl ClusterApiProvider {
         current: &MachineDeployment,
     ) -> Result<ScaleDownTarget, CloudProviderError> {
         let uid = current.metadata.uid.as_deref();
-        let sets: Vec<MachineSet> =
-            Api::<MachineSet>::namespaced(self.management.clone(), &md.namespace)
-                .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={}", md.name)))
-                .await
-                .map_err(|e| transient("list MachineSets", e))?
-                .items
-                .into_iter()
-                .filter(|s| {
-                    s.metadata.owner_references.as_ref().is_some_and(|refs| {
-                        refs.iter()
-                            .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == uid)
-                    })
-                })
-                .collect();
+        let sets: Vec<MachineSet> = Api::<MachineSet>::namespaced_with(
+            self.management.clone(),
+            &md.namespace,
+            &self.config.capi,
+        )
+        .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={}", md.name)))
+        .await
+        .map_err(|e| transient("list MachineSets", e))?
+        .items
+        .into_iter()
+        .filter(|s| {
+            s.metadata.owner_references.as_ref().is_some_and(|refs| {
+                refs.iter()
+                    .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == uid)
+            })
+        })
+        .collect();
         Ok(ScaleDownTarget::of(current, &sets))
     }
 }

@@ -110,7 +110,9 @@ use std::time::Duration;
 
 use api::well_known::annotations::{LEGACY_MACHINE, MACHINE};
 use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER};
-use api::{ClusterAPINodeClass, Machine, MachineDeployment, MachineSet, NodeClaim, NodePool};
+use api::{
+    CapiVersion, ClusterAPINodeClass, Machine, MachineDeployment, MachineSet, NodeClaim, NodePool,
+};
 use cloudprovider::{CloudProvider, CloudProviderError, Launch, ObjectRef};
 use kube::api::Api;
 use scheduling::instance_type::InstanceType;
@@ -154,6 +156,13 @@ pub struct ProviderConfig {
     /// there, not deleting, before the next delete deletes it directly (a rollout can shrink
     /// another MachineSet than the annotated Machine's, which then never goes).
     pub removal_escalation: Duration,
+    /// How long a MachineDeployment whose launch could not complete (no Machine claimed within
+    /// [`ProviderConfig::claim_timeout`], or its new Machine failed) is offered as unavailable,
+    /// so the next batch picks another offering (upstream's unavailable-offerings TTL).
+    pub unavailable_offering_ttl: Duration,
+    /// The Cluster API group and version spoken to the management cluster; callers set it
+    /// from [`crate::discovery::discover`] (the default, v1beta2, is for tests).
+    pub capi: CapiVersion,
 }
 
 impl Default for ProviderConfig {
@@ -165,6 +174,8 @@ impl Default for ProviderConfig {
             cache_sync_timeout: Duration::from_secs(60),
             removal_escalation: Duration::from_secs(600),
             template_sync_timeout: Duration::from_secs(10),
+            unavailable_offering_ttl: Duration::from_secs(180),
+            capi: CapiVersion::v1beta2(),
         }
     }
 }
@@ -197,6 +208,8 @@ pub struct ClusterApiProvider {
     batches: Batches,
     /// Per MD: removals waiting to be served by the next holder of its lock.
     removals: Mutex<HashMap<MachineDeploymentRef, Vec<RemovalRequest>>>,
+    /// Per MD: until when it is unavailable after a launch that could not complete, and why.
+    launch_failures: Mutex<HashMap<MachineDeploymentRef, (tokio::time::Instant, String)>>,
 }
 
 impl std::fmt::Debug for ClusterApiProvider {
@@ -228,7 +241,8 @@ pub(crate) fn annotation<'a>(meta: &'a kube::api::ObjectMeta, key: &str) -> Opti
 /// Wait (bounded) for `cache`'s first list.
 async fn synced<K>(cache: &ObjectCache<K>) -> Result<(), CloudProviderError>
 where
-    K: kube::Resource<DynamicType = ()>
+    K::DynamicType: Clone + Eq + std::hash::Hash + std::fmt::Debug + Unpin,
+    K: kube::Resource
         + Clone
         + serde::de::DeserializeOwned
         + std::fmt::Debug
@@ -261,10 +275,18 @@ pub(crate) fn terminating(m: &Machine) -> bool {
     m.metadata.deletion_timestamp.is_some() || annotation(&m.metadata, DELETE_MACHINE).is_some()
 }
 
-/// Whether `m` is a fresh Machine of `md` nobody claimed.
+/// Whether Cluster API reports `m` failed (phase `Failed` or a failure reason, either version).
+pub(crate) fn failed(m: &Machine) -> bool {
+    m.status
+        .as_ref()
+        .is_some_and(|s| s.phase.as_deref() == Some("Failed") || s.failure_reason().is_some())
+}
+
+/// Whether `m` is a fresh Machine of `md` nobody claimed (and not failed).
 pub(crate) fn claimable(m: &Machine, md: &MachineDeploymentRef) -> bool {
     deployment_of(m).as_ref() == Some(md)
         && !terminating(m)
+        && !failed(m)
         && !has_label(&m.metadata, KARPENTER_MEMBER)
         && annotation(&m.metadata, CLAIMED_BY_UID).is_none()
 }
@@ -285,17 +307,20 @@ impl ClusterApiProvider {
             cache: MachineCache::start(
                 management.clone(),
                 config.scope.namespace.as_deref(),
+                &config.capi,
                 config.cache_sync_timeout,
             ),
             mds: ObjectCache::start(
                 management.clone(),
                 config.scope.namespace.as_deref(),
+                &config.capi,
                 "MachineDeployment",
                 config.cache_sync_timeout,
             ),
             sets: ObjectCache::start(
                 management.clone(),
                 config.scope.namespace.as_deref(),
+                &config.capi,
                 "MachineSet",
                 config.cache_sync_timeout,
             ),
@@ -320,7 +345,38 @@ impl ClusterApiProvider {
             claiming: Mutex::default(),
             batches: Arc::default(),
             removals: Mutex::default(),
+            launch_failures: Mutex::default(),
         }
+    }
+
+    /// Offer `md` as unavailable for the unavailable-offering TTL: a launch on it could not
+    /// complete (`why`).
+    pub(crate) fn launch_failed(&self, md: &MachineDeploymentRef, why: &str) {
+        tracing::warn!(machine_deployment = %md, reason = %why,
+            ttl = ?self.config.unavailable_offering_ttl,
+            "a launch could not complete; the MachineDeployment's offering is unavailable for the TTL");
+        self.launch_failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                md.clone(),
+                (
+                    tokio::time::Instant::now() + self.config.unavailable_offering_ttl,
+                    why.to_owned(),
+                ),
+            );
+    }
+
+    /// Why `md` is unavailable after a recent launch failure, if it is (expired entries go).
+    #[must_use]
+    pub fn recent_launch_failure(&self, md: &MachineDeploymentRef) -> Option<String> {
+        let mut failures = self
+            .launch_failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = tokio::time::Instant::now();
+        failures.retain(|_, (until, _)| *until > now);
+        failures.get(md).map(|(_, why)| why.clone())
     }
 
     /// The Machine cache.
@@ -436,11 +492,17 @@ impl ClusterApiProvider {
     }
 
     pub(super) fn machines_api(&self, namespace: &str) -> Api<Machine> {
-        Api::namespaced(self.management.clone(), namespace)
+        Api::namespaced_with(self.management.clone(), namespace, &self.config.capi)
     }
 
     pub(super) fn mds_api(&self, namespace: &str) -> Api<MachineDeployment> {
-        Api::namespaced(self.management.clone(), namespace)
+        Api::namespaced_with(self.management.clone(), namespace, &self.config.capi)
+    }
+
+    /// The Cluster API group and version this provider speaks.
+    #[must_use]
+    pub fn capi(&self) -> &CapiVersion {
+        &self.config.capi
     }
 
     /// The Machines of `md`, per the cache.

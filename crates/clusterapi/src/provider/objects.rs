@@ -11,6 +11,7 @@
 
 use state::backoff::WatchBackoff;
 use std::fmt::Debug;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -29,10 +30,12 @@ use crate::watch_errors::WatchErrors;
 #[derive(Debug)]
 pub struct ObjectCache<K>
 where
-    K: Resource<DynamicType = ()> + Clone + 'static,
+    K: Resource + Clone + 'static,
+    K::DynamicType: Clone + Eq + Hash,
 {
     kind: &'static str,
     store: Store<K>,
+    dyntype: K::DynamicType,
     last_error: Arc<Mutex<Option<String>>>,
     sync_timeout: Duration,
     listed: watch::Receiver<Option<bool>>,
@@ -55,7 +58,8 @@ pub(crate) async fn wait_listed(
 
 impl<K> Drop for ObjectCache<K>
 where
-    K: Resource<DynamicType = ()> + Clone + 'static,
+    K: Resource + Clone + 'static,
+    K::DynamicType: Clone + Eq + Hash,
 {
     fn drop(&mut self) {
         self.task.abort();
@@ -64,39 +68,55 @@ where
 
 impl<K> ObjectCache<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash + Debug + Unpin,
 {
-    /// Watch every `K` of `client`'s cluster, or of `namespace` only (`kind` names it in logs
-    /// and errors).
+    /// Watch every `K` (in version `dyntype`) of `client`'s cluster, or of `namespace` only
+    /// (`kind` names it in logs and errors).
     #[must_use]
     pub fn start(
         client: kube::Client,
         namespace: Option<&str>,
+        dyntype: &K::DynamicType,
         kind: &'static str,
         sync_timeout: Duration,
     ) -> Self
     where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K: Resource<Scope = kube::core::DynamicResourceScope>,
     {
         let api: Api<K> = match namespace {
-            Some(ns) => Api::namespaced(client, ns),
-            None => Api::all(client),
+            Some(ns) => Api::namespaced_with(client, ns, dyntype),
+            None => Api::all_with(client, dyntype),
         };
-        Self::watch(api, kind, sync_timeout)
+        Self::watch(api, dyntype.clone(), kind, sync_timeout)
     }
 
-    /// Watch every `K` of `client`'s cluster (cluster-scoped kinds).
+    /// Watch every `K` of `client`'s cluster (cluster-scoped kinds of a static version).
     #[must_use]
     pub fn start_cluster_scoped(
         client: kube::Client,
         kind: &'static str,
         sync_timeout: Duration,
-    ) -> Self {
-        Self::watch(Api::all(client), kind, sync_timeout)
+    ) -> Self
+    where
+        K::DynamicType: Default,
+    {
+        Self::watch(
+            Api::all(client),
+            K::DynamicType::default(),
+            kind,
+            sync_timeout,
+        )
     }
 
-    fn watch(api: Api<K>, kind: &'static str, sync_timeout: Duration) -> Self {
-        let (store, writer) = reflector::store();
+    fn watch(
+        api: Api<K>,
+        dyntype: K::DynamicType,
+        kind: &'static str,
+        sync_timeout: Duration,
+    ) -> Self {
+        let writer = reflector::store::Writer::new(dyntype.clone());
+        let store = writer.as_reader();
         let last_error: Arc<Mutex<Option<String>>> = Arc::default();
         let task_error = Arc::clone(&last_error);
         let task = tokio::spawn(async move {
@@ -125,6 +145,7 @@ where
             kind,
             listed: state::listed::listed(&store),
             store,
+            dyntype,
             last_error,
             sync_timeout,
             task,
@@ -175,7 +196,7 @@ where
     /// The object `name` in `namespace` (empty for cluster-scoped kinds).
     #[must_use]
     pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
-        let r = reflector::ObjectRef::new(name);
+        let r = reflector::ObjectRef::new_with(name, self.dyntype.clone());
         self.store.get(&if namespace.is_empty() {
             r
         } else {

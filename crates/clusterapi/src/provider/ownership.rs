@@ -187,7 +187,7 @@ mod tests {
 
     fn md(annotations: Value) -> MachineDeployment {
         serde_json::from_value(json!({
-            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
             "metadata": {"name": "md", "namespace": "ns", "annotations": annotations},
             "spec": {"clusterName": "c", "template": {"spec": {"clusterName": "c",
                 "bootstrap": {}, "infrastructureRef": {"kind": "T", "name": "t"}}}},
@@ -198,7 +198,7 @@ mod tests {
     fn machine(name: &str, cluster: Option<&str>) -> Machine {
         let annotations = cluster.map_or(json!({}), |c| json!({CLAIMED_BY_CLUSTER: c}));
         serde_json::from_value(json!({
-            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
             "metadata": {"name": name, "namespace": "ns", "annotations": annotations},
             "spec": {"clusterName": "c", "bootstrap": {}, "infrastructureRef": {"kind": "T", "name": "t"}},
         }))

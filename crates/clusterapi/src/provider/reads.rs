@@ -123,7 +123,12 @@ impl ClusterApiProvider {
         let inputs: Vec<_> = selected
             .iter()
             .zip(&templates)
-            .map(|(md, template)| input(md, template.as_ref()))
+            .map(|(md, template)| {
+                input(md, template.as_ref()).with_launch_failed(
+                    self.recent_launch_failure(&MachineDeploymentRef::of(md))
+                        .is_some(),
+                )
+            })
             .collect();
         build_catalogue(spec, &inputs)
             .map_err(|e| CloudProviderError::NodeClassNotReady(e.to_string()))
@@ -246,6 +251,35 @@ impl ClusterApiProvider {
             .cache
             .get(&cache::machine_ref(&m))
             .map_or(m, |c| (*c).clone());
+        // Cluster API gave up on the Machine before it had an instance: the launch cannot
+        // complete. Not found, so the lifecycle deletes the NodeClaim now (its termination
+        // removes the Machine) instead of waiting out the registration TTL, and the
+        // MachineDeployment is unavailable for the TTL so the pods go elsewhere.
+        if super::failed(&m)
+            && m.spec
+                .fields
+                .provider_id
+                .as_deref()
+                .is_none_or(str::is_empty)
+        {
+            let status = m.status.as_ref();
+            let why = format!(
+                "Machine {}/{} failed before it had an instance: {}{}{}",
+                m.metadata.namespace.as_deref().unwrap_or_default(),
+                m.metadata.name.as_deref().unwrap_or_default(),
+                status.and_then(|s| s.failure_reason()).unwrap_or("Failed"),
+                if status.and_then(|s| s.failure_message()).is_some() {
+                    ": "
+                } else {
+                    ""
+                },
+                status.and_then(|s| s.failure_message()).unwrap_or_default(),
+            );
+            if let Some(md) = super::deployment_of(&m) {
+                self.launch_failed(&md, &why);
+            }
+            return Err(CloudProviderError::NodeClaimNotFound(why));
+        }
         let spec = self.spec_of(node_claim).await;
         Ok(self.launch_for(&m, spec.as_ref()).await)
     }

@@ -12,13 +12,14 @@
 use std::time::Duration;
 
 use api::well_known::capi::{
-    CLUSTER_NAME, DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER, MAX_SIZE, MIN_SIZE, PRICE,
+    CLUSTER_NAME, DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER, MAX_SIZE, MIN_SIZE, PAUSED,
+    PRICE,
 };
 use api::{ClusterAPINodeClass, Machine, MachineDeployment, NodeClaim};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use sim::world::crds::install_karpenter_crds;
-use sim::world::objects::machine_deployments;
+use sim::world::objects::{machine_deployments, machine_sets, namespaced};
 use sim::{World, WorldConfig};
 
 /// A world with the Karpenter CRDs installed and a `default` NodeClass with an empty spec.
@@ -176,7 +177,7 @@ impl Md {
             json!({CLUSTER_NAME: cluster})
         };
         let md: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "apiVersion": "cluster.x-k8s.io/v1beta2",
             "kind": "MachineDeployment",
             "metadata": {"name": name, "namespace": "default", "labels": labels,
                 "annotations": annotations},
@@ -188,7 +189,7 @@ impl Md {
                     "metadata": {"labels": {"pool": name}},
                     "spec": {"clusterName": cluster, "bootstrap": {"dataSecretName": "boot"},
                         "infrastructureRef": {
-                            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                            "apiGroup": "infrastructure.cluster.x-k8s.io",
                             "kind": "DockerMachineTemplate", "name": "t"}},
                 },
             },
@@ -228,13 +229,21 @@ pub async fn node_claim_in(workload: &kube::Client, name: &str, requirements: Va
 
 /// `spec.replicas` of a MachineDeployment (unset counts as 0).
 pub async fn replicas(world: &World, md: &str) -> i32 {
-    let api: Api<MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    let api: Api<MachineDeployment> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
     api.get(md).await.unwrap().spec.replicas.unwrap_or(0)
 }
 
 /// The Machines of a MachineDeployment (fresh list), by name.
 pub async fn machines(world: &World, md: &str) -> Vec<Machine> {
-    let api: Api<Machine> = Api::namespaced(world.management_client(), "default");
+    let api: Api<Machine> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
     let mut items = api
         .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={md}")))
         .await
@@ -259,7 +268,11 @@ pub async fn wait_machines(world: &World, md: &str, n: usize) -> Vec<Machine> {
 
 /// Sets `spec.replicas` of a MachineDeployment (as a user would).
 pub async fn set_replicas(world: &World, md: &str, replicas: i32) {
-    let api: Api<MachineDeployment> = Api::namespaced(world.management_client(), "default");
+    let api: Api<MachineDeployment> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
     api.patch(
         md,
         &PatchParams::default(),
@@ -285,6 +298,46 @@ pub fn label(m: &Machine, key: &str) -> Option<String> {
 
 /// A Machine by name, if it still exists.
 pub async fn machine(world: &World, name: &str) -> Option<Machine> {
-    let api: Api<Machine> = Api::namespaced(world.management_client(), "default");
+    let api: Api<Machine> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
     api.get_opt(name).await.unwrap()
+}
+
+/// Pauses (or unpauses) every MachineSet of `md` (`cluster.x-k8s.io/paused`): no Machine is
+/// created or deleted meanwhile.
+pub async fn pause_sets(world: &World, md: &str, paused: bool) {
+    let sets = namespaced(&world.management_client(), "default", &machine_sets());
+    let wanted = format!("cluster.x-k8s.io/deployment-name={md}");
+    let list = sets
+        .list(&ListParams::default().labels(&wanted))
+        .await
+        .unwrap();
+    assert!(!list.items.is_empty(), "{md} has a MachineSet");
+    for ms in list.items {
+        let value = if paused { json!("true") } else { json!(null) };
+        sets.patch(
+            ms.metadata.name.as_deref().unwrap(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {PAUSED: value}}})),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+/// Waits until `md` has a MachineSet.
+pub async fn wait_sets(world: &World, md: &str) {
+    let sets = namespaced(&world.management_client(), "default", &machine_sets());
+    let wanted = format!("cluster.x-k8s.io/deployment-name={md}");
+    wait_for("a MachineSet", Duration::from_secs(60), || async {
+        let list = sets
+            .list(&ListParams::default().labels(&wanted))
+            .await
+            .unwrap();
+        (!list.items.is_empty()).then_some(())
+    })
+    .await;
 }

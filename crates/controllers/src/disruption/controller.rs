@@ -78,7 +78,10 @@ pub struct DisruptionConfig {
     pub validation_delay: Duration,
     /// How long replacements may take to initialize before the command is rolled back.
     pub replacement_timeout: Duration,
-    /// How often the provider is asked whether a NodeClaim drifted (upstream: 5 min).
+    /// How often the provider is asked whether a NodeClaim drifted. Upstream asks every 5 min;
+    /// the Cluster API provider answers from its Machine, MachineSet and MachineDeployment
+    /// watches (no request), so asking every poll-and-a-half notices a template change or a
+    /// rollout Cluster API started within seconds.
     pub drift_recheck: Duration,
 }
 
@@ -88,7 +91,7 @@ impl Default for DisruptionConfig {
             poll: Duration::from_secs(10),
             validation_delay: Duration::from_secs(15),
             replacement_timeout: Duration::from_secs(600),
-            drift_recheck: Duration::from_secs(300),
+            drift_recheck: Duration::from_secs(15),
         }
     }
 }

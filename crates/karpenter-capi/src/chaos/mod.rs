@@ -330,11 +330,13 @@ pub fn fast_operator_config() -> OperatorConfig {
 }
 
 /// The controller's settings in the chaos world: [`fast_operator_config`] with a short claim
-/// timeout and a short grace for unclaimed Machines, so a round settles in seconds.
+/// timeout, unavailable-offering TTL and grace for unclaimed Machines, so a round settles in
+/// seconds.
 fn operator_config() -> OperatorConfig {
     let mut config = fast_operator_config();
     config.provider.cluster_id = Some(CLUSTER_ID.to_owned());
     config.provider.claim_timeout = Duration::from_secs(5);
+    config.provider.unavailable_offering_ttl = Duration::from_secs(5);
     config.provider.removal_escalation = Duration::from_secs(20);
     config.gc.interval = Duration::from_secs(1);
     config.gc.grace = Duration::from_secs(5);

@@ -81,7 +81,7 @@ struct Md<'a> {
 
 fn md(m: &Md<'_>) -> Value {
     json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
         "metadata": {"name": m.name, "namespace": "default", "labels": m.labels,
             "annotations": {
                 "capacity.cluster-autoscaler.kubernetes.io/cpu": m.cpu.to_string(),
@@ -97,7 +97,7 @@ fn md(m: &Md<'_>) -> Value {
             "selector": {"matchLabels": {"pool": m.name}},
             "template": {"metadata": {"labels": {"pool": m.name}},
                 "spec": {"clusterName": m.cluster, "bootstrap": {"dataSecretName": "boot"},
-                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
                         "kind": "DockerMachineTemplate", "name": m.name}}}},
     })
 }

@@ -27,6 +27,8 @@ use crate::probes::{Cluster, Required};
 /// What `doctor` read from the two clusters.
 #[derive(Debug, Clone)]
 pub struct Facts {
+    /// The Cluster API version discovery chose (`None`: it could not; see `discovery_errors`).
+    pub capi: Option<api::CapiVersion>,
     /// Whether the Cluster API objects live in a separate management cluster.
     pub separate_management: bool,
     /// The MachineDeployments `run` would consider.
@@ -133,6 +135,21 @@ fn crds(facts: &Facts, findings: &mut Vec<Finding>) {
                 format!("{}/{} {} is not served", r.group, r.version, r.plural),
             )
             .hint(hint),
+        );
+    }
+    if let Some(v) = facts.capi.as_ref().filter(|v| !v.is_v1beta2_shape()) {
+        findings.push(
+            Finding::new(
+                Severity::Warning,
+                "capi-v1beta1",
+                "management cluster",
+                format!(
+                    "speaking {v}: the management cluster does not serve (or CAPI_VERSION does not \
+                     ask for) cluster.x-k8s.io/v1beta2; v1beta1 is deprecated since Cluster API \
+                     v1.11 and is to stop being served in v1.16"
+                ),
+            )
+            .hint("upgrade Cluster API to v1.11 or later (or unset CAPI_VERSION); karpenter-capi then speaks v1beta2"),
         );
     }
     for e in &facts.discovery_errors {

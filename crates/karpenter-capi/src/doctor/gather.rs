@@ -12,7 +12,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use api::{ClusterAPINodeClass, MachineDeployment, NodePool};
+use api::{CapiVersion, ClusterAPINodeClass, MachineDeployment, NodePool};
+use clusterapi::discovery::CapiSelection;
 use clusterapi::{MachineDeploymentRef, Scope};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -35,6 +36,8 @@ pub struct Options {
     pub separate_management: bool,
     /// The leader-election Lease (namespace, name), when leader election is on.
     pub lease: Option<(String, String)>,
+    /// The Cluster API group and version asked for (`CAPI_GROUP`, `CAPI_VERSION`).
+    pub capi: CapiSelection,
 }
 
 /// Reads everything `doctor` examines.
@@ -43,15 +46,28 @@ pub async fn gather(
     management: &kube::Client,
     options: &Options,
 ) -> Facts {
-    let (crds_missing, discovery_errors) = crate::probes::served(workload, management).await;
+    let (capi, capi_error) = match clusterapi::discovery::discover(management, &options.capi).await
+    {
+        Ok(v) => (Some(v), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    // Without a version to speak, name what v1beta2 would need (current Cluster API).
+    let speak = capi.clone().unwrap_or_else(CapiVersion::v1beta2);
+    let (crds_missing, mut discovery_errors) =
+        crate::probes::served(workload, management, &speak).await;
+    discovery_errors.extend(capi_error);
     let (crd_drift, crd_definitions_unreadable) = crd_drift(workload).await;
     let node_classes = list::<ClusterAPINodeClass>(Api::all(workload.clone())).await;
     let node_pools = list::<NodePool>(Api::all(workload.clone())).await;
     let md_api: Api<MachineDeployment> = match &options.scope.namespace {
-        Some(ns) => Api::namespaced(management.clone(), ns),
-        None => Api::all(management.clone()),
+        Some(ns) => Api::namespaced_with(management.clone(), ns, &speak),
+        None => Api::all_with(management.clone(), &speak),
     };
-    let machine_deployments = list(md_api).await;
+    let machine_deployments = md_api
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|e| format!("cannot list machinedeployments.{speak}: {e}"));
     let (templates, template_errors, template_resources) = match &machine_deployments {
         Ok(mds) => templates(management, mds, &options.scope).await,
         Err(_) => Default::default(),
@@ -78,6 +94,7 @@ pub async fn gather(
         }
     }
     Facts {
+        capi,
         separate_management: options.separate_management,
         scope: options.scope.clone(),
         crds_missing,
@@ -170,6 +187,45 @@ pub fn schema_fields(schema: &serde_json::Value, prefix: &str, out: &mut BTreeSe
     }
 }
 
+/// The resource of `kind` in `group`: at the version a v1beta1 reference pins, else at the
+/// version discovery prefers for that kind (a v1beta2 reference names no version).
+async fn resolve(
+    management: &kube::Client,
+    group: &str,
+    pinned: Option<&str>,
+    kind: &str,
+) -> Result<ApiResource, String> {
+    match pinned {
+        Some(version) => {
+            let gvk = GroupVersionKind::gvk(group, version, kind);
+            let api_version = gvk.api_version();
+            kube::discovery::pinned_kind(management, &gvk)
+                .await
+                .map(|(ar, _)| ar)
+                .map_err(|e| match e {
+                    kube::Error::Api(s) => {
+                        format!(
+                            "{kind}.{api_version} is not served ({} {})",
+                            s.code, s.message
+                        )
+                    }
+                    e => format!("{kind}.{api_version} cannot be resolved: {e}"),
+                })
+        }
+        None => match kube::discovery::oneshot::group(management, group).await {
+            Ok(g) => g
+                .recommended_kind(kind)
+                .map(|(ar, _)| ar)
+                .ok_or_else(|| format!("{kind}.{group} is not served by any version of {group}")),
+            Err(kube::Error::Api(s)) => Err(format!(
+                "{kind}.{group} is not served ({} {})",
+                s.code, s.message
+            )),
+            Err(e) => Err(format!("{kind}.{group} cannot be resolved: {e}")),
+        },
+    }
+}
+
 type Templates = (
     Vec<serde_json::Value>,
     BTreeMap<String, String>,
@@ -183,7 +239,8 @@ async fn templates(
     mds: &[MachineDeployment],
     scope: &Scope,
 ) -> Templates {
-    let mut resolved: BTreeMap<(String, String), Result<ApiResource, String>> = BTreeMap::new();
+    let mut resolved: BTreeMap<(String, String, String), Result<ApiResource, String>> =
+        BTreeMap::new();
     let mut out = Vec::new();
     let mut errors = BTreeMap::new();
     let mut resources = BTreeSet::new();
@@ -194,40 +251,31 @@ async fn templates(
     {
         let md_name = MachineDeploymentRef::of(md).to_string();
         let r = &md.spec.template.spec.infrastructure_ref;
-        let (Some(api_version), Some(kind), Some(name)) = (
-            r.api_version.as_deref(),
-            r.kind.as_deref(),
-            r.name.as_deref(),
-        ) else {
+        let (Some(group), Some(kind), Some(name)) =
+            (r.group(), r.kind.as_deref(), r.name.as_deref())
+        else {
             errors.insert(
                 md_name,
-                "spec.template.spec.infrastructureRef lacks apiVersion, kind or name".to_owned(),
+                "spec.template.spec.infrastructureRef lacks apiGroup (apiVersion), kind or name"
+                    .to_owned(),
             );
             continue;
         };
         let namespace = r
-            .namespace
-            .clone()
-            .filter(|n| !n.is_empty())
-            .or_else(|| md.metadata.namespace.clone())
-            .unwrap_or_default();
-        let key = (api_version.to_owned(), kind.to_owned());
+            .namespace_or(md.metadata.namespace.as_deref())
+            .unwrap_or_default()
+            .to_owned();
+        let pinned = r.pinned_version().map(str::to_owned);
+        let key = (
+            group.to_owned(),
+            pinned.clone().unwrap_or_default(),
+            kind.to_owned(),
+        );
         if !resolved.contains_key(&key) {
-            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-            let gvk = GroupVersionKind::gvk(group, version, kind);
-            let answer = kube::discovery::pinned_kind(management, &gvk)
-                .await
-                .map(|(ar, _)| ar)
-                .map_err(|e| match e {
-                    kube::Error::Api(s) => {
-                        format!(
-                            "{kind}.{api_version} is not served ({} {})",
-                            s.code, s.message
-                        )
-                    }
-                    e => format!("{kind}.{api_version} cannot be resolved: {e}"),
-                });
-            resolved.insert(key.clone(), answer);
+            resolved.insert(
+                key.clone(),
+                resolve(management, group, pinned.as_deref(), kind).await,
+            );
         }
         let ar = match resolved.get(&key) {
             Some(Ok(ar)) => ar.clone(),
@@ -248,7 +296,7 @@ async fn templates(
                     // DynamicObject keeps kind/apiVersion in `types`; make sure both are set.
                     if let Some(map) = value.as_object_mut() {
                         map.insert("kind".into(), kind.into());
-                        map.insert("apiVersion".into(), api_version.into());
+                        map.insert("apiVersion".into(), ar.api_version.clone().into());
                     }
                     out.push(value);
                 }

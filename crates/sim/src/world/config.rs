@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::sim::SimConfig;
 
+use super::crds::CapiServing;
 use super::node_template::NodeOptions;
 
 /// Annotations (on a Machine, or on its MachineDeployment) that steer the simulated
@@ -57,6 +58,13 @@ pub struct CapiConfig {
     pub node: NodeOptions,
     /// Full pass at least this often.
     pub resync: Duration,
+    /// How the world serves the Cluster API kinds when it installs their CRDs: `None` (the
+    /// default) as CAPI v1.14 does as far as the server allows
+    /// ([`super::crds::install_capi_crds`]: with conversion on sim, v1beta2 alone on a real
+    /// kube-apiserver); `Some(CapiServing::V1beta1Only)` for a CAPI ≤ v1.10 management cluster.
+    /// CRDs already there are left as they are. The controllers talk whichever version is
+    /// served ([`super::capi::client`]).
+    pub serving: Option<CapiServing>,
 }
 
 impl Default for CapiConfig {
@@ -72,6 +80,7 @@ impl Default for CapiConfig {
             seed: 0,
             node: NodeOptions::default(),
             resync: Duration::from_secs(30),
+            serving: None,
         }
     }
 }

@@ -1,85 +1,156 @@
 //! CustomResourceDefinitions the simulated clusters need, and installing them.
 //!
-//! Responsibility: minimal CRDs for the Cluster API kinds we simulate — MachineDeployment,
-//! MachineSet and Machine (`cluster.x-k8s.io/v1beta1`), generated from the api crate's types
-//! with `spec` and `status` replaced by `x-kubernetes-preserve-unknown-fields: true` objects so
-//! nothing any client writes is pruned, the `status` subresource, the `scale` subresource on
-//! MachineDeployments and MachineSets (`.spec.replicas`, `.status.replicas`,
-//! `.status.selector`), and a few printer columns — and installing those (or our own
-//! Karpenter CRDs) through a client, waiting until each is Established.
+//! Responsibility: CRDs for the Cluster API kinds we simulate — MachineDeployment, MachineSet
+//! and Machine (`cluster.x-k8s.io`) — with CAPI's names (short names `md`, `ms`, `ma`,
+//! category `cluster-api`), printer columns (per version, from CAPI v1.14's CRDs), the `status`
+//! subresource and the `scale` subresource on MachineDeployments and MachineSets
+//! (`.spec.replicas`, `.status.replicas`, `.status.selector`), and `spec`/`status` as
+//! `x-kubernetes-preserve-unknown-fields: true` objects so nothing any client writes is pruned;
+//! served as a management cluster of one CAPI release or another ([`CapiServing`]): v1.11+
+//! (v1beta2 stored, v1beta1 served deprecated through CAPI's conversion webhook, which sim
+//! stands in for — [`crate::convert::capi`]), v1beta2 alone (what a real kube-apiserver
+//! without CAPI's webhook can serve), or ≤ v1.10 (v1beta1 alone). Installing those (or our
+//! own Karpenter CRDs) through a client, waiting until each is Established.
 //! Inputs: a kube client. Outputs: CRD objects in the cluster.
 
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
+mod columns;
+
+use columns::{Column, columns};
+
 use super::WorldError;
 use super::objects::{code, condition_true};
+use crate::convert::capi::{CapiKind, CapiVersion, GROUP};
+use crate::object;
 
-fn column(name: &str, type_: &str, path: &str) -> Value {
-    json!({"name": name, "type": type_, "jsonPath": path})
+/// Which versions of the Cluster API kinds a management cluster serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapiServing {
+    /// As CAPI v1.11–v1.14: `v1beta2` served and stored, `v1beta1` served (deprecated) and
+    /// converted by CAPI's webhook (`spec.conversion.strategy: Webhook`). Only sim can serve
+    /// these: it converts natively; a real kube-apiserver would call the webhook, which is not
+    /// there.
+    WithConversion,
+    /// `v1beta2` alone, served and stored, no conversion: the closest a real kube-apiserver
+    /// without CAPI's webhook comes to a v1.11+ management cluster.
+    V1beta2Only,
+    /// `v1beta1` alone, served and stored: a CAPI ≤ v1.10 management cluster.
+    V1beta1Only,
 }
 
-/// Turn a generated CRD into the permissive form described above.
-fn permissive(
-    crd: &CustomResourceDefinition,
-    columns: &[Value],
-) -> Result<CustomResourceDefinition, WorldError> {
-    let mut v = serde_json::to_value(crd)?;
-    let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-    if let Some(versions) = v
-        .pointer_mut("/spec/versions")
-        .and_then(Value::as_array_mut)
-    {
-        for version in versions {
-            if let Some(props) = version
-                .pointer_mut("/schema/openAPIV3Schema/properties")
-                .and_then(Value::as_object_mut)
-            {
-                props.insert("spec".into(), open.clone());
-                props.insert("status".into(), open.clone());
-                props.insert("metadata".into(), json!({"type": "object"}));
-            }
-            if let Some(root) = version
-                .pointer_mut("/schema/openAPIV3Schema")
-                .and_then(Value::as_object_mut)
-            {
-                root.remove("required");
-            }
-            if let Some(version) = version.as_object_mut() {
-                let mut cols = columns.to_vec();
-                cols.push(column("Age", "date", ".metadata.creationTimestamp"));
-                version.insert("additionalPrinterColumns".into(), json!(cols));
-            }
+impl CapiServing {
+    /// The versions served, storage version first.
+    fn versions(self) -> &'static [CapiVersion] {
+        match self {
+            CapiServing::WithConversion => &[CapiVersion::V1beta2, CapiVersion::V1beta1],
+            CapiServing::V1beta2Only => &[CapiVersion::V1beta2],
+            CapiServing::V1beta1Only => &[CapiVersion::V1beta1],
         }
     }
-    Ok(serde_json::from_value(v)?)
 }
 
-/// The MachineDeployment, MachineSet and Machine CRDs.
+fn column_json(&(name, type_, path, priority, description): &Column) -> Value {
+    let mut c = json!({"name": name, "type": type_, "jsonPath": path, "description": description});
+    if priority != 0 {
+        object::set_path(&mut c, ".priority", json!(priority));
+    }
+    c
+}
+
+/// One version of a permissive CAPI CRD.
+fn version(kind: CapiKind, version: CapiVersion, storage: bool, deprecated: bool) -> Value {
+    let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let mut subresources = json!({"status": {}});
+    if kind != CapiKind::Machine {
+        object::set_path(
+            &mut subresources,
+            ".scale",
+            json!({"specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}),
+        );
+    }
+    let mut v = json!({
+        "name": version.name(),
+        "served": true,
+        "storage": storage,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": open.clone(),
+            "status": open,
+        }}},
+        "subresources": subresources,
+        "additionalPrinterColumns": columns(kind, version).iter().map(column_json).collect::<Vec<_>>(),
+    });
+    if deprecated {
+        object::set_path(&mut v, ".deprecated", json!(true));
+    }
+    v
+}
+
+/// The CRD of one Cluster API kind, served as `serving` says.
+fn capi_crd(kind: CapiKind, serving: CapiServing) -> Result<CustomResourceDefinition, WorldError> {
+    let (short, singular) = match kind {
+        CapiKind::MachineDeployment => ("md", "machinedeployment"),
+        CapiKind::MachineSet => ("ms", "machineset"),
+        CapiKind::Machine => ("ma", "machine"),
+    };
+    let served = serving.versions();
+    let versions: Vec<Value> = served
+        .iter()
+        .enumerate()
+        .map(|(i, v)| version(kind, *v, i == 0, i > 0))
+        .collect();
+    let mut crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{}.{GROUP}", kind.plural()),
+            "labels": {"cluster.x-k8s.io/provider": "cluster-api"}},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": kind.kind(), "listKind": format!("{}List", kind.kind()),
+                "plural": kind.plural(), "singular": singular,
+                "shortNames": [short], "categories": ["cluster-api"]},
+            "scope": "Namespaced",
+            "versions": versions,
+        },
+    });
+    if serving == CapiServing::WithConversion {
+        // As CAPI's kustomized CRDs: its webhook service, CA injected by cert-manager.
+        object::set_path(
+            &mut crd,
+            ".metadata.annotations",
+            json!({"cert-manager.io/inject-ca-from": "capi-system/capi-serving-cert"}),
+        );
+        let webhook = json!({"strategy": "Webhook", "webhook": {
+            "clientConfig": {"service": {"name": "capi-webhook-service",
+                "namespace": "capi-system", "path": "/convert"}},
+            "conversionReviewVersions": ["v1", "v1beta1"]}});
+        object::set_path(&mut crd, ".spec.conversion", webhook);
+    }
+    Ok(serde_json::from_value(crd)?)
+}
+
+/// The MachineDeployment, MachineSet and Machine CRDs of a CAPI v1.11+ management cluster
+/// ([`CapiServing::WithConversion`]; for sim only).
 pub fn capi_crds() -> Result<Vec<CustomResourceDefinition>, WorldError> {
-    let replicas = [
-        column("Cluster", "string", ".spec.clusterName"),
-        column("Replicas", "integer", ".status.replicas"),
-        column("Ready", "integer", ".status.readyReplicas"),
-        column("Desired", "integer", ".spec.replicas"),
-    ];
-    let mut md_columns = replicas.to_vec();
-    md_columns.push(column("Phase", "string", ".status.phase"));
-    let machine_columns = [
-        column("Cluster", "string", ".spec.clusterName"),
-        column("NodeName", "string", ".status.nodeRef.name"),
-        column("ProviderID", "string", ".spec.providerID"),
-        column("Phase", "string", ".status.phase"),
-    ];
-    Ok(vec![
-        permissive(&api::MachineDeployment::crd(), &md_columns)?,
-        permissive(&api::MachineSet::crd(), &replicas)?,
-        permissive(&api::Machine::crd(), &machine_columns)?,
-    ])
+    capi_crds_serving(CapiServing::WithConversion)
+}
+
+/// The MachineDeployment, MachineSet and Machine CRDs, served as `serving` says.
+pub fn capi_crds_serving(
+    serving: CapiServing,
+) -> Result<Vec<CustomResourceDefinition>, WorldError> {
+    CapiKind::ALL
+        .into_iter()
+        .map(|k| capi_crd(k, serving))
+        .collect()
 }
 
 /// Create CRDs (an existing one is left as it is) and wait until each is Established.
@@ -113,9 +184,41 @@ pub async fn install(
     Ok(())
 }
 
-/// Install the Cluster API CRDs into a management cluster.
+/// Whether the server behind `client` is sim (its `/version` answer says so,
+/// [`crate::discovery::SIM_HEADER`]).
+pub async fn is_sim(client: &kube::Client) -> Result<bool, WorldError> {
+    let request = http::Request::get("/version")
+        .body(kube::client::Body::empty())
+        .map_err(|e| kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e)))?;
+    let response = client.send(request).await?;
+    Ok(response
+        .headers()
+        .contains_key(crate::discovery::SIM_HEADER))
+}
+
+/// How [`install_capi_crds`] serves the Cluster API kinds on this server: with conversion
+/// on sim, v1beta2 alone on any other (a real kube-apiserver has no CAPI webhook to call).
+pub async fn capi_serving_for(client: &kube::Client) -> Result<CapiServing, WorldError> {
+    Ok(if is_sim(client).await? {
+        CapiServing::WithConversion
+    } else {
+        CapiServing::V1beta2Only
+    })
+}
+
+/// Install the Cluster API CRDs into a management cluster, served as CAPI v1.14 serves them as
+/// far as the server allows ([`capi_serving_for`]).
 pub async fn install_capi_crds(management: &kube::Client) -> Result<(), WorldError> {
-    install(management, &capi_crds()?).await
+    let serving = capi_serving_for(management).await?;
+    install_capi_crds_serving(management, serving).await
+}
+
+/// Install the Cluster API CRDs into a management cluster, served as `serving` says.
+pub async fn install_capi_crds_serving(
+    management: &kube::Client,
+    serving: CapiServing,
+) -> Result<(), WorldError> {
+    install(management, &capi_crds_serving(serving)?).await
 }
 
 /// Install our Karpenter CRDs (NodePool, NodeClaim, ClusterAPINodeClass) into a workload
@@ -128,33 +231,64 @@ pub async fn install_karpenter_crds(workload: &kube::Client) -> Result<(), World
 mod tests {
     use super::*;
 
+    fn crds(serving: CapiServing) -> Vec<Value> {
+        capi_crds_serving(serving)
+            .unwrap()
+            .iter()
+            .map(|c| serde_json::to_value(c).unwrap())
+            .collect()
+    }
+
     #[test]
     fn capi_crds_keep_everything_and_scale() {
-        let crds = capi_crds().unwrap();
+        let crds = crds(CapiServing::WithConversion);
         assert_eq!(crds.len(), 3);
-        let md = serde_json::to_value(&crds[0]).unwrap();
-        let v = &md["spec"]["versions"][0];
-        assert_eq!(v["name"], "v1beta1");
-        let props = &v["schema"]["openAPIV3Schema"]["properties"];
-        assert_eq!(props["spec"]["x-kubernetes-preserve-unknown-fields"], true);
+        let md = &crds[0];
+        let versions: Vec<(&str, bool, bool)> = md["spec"]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                (
+                    v["name"].as_str().unwrap(),
+                    v["storage"].as_bool().unwrap(),
+                    v["deprecated"].as_bool().unwrap_or(false),
+                )
+            })
+            .collect();
         assert_eq!(
-            props["status"]["x-kubernetes-preserve-unknown-fields"],
-            true
+            versions,
+            [("v1beta2", true, false), ("v1beta1", false, true)]
         );
-        let scale = &v["subresources"]["scale"];
-        assert_eq!(scale["specReplicasPath"], ".spec.replicas");
-        assert_eq!(scale["statusReplicasPath"], ".status.replicas");
-        assert_eq!(scale["labelSelectorPath"], ".status.selector");
-        let machine = serde_json::to_value(&crds[2]).unwrap();
+        for v in md["spec"]["versions"].as_array().unwrap() {
+            let props = &v["schema"]["openAPIV3Schema"]["properties"];
+            assert_eq!(props["spec"]["x-kubernetes-preserve-unknown-fields"], true);
+            assert_eq!(
+                props["status"]["x-kubernetes-preserve-unknown-fields"],
+                true
+            );
+            let scale = &v["subresources"]["scale"];
+            assert_eq!(scale["specReplicasPath"], ".spec.replicas");
+            assert_eq!(scale["statusReplicasPath"], ".status.replicas");
+            assert_eq!(scale["labelSelectorPath"], ".status.selector");
+        }
+        let conversion = &md["spec"]["conversion"];
+        assert_eq!(conversion["strategy"], "Webhook");
+        assert_eq!(
+            conversion["webhook"]["clientConfig"]["service"]["name"],
+            "capi-webhook-service"
+        );
+        let machine = &crds[2];
         assert!(machine["spec"]["versions"][0]["subresources"]["status"].is_object());
+        assert!(machine["spec"]["versions"][0]["subresources"]["scale"].is_null());
         // Cluster API's short names and category: `kubectl get md`, `kubectl get cluster-api`.
         let names: Vec<(&str, &str)> = crds
             .iter()
             .map(|c| {
-                let n = &c.spec.names;
+                let n = &c["spec"]["names"];
                 (
-                    n.short_names.as_ref().unwrap()[0].as_str(),
-                    n.categories.as_ref().unwrap()[0].as_str(),
+                    n["shortNames"][0].as_str().unwrap(),
+                    n["categories"][0].as_str().unwrap(),
                 )
             })
             .collect();
@@ -166,5 +300,65 @@ mod tests {
                 ("ma", "cluster-api")
             ]
         );
+    }
+
+    #[test]
+    fn columns_are_capis_per_version() {
+        let crds = crds(CapiServing::WithConversion);
+        let names = |crd: &Value, i: usize| -> Vec<String> {
+            crd["spec"]["versions"][i]["additionalPrinterColumns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(
+            names(&crds[0], 0),
+            [
+                "Cluster",
+                "Available",
+                "Desired",
+                "Current",
+                "Ready",
+                "Available",
+                "Up-to-date",
+                "Paused",
+                "Phase",
+                "Age",
+                "Version"
+            ]
+        );
+        assert_eq!(
+            names(&crds[0], 1),
+            [
+                "Cluster",
+                "Desired",
+                "Replicas",
+                "Ready",
+                "Updated",
+                "Unavailable",
+                "Phase",
+                "Age",
+                "Version"
+            ]
+        );
+        assert_eq!(names(&crds[2], 1)[1], "NodeName");
+    }
+
+    #[test]
+    fn other_servings_have_one_version_and_no_webhook() {
+        for (serving, name) in [
+            (CapiServing::V1beta2Only, "v1beta2"),
+            (CapiServing::V1beta1Only, "v1beta1"),
+        ] {
+            for crd in crds(serving) {
+                let versions = crd["spec"]["versions"].as_array().unwrap();
+                assert_eq!(versions.len(), 1);
+                assert_eq!(versions[0]["name"], name);
+                assert_eq!(versions[0]["storage"], true);
+                assert!(crd["spec"]["conversion"].is_null());
+            }
+        }
     }
 }

@@ -120,18 +120,24 @@ pub fn watch_for_all<K>(api: Api<K>, wakes: Vec<Arc<Notify>>) -> JoinHandle<()>
 where
     K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
 {
-    tokio::spawn(async move {
-        let mut events = watcher(api, watcher::Config::default())
-            .default_backoff()
-            .boxed();
-        while let Some(event) = events.next().await {
-            if event.is_ok() {
-                for wake in &wakes {
-                    wake.notify_one();
-                }
+    tokio::spawn(run_watch(api, wakes))
+}
+
+/// What [`watch_for_all`] spawns: watch until the task is aborted.
+pub async fn run_watch<K>(api: Api<K>, wakes: Vec<Arc<Notify>>)
+where
+    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    let mut events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    while let Some(event) = events.next().await {
+        if event.is_ok() {
+            for wake in &wakes {
+                wake.notify_one();
             }
         }
-    })
+    }
 }
 
 /// A controller's tasks: its loop and its watches, and the least time between the starts of

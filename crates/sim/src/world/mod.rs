@@ -58,6 +58,9 @@ pub enum WorldError {
     /// A CRD did not become Established.
     #[error("the CustomResourceDefinition {0} did not become Established")]
     NotEstablished(String),
+    /// The management cluster serves neither `cluster.x-k8s.io/v1beta2` nor `v1beta1`.
+    #[error("the management cluster does not serve cluster.x-k8s.io v1beta2 or v1beta1")]
+    CapiNotServed,
 }
 
 /// The world's running controllers. Dropping this stops them.
@@ -151,11 +154,20 @@ pub async fn run_world_against(
     config: WorldConfig,
 ) -> anyhow::Result<()> {
     if config.capi.enabled {
-        crds::install_capi_crds(&management).await?;
+        install_capi(&management, &config.capi).await?;
     }
     let _controllers = start_controllers(&workload, &management, &config);
     std::future::pending::<()>().await;
     Ok(())
+}
+
+/// Install the Cluster API CRDs as `config.serving` says (the default: as far as the server
+/// allows, [`crds::install_capi_crds`]).
+async fn install_capi(management: &kube::Client, config: &CapiConfig) -> Result<(), WorldError> {
+    match config.serving {
+        Some(serving) => crds::install_capi_crds_serving(management, serving).await,
+        None => crds::install_capi_crds(management).await,
+    }
 }
 
 /// The servers behind a [`World`].
@@ -252,7 +264,7 @@ impl World {
         let client = cluster.client().await?;
         config.scheduler.enabled = false;
         config.workloads.deployments = false;
-        crds::install_capi_crds(&client).await?;
+        install_capi(&client, &config.capi).await?;
         let controllers = start_controllers(&client, &client, &config);
         Ok(World {
             controllers,
@@ -268,7 +280,7 @@ impl World {
     ) -> Result<Controllers, WorldError> {
         let mgmt = kube::Client::new(management.router_without_faults(), "default");
         let wl = kube::Client::new(workload.router_without_faults(), "default");
-        crds::install_capi_crds(&mgmt).await?;
+        install_capi(&mgmt, &config.capi).await?;
         Ok(start_controllers(&wl, &mgmt, config))
     }
 

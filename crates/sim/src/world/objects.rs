@@ -15,20 +15,32 @@ use kube::discovery::ApiResource;
 use serde_json::{Map, Value, json};
 
 use super::WorldError;
+use crate::convert::capi::{CapiKind, CapiVersion, GROUP};
 
-/// `cluster.x-k8s.io/v1beta1` MachineDeployments.
+/// A Cluster API resource in a version.
+pub fn capi_resource(kind: CapiKind, version: CapiVersion) -> ApiResource {
+    ApiResource {
+        group: GROUP.to_owned(),
+        version: version.name().to_owned(),
+        api_version: version.api_version(),
+        kind: kind.kind().to_owned(),
+        plural: kind.plural().to_owned(),
+    }
+}
+
+/// `cluster.x-k8s.io/v1beta2` MachineDeployments.
 pub fn machine_deployments() -> ApiResource {
-    ApiResource::erase::<api::MachineDeployment>(&())
+    capi_resource(CapiKind::MachineDeployment, CapiVersion::V1beta2)
 }
 
-/// `cluster.x-k8s.io/v1beta1` MachineSets.
+/// `cluster.x-k8s.io/v1beta2` MachineSets.
 pub fn machine_sets() -> ApiResource {
-    ApiResource::erase::<api::MachineSet>(&())
+    capi_resource(CapiKind::MachineSet, CapiVersion::V1beta2)
 }
 
-/// `cluster.x-k8s.io/v1beta1` Machines.
+/// `cluster.x-k8s.io/v1beta2` Machines.
 pub fn machines() -> ApiResource {
-    ApiResource::erase::<api::Machine>(&())
+    capi_resource(CapiKind::Machine, CapiVersion::V1beta2)
 }
 
 /// A dynamic `Api` over all namespaces.
@@ -232,6 +244,23 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     }
 }
 
+/// Whether any field of `desired` (an object of status fields) differs from `obj`'s status.
+pub fn status_changed(obj: &Value, desired: &Value) -> bool {
+    let current = obj.get("status").unwrap_or(&Value::Null);
+    desired.as_object().is_some_and(|d| {
+        d.iter()
+            .any(|(k, v)| current.get(k).unwrap_or(&Value::Null) != v)
+    })
+}
+
+/// The HTTP code of a failed API request behind a world error.
+pub fn world_code(e: &WorldError) -> Option<u16> {
+    match e {
+        WorldError::Kube(e) => code(e),
+        _ => None,
+    }
+}
+
 /// Merge-patch the `status` subresource with `desired` (an object of status fields) unless
 /// every one of those fields already has that value in `obj`.
 pub async fn patch_status_if_changed<K>(
@@ -242,12 +271,7 @@ pub async fn patch_status_if_changed<K>(
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let current = obj.get("status").cloned().unwrap_or(Value::Null);
-    let changed = desired.as_object().is_some_and(|d| {
-        d.iter()
-            .any(|(k, v)| current.get(k).unwrap_or(&Value::Null) != v)
-    });
-    if !changed {
+    if !status_changed(obj, &desired) {
         return Ok(());
     }
     let patch = json!({"status": desired});
@@ -285,6 +309,17 @@ pub fn new_condition(
     message: &str,
 ) -> Value {
     let status = if status { "True" } else { "False" };
+    condition_with_status(previous, kind, status, reason, message)
+}
+
+/// [`new_condition`] with any status (`True`, `False`, `Unknown`).
+pub fn condition_with_status(
+    previous: Option<&Value>,
+    kind: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+) -> Value {
     let since = previous
         .filter(|p| p.get("status").and_then(Value::as_str) == Some(status))
         .and_then(|p| p.get("lastTransitionTime").cloned())

@@ -30,7 +30,7 @@ fn md(name: &str, annotations: Value) -> Value {
         }
     }
     json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
         "metadata": {"name": name, "namespace": "capi",
             "labels": {"node.cluster.x-k8s.io/karpenter-member": "", "cluster.x-k8s.io/cluster-name": "c1"},
             "annotations": a},
@@ -38,7 +38,7 @@ fn md(name: &str, annotations: Value) -> Value {
             "selector": {"matchLabels": {"pool": name}},
             "template": {"metadata": {"labels": {"pool": name}},
                 "spec": {"clusterName": "c1", "bootstrap": {"dataSecretName": "b"},
-                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
                         "kind": "DockerMachineTemplate", "name": name}}}}
     })
 }
@@ -57,6 +57,7 @@ fn good() -> Facts {
     let mut checks = permissions::workload(Some(("karpenter", "lease")));
     checks.extend(permissions::management(&[], None));
     Facts {
+        capi: Some(api::CapiVersion::v1beta2()),
         separate_management: true,
         scope: Scope::default(),
         crds_missing: Vec::new(),
@@ -111,7 +112,7 @@ fn a_working_installation_has_no_findings_and_an_inventory() {
 #[test]
 fn missing_crds_name_the_cluster_and_how_to_install() {
     let mut f = good();
-    f.crds_missing = crate::probes::REQUIRED.to_vec();
+    f.crds_missing = crate::probes::required(&api::CapiVersion::v1beta2());
     let report = examine(&f);
     let missing: Vec<&Finding> = report.with_code("crd-missing").collect();
     assert_eq!(missing.len(), 6);
@@ -426,19 +427,70 @@ fn failed_and_topology_managed_machine_deployments_are_named() {
     m["metadata"]["labels"]["topology.cluster.x-k8s.io/owned"] = json!("");
     f.machine_deployments = Ok(vec![from(m)]);
     let report = examine(&f);
+    // A Failed MachineDeployment's offering is unavailable, so the only one leaves the
+    // NodePool nothing to launch.
     assert_eq!(
         codes(&report),
         [
+            (Severity::Blocker, "nodepool-nothing-available"),
+            (Severity::Warning, "machine-deployment-unavailable"),
             (Severity::Warning, "machine-deployment-failed"),
             (Severity::Info, "machine-deployment-topology-managed"),
         ]
     );
-    assert!(report.ok, "neither blocks: {}", report.render());
+    let unavailable = report
+        .with_code("machine-deployment-unavailable")
+        .next()
+        .unwrap();
     assert!(
-        report.findings[1]
+        unavailable
             .message
-            .contains("topology.cluster.x-k8s.io/owned"),
+            .contains("reports the MachineDeployment Failed"),
         "{}",
-        report.findings[1].message
+        unavailable.message
+    );
+    let topology = report
+        .with_code("machine-deployment-topology-managed")
+        .next()
+        .unwrap();
+    assert!(
+        topology.message.contains("topology.cluster.x-k8s.io/owned"),
+        "{}",
+        topology.message
+    );
+}
+
+#[test]
+fn a_management_cluster_serving_only_v1beta1_is_named() {
+    let mut f = good();
+    assert_eq!(examine(&f).with_code("capi-v1beta1").count(), 0);
+    f.capi = Some(api::CapiVersion::v1beta1());
+    let report = examine(&f);
+    let found: Vec<&Finding> = report.with_code("capi-v1beta1").collect();
+    assert_eq!(found.len(), 1, "{}", report.render());
+    assert_eq!(found[0].severity, Severity::Warning);
+    assert!(
+        found[0].message.contains("cluster.x-k8s.io/v1beta1"),
+        "{}",
+        found[0].message
+    );
+}
+
+#[test]
+fn a_blocked_scale_up_is_named_with_cluster_apis_reason() {
+    let mut f = good();
+    let mut m = md("small", json!({}));
+    m["status"] = json!({"conditions": [{"type": "ScalingUp", "status": "True",
+        "message": "Scaling up from 0 to 1 replicas is blocked because:\n* MachineSet small-x: ControlPlaneIsStable: upgrading"}]});
+    f.machine_deployments = Ok(vec![from(m)]);
+    let report = examine(&f);
+    let found: Vec<&Finding> = report
+        .with_code("machine-deployment-scale-up-blocked")
+        .collect();
+    assert_eq!(found.len(), 1, "{}", report.render());
+    assert!(
+        found[0].message.contains("ControlPlaneIsStable: upgrading"),
+        "{}",
+        found[0].message
     );
 }

@@ -3,41 +3,47 @@
 //! Responsibility: roll each MachineDeployment out through MachineSets it owns, as CAPI
 //! v1.12–v1.14 does ([`super::rollout`] holds the rules): the MachineSet whose template rolls
 //! out like the deployment's is the new one; a template change (version, bootstrap,
-//! infrastructure reference, failure domain) makes a new MachineSet (`generateName: <md>-`,
-//! controller owner reference, labels = template labels + `deployment-name` + `cluster-name` +
-//! `machine-template-hash`, which its selector and template carry too, the next revision);
-//! RollingUpdate and OnDelete set every MachineSet's replicas per the plan — so lowering a
-//! deployment's replicas mid-rollout takes from the oldest old MachineSet, whatever Machine is
-//! marked `delete-machine` elsewhere; old MachineSets of an OnDelete rollout get
+//! infrastructure reference, failure domain) makes a new `v1beta2` MachineSet (`generateName:
+//! <md>-`, controller owner reference, labels = template labels + `deployment-name` +
+//! `cluster-name` + `machine-template-hash`, which its selector and template carry too, the
+//! next revision); RollingUpdate and OnDelete set every MachineSet's replicas per the plan — so
+//! lowering a deployment's replicas mid-rollout takes from the oldest old MachineSet, whatever
+//! Machine is marked `delete-machine` elsewhere; old MachineSets of an OnDelete rollout get
 //! `disable-machine-create: "true"`; emptied old MachineSets are deleted. What does not roll
 //! out (labels, annotations, taints) is updated in place on the new MachineSet, and the
-//! deletion order (`deletePolicy`) on every one. An unset `spec.replicas` is defaulted as
-//! CAPI's webhook does (min-size when both autoscaler size annotations are set, else 1). The
-//! deployment's status (`replicas`, `readyReplicas`, `availableReplicas`, `updatedReplicas`:
-//! the new MachineSet's, `unavailableReplicas`, `selector`, `observedGeneration`, `phase`) is
-//! summed over its MachineSets. Paused and deleting deployments are left alone (the garbage
-//! collector removes a deleted deployment's MachineSets).
-//! Inputs: MachineDeployments and MachineSets (fresh lists). Outputs: MachineSet creates,
-//! patches and deletes, deployment spec/status patches.
+//! deletion order (`spec.deletion.order`) on every one. An unset `spec.replicas` is defaulted
+//! as CAPI's webhook does (min-size when both autoscaler size annotations are set, else 1). The
+//! deployment's v1beta2 status (`replicas`, `readyReplicas`, `availableReplicas`,
+//! `upToDateReplicas`: the new MachineSet's, `selector`, `observedGeneration`, `phase`, and the
+//! deprecated v1beta1 counters under `deprecated.v1beta1`) is summed over its MachineSets.
+//! Paused and deleting deployments are left alone (the garbage collector removes a deleted
+//! deployment's MachineSets).
+//! Inputs: MachineDeployments and MachineSets (fresh lists, v1beta2 through [`Capi`]).
+//! Outputs: MachineSet creates, patches and deletes, deployment spec/status patches.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use api::well_known::capi as keys;
-use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+use super::client::Capi;
 use super::rollout;
+use crate::convert::capi::{CapiKind, CapiVersion};
 use crate::object;
 use crate::world::WorldError;
 use crate::world::driver::{PassResult, Reconciler};
 use crate::world::objects::{
-    self as o, annotations, controller_ref, controller_uid, ignore_not_found, labels, list_json,
-    merge_diff, patch_status_if_changed, selector_string, string_map, text,
+    annotations, controller_ref, controller_uid, labels, merge_diff, selector_string, string_map,
+    text,
 };
+
+const MD: CapiKind = CapiKind::MachineDeployment;
+const MS: CapiKind = CapiKind::MachineSet;
 
 /// The MachineDeployment controller.
 pub struct Deployments {
-    client: kube::Client,
+    capi: Arc<Capi>,
 }
 
 impl std::fmt::Debug for Deployments {
@@ -47,9 +53,9 @@ impl std::fmt::Debug for Deployments {
 }
 
 impl Deployments {
-    /// Over a management cluster.
-    pub fn new(client: kube::Client) -> Self {
-        Self { client }
+    /// Over a management cluster's Cluster API.
+    pub fn new(capi: Arc<Capi>) -> Self {
+        Self { capi }
     }
 }
 
@@ -116,15 +122,12 @@ impl Deployments {
             return Ok(());
         }
         let (ns, name, uid) = (object::namespace(md), object::name(md), object::uid(md));
-        let mds = o::namespaced(&self.client, ns, &o::machine_deployments());
-        let sets_api = o::namespaced(&self.client, ns, &o::machine_sets());
         let replicas = match md.pointer("/spec/replicas").and_then(Value::as_i64) {
             Some(r) => r,
             None => {
                 let r = default_replicas(md);
                 let patch = json!({"spec": {"replicas": r}});
-                mds.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await?;
+                self.capi.patch(MD, md, &patch).await?;
                 r
             }
         };
@@ -188,10 +191,10 @@ impl Deployments {
                 let mut spec = json!({"clusterName": cluster, "replicas": plan.new,
                     "selector": selector, "template": template});
                 if let Some(order) = &order {
-                    object::set_path(&mut spec, ".deletePolicy", json!(order));
+                    object::set_path(&mut spec, ".deletion.order", json!(order));
                 }
                 let ms = json!({
-                    "apiVersion": "cluster.x-k8s.io/v1beta1",
+                    "apiVersion": CapiVersion::V1beta2.api_version(),
                     "kind": "MachineSet",
                     "metadata": {"generateName": format!("{name}-"), "namespace": ns,
                         "labels": set_labels,
@@ -200,8 +203,7 @@ impl Deployments {
                         "ownerReferences": [controller_ref(md)]},
                     "spec": spec,
                 });
-                let ms: DynamicObject = serde_json::from_value(ms)?;
-                sets_api.create(&PostParams::default(), &ms).await?;
+                self.capi.create(MS, ms).await?;
             }
             Some(ms) => {
                 let mut patch = serde_json::Map::new();
@@ -221,8 +223,7 @@ impl Deployments {
                 if let Some(d) = merge_diff(&current, &desired) {
                     patch.insert("template".into(), d);
                 }
-                self.update_set(&sets_api, ms, patch, false, order.as_deref())
-                    .await?;
+                self.update_set(ms, patch, false, order.as_deref()).await?;
             }
         }
         for ms in &old {
@@ -237,14 +238,10 @@ impl Deployments {
             }
             if want == 0 && int(ms, ".status.replicas") == 0 && int(ms, ".spec.replicas") == 0 {
                 // Scaled away and empty: CAPI cleans old MachineSets up.
-                ignore_not_found(
-                    sets_api
-                        .delete(object::name(ms), &DeleteParams::default())
-                        .await,
-                )?;
+                self.capi.delete(MS, ns, object::name(ms)).await?;
                 continue;
             }
-            self.update_set(&sets_api, ms, patch, on_delete, order.as_deref())
+            self.update_set(ms, patch, on_delete, order.as_deref())
                 .await?;
         }
         let sum = |path: &str| owned.iter().map(|s| int(s, path)).sum::<i64>();
@@ -267,29 +264,33 @@ impl Deployments {
             "replicas": have,
             "readyReplicas": ready,
             "availableReplicas": available,
-            "updatedReplicas": updated,
-            "unavailableReplicas": (replicas - available).max(0),
+            "upToDateReplicas": updated,
             "selector": selector_string(&string_map(&set_selector(md), ".matchLabels")),
             "observedGeneration": object::generation(md),
             "phase": phase,
+            "deprecated": {"v1beta1": {
+                "readyReplicas": ready,
+                "availableReplicas": available,
+                "updatedReplicas": updated,
+                "unavailableReplicas": (replicas - available).max(0),
+            }},
         });
-        patch_status_if_changed(&mds, md, status).await
+        self.capi.patch_status_if_changed(MD, md, status).await
     }
 
     /// Patch a MachineSet's `spec` with `patch` plus its create switch (`disabled`: an old
     /// MachineSet of an OnDelete rollout) and deletion order, when anything differs.
     async fn update_set(
         &self,
-        api: &kube::Api<DynamicObject>,
         ms: &Value,
         mut patch: serde_json::Map<String, Value>,
         disabled: bool,
         order: Option<&str>,
     ) -> Result<(), WorldError> {
         if let Some(order) = order
-            && text(ms, ".spec.deletePolicy") != Some(order)
+            && text(ms, ".spec.deletion.order") != Some(order)
         {
-            patch.insert("deletePolicy".into(), json!(order));
+            patch.insert("deletion".into(), json!({"order": order}));
         }
         let switch = if disabled { "true" } else { "false" };
         let mut body = serde_json::Map::new();
@@ -309,21 +310,15 @@ impl Deployments {
         if body.is_empty() {
             return Ok(());
         }
-        api.patch(
-            object::name(ms),
-            &PatchParams::default(),
-            &Patch::Merge(&Value::Object(body)),
-        )
-        .await?;
-        Ok(())
+        self.capi.patch(MS, ms, &Value::Object(body)).await
     }
 }
 
-/// The deployment's Machine deletion order for its MachineSets (v1beta1
-/// `spec.strategy.rollingUpdate.deletePolicy`, v1beta2 `spec.deletion.order`).
+/// The deployment's Machine deletion order for its MachineSets (v1beta2
+/// `spec.deletion.order`, v1beta1 `spec.strategy.rollingUpdate.deletePolicy`).
 fn delete_order(md: &Value) -> Option<String> {
-    md.pointer("/spec/strategy/rollingUpdate/deletePolicy")
-        .or_else(|| md.pointer("/spec/deletion/order"))
+    md.pointer("/spec/deletion/order")
+        .or_else(|| md.pointer("/spec/strategy/rollingUpdate/deletePolicy"))
         .and_then(Value::as_str)
         .map(str::to_owned)
 }
@@ -344,8 +339,8 @@ impl Reconciler for Deployments {
     }
 
     async fn pass(&mut self) -> PassResult {
-        let mds = list_json(&self.client, &o::machine_deployments()).await?;
-        let sets = list_json(&self.client, &o::machine_sets()).await?;
+        let mds = self.capi.list(MD).await?;
+        let sets = self.capi.list(MS).await?;
         let mut first_error = None;
         for md in &mds {
             if let Err(e) = self.reconcile(md, &sets).await {

@@ -1,47 +1,65 @@
 //! The Machine controller and the simulated infrastructure behind it.
 //!
-//! Responsibility: walk each Machine (management cluster) through CAPI's phases with
-//! configurable delays counted from when this controller first saw it — `Pending`, then
-//! `Provisioning` (bootstrap ready), then `Provisioned` with `spec.providerID =
-//! sim:///<zone>/<name>` (infrastructure ready), then `Running` once its Node was registered in
-//! the workload cluster ([`super::super::node_template`]) and `status.nodeRef` set — and keep
-//! its `NodeHealthy`/`Ready` conditions following the Node's readiness. A deleting Machine
-//! turns `Deleting`; after the deletion delay its Node is deleted and its finalizer removed.
-//! Nodes with a `sim:///` providerID whose Machine no longer exists are deleted too (the
-//! instance is gone). Failure knobs (config rates drawn per Machine name from the seed, or the
-//! [`annotations`] on the Machine or its MachineDeployment): never get a providerID; go
-//! `Failed` with `failureReason`/`failureMessage`; slow provisioning or deletion.
+//! Responsibility: walk each Machine (management cluster, `v1beta2`) through CAPI's phases
+//! with configurable delays counted from when this controller first saw it — `Pending`, then
+//! `Provisioning` (bootstrap ready: `status.initialization.bootstrapDataSecretCreated`), then
+//! `Provisioned` with `spec.providerID = sim:///<zone>/<name>` (infrastructure ready:
+//! `initialization.infrastructureProvisioned`), then `Running` once its Node was registered in
+//! the workload cluster ([`super::super::node_template`]) and `status.nodeRef: {name}` set —
+//! and keep its conditions ([`super::phases`]: v1beta2 `NodeReady`/`NodeHealthy`/`Ready`/
+//! `Available` and the deprecated v1beta1 ones) following the Node's readiness. A deleting
+//! Machine turns `Deleting` (condition `Deleting` true); after the deletion delay its Node is
+//! deleted and its finalizer removed. Nodes with a `sim:///` providerID whose Machine no longer
+//! exists are deleted too (the instance is gone). Failure knobs (config rates drawn per Machine
+//! name from the seed, or the [`annotations`] on the Machine or its MachineDeployment): never
+//! get a providerID; go `Failed` with `status.deprecated.v1beta1.failureReason`/
+//! `failureMessage`; slow provisioning or deletion.
 //! A pass reconciles its Machines concurrently ([`o::concurrently`]).
-//! Inputs: Machines, MachineDeployments (management), Nodes (workload). Outputs: Machine
-//! spec/status/finalizer patches, Node creates and deletes.
+//! Inputs: Machines, MachineDeployments (management, through [`Capi`]), Nodes (workload).
+//! Outputs: Machine spec/status/finalizer patches, Node creates and deletes.
 //! Approximations: no drain before the Node is deleted (Karpenter drains first); phase times
 //! are kept in memory, so a restarted controller starts the delays over.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use api::well_known::capi as keys;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::convert::capi::CapiKind;
 use crate::object;
 use crate::world::WorldError;
 use crate::world::config::{CapiConfig, annotations};
 use crate::world::driver::{PassResult, Reconciler};
 use crate::world::node_template;
 use crate::world::objects::{
-    self as o, code, condition_true, ignore_not_found, list_json, parse_duration,
-    patch_status_if_changed, text,
+    self as o, code, condition_true, ignore_not_found, parse_duration, text, world_code,
 };
 
-use super::phases::{Failure, conditions, failure, knob};
+use super::client::Capi;
+use super::phases::{Facts, Failure, conditions, deleting, failure, knob, v1beta1_conditions};
 use super::sets::MACHINE_FINALIZER;
+
+const MACHINE: CapiKind = CapiKind::Machine;
+
+/// The status of a Machine in `phase` for these facts.
+fn status(m: &Value, phase: &str, facts: Facts) -> Value {
+    json!({
+        "phase": phase,
+        "initialization": {"bootstrapDataSecretCreated": facts.bootstrap,
+            "infrastructureProvisioned": facts.infra},
+        "conditions": conditions(m, facts),
+        "deprecated": {"v1beta1": {"conditions": v1beta1_conditions(m, facts)}},
+    })
+}
 
 /// The Machine controller.
 pub struct Machines {
-    management: kube::Client,
+    capi: Arc<Capi>,
     workload: kube::Client,
     config: CapiConfig,
     seen: Clock,
@@ -88,10 +106,10 @@ fn until(at: Instant, now: Instant) -> Option<Duration> {
 }
 
 impl Machines {
-    /// Over a management and a workload cluster.
-    pub fn new(management: kube::Client, workload: kube::Client, config: CapiConfig) -> Self {
+    /// Over a management cluster's Cluster API and a workload cluster.
+    pub fn new(capi: Arc<Capi>, workload: kube::Client, config: CapiConfig) -> Self {
         Self {
-            management,
+            capi,
             workload,
             config,
             seen: Clock::default(),
@@ -112,7 +130,6 @@ impl Machines {
         m: &Value,
         finalizers: Vec<String>,
     ) -> Result<Option<Duration>, WorldError> {
-        let api = o::namespaced(&self.management, object::namespace(m), &o::machines());
         let value = if finalizers.is_empty() {
             Value::Null
         } else {
@@ -120,18 +137,11 @@ impl Machines {
         };
         let patch = json!({"metadata": {"finalizers": value,
             "resourceVersion": object::resource_version(m)}});
-        match api
-            .patch(
-                object::name(m),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-        {
-            Ok(_) => Ok(None),
-            Err(e) if code(&e) == Some(409) => Ok(Some(Duration::from_millis(100))),
-            Err(e) if code(&e) == Some(404) => Ok(None),
-            Err(e) => Err(e.into()),
+        match self.capi.patch(MACHINE, m, &patch).await {
+            Ok(()) => Ok(None),
+            Err(e) if world_code(&e) == Some(409) => Ok(Some(Duration::from_millis(100))),
+            Err(e) if world_code(&e) == Some(404) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -146,8 +156,10 @@ impl Machines {
         if !object::finalizers(m).iter().any(|f| f == MACHINE_FINALIZER) {
             return Ok(None);
         }
-        let api = o::namespaced(&self.management, object::namespace(m), &o::machines());
-        patch_status_if_changed(&api, m, json!({"phase": "Deleting"})).await?;
+        let status = json!({"phase": "Deleting", "conditions": deleting(m)});
+        self.capi
+            .patch_status_if_changed(MACHINE, m, status)
+            .await?;
         let due = since
             + self.delay(
                 m,
@@ -171,11 +183,13 @@ impl Machines {
             let nodes: Api<Node> = Api::all(self.workload.clone());
             ignore_not_found(nodes.delete(&node, &DeleteParams::default()).await)?;
         }
-        let fresh = serde_json::to_value(match api.get(object::name(m)).await {
-            Ok(f) => f,
-            Err(e) if code(&e) == Some(404) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        })?;
+        let Some(fresh) = self
+            .capi
+            .get(MACHINE, object::namespace(m), object::name(m))
+            .await?
+        else {
+            return Ok(None);
+        };
         let rest = object::finalizers(&fresh)
             .into_iter()
             .filter(|f| f != MACHINE_FINALIZER)
@@ -201,7 +215,6 @@ impl Machines {
         }
         let uid = object::uid(m).to_owned();
         let name = object::name(m);
-        let api = o::namespaced(&self.management, object::namespace(m), &o::machines());
         let t0 = self.seen.first(&uid, now);
         let boot_at = t0 + self.config.bootstrap_delay;
         let bootstrapped = now >= boot_at;
@@ -215,19 +228,41 @@ impl Machines {
         let fails = failure(m, md, &self.config);
         let Some(provider_id) = text(m, ".spec.providerID") else {
             if fails == Some(Failure::Failed) && bootstrapped {
-                let status = json!({"phase": "Failed", "failureReason": "CreateError",
-                    "failureMessage": "simulated infrastructure failure: the instance could not be created",
-                    "bootstrapReady": true, "infrastructureReady": false,
-                    "conditions": conditions(m, true, false, None)});
-                patch_status_if_changed(&api, m, status).await?;
+                let facts = Facts {
+                    bootstrap: true,
+                    infra: false,
+                    node: None,
+                };
+                let mut status = status(m, "Failed", facts);
+                object::set_path(
+                    &mut status,
+                    ".deprecated.v1beta1.failureReason",
+                    json!("CreateError"),
+                );
+                object::set_path(
+                    &mut status,
+                    ".deprecated.v1beta1.failureMessage",
+                    json!("simulated infrastructure failure: the instance could not be created"),
+                );
+                self.capi
+                    .patch_status_if_changed(MACHINE, m, status)
+                    .await?;
                 return Ok(None);
             }
             if fails.is_some() || now < pid_at {
-                let status = json!({
-                    "phase": if bootstrapped { "Provisioning" } else { "Pending" },
-                    "bootstrapReady": bootstrapped, "infrastructureReady": false,
-                    "conditions": conditions(m, bootstrapped, false, None)});
-                patch_status_if_changed(&api, m, status).await?;
+                let facts = Facts {
+                    bootstrap: bootstrapped,
+                    infra: false,
+                    node: None,
+                };
+                let phase = if bootstrapped {
+                    "Provisioning"
+                } else {
+                    "Pending"
+                };
+                self.capi
+                    .patch_status_if_changed(MACHINE, m, status(m, phase, facts))
+                    .await?;
                 return Ok(match (bootstrapped, fails) {
                     (false, _) => until(boot_at, now),
                     (true, None) => until(pid_at, now),
@@ -237,12 +272,16 @@ impl Machines {
             let zone = node_template::zone(m, md);
             let pid = node_template::provider_id(zone.as_deref(), name);
             let patch = json!({"spec": {"providerID": pid}});
-            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await?;
+            self.capi.patch(MACHINE, m, &patch).await?;
             self.provisioned.set(&uid, now);
-            let status = json!({"phase": "Provisioned", "bootstrapReady": true,
-                "infrastructureReady": true, "conditions": conditions(m, true, true, None)});
-            patch_status_if_changed(&api, m, status).await?;
+            let facts = Facts {
+                bootstrap: true,
+                infra: true,
+                node: None,
+            };
+            self.capi
+                .patch_status_if_changed(MACHINE, m, status(m, "Provisioned", facts))
+                .await?;
             return Ok(Some(self.config.node_join_delay));
         };
         let provisioned = self.provisioned.first(&uid, now);
@@ -261,18 +300,18 @@ impl Machines {
                 Some(self.register_node(m, md, provider_id).await?)
             }
         };
-        let mut status = json!({"phase": "Running", "bootstrapReady": true,
-            "infrastructureReady": true,
-            "conditions": conditions(m, true, true, Some(node.as_ref().is_some_and(|n| condition_true(n, "Ready"))))});
+        let facts = Facts {
+            bootstrap: true,
+            infra: true,
+            node: Some(node.as_ref().is_some_and(|n| condition_true(n, "Ready"))),
+        };
+        let mut status = status(m, "Running", facts);
         if let Some(n) = &node {
-            object::set_path(
-                &mut status,
-                ".nodeRef",
-                json!({"apiVersion": "v1", "kind": "Node",
-                "name": object::name(n), "uid": object::uid(n)}),
-            );
+            object::set_path(&mut status, ".nodeRef", json!({"name": object::name(n)}));
         }
-        patch_status_if_changed(&api, m, status).await?;
+        self.capi
+            .patch_status_if_changed(MACHINE, m, status)
+            .await?;
         Ok(None)
     }
 
@@ -342,8 +381,8 @@ impl Reconciler for Machines {
 
     async fn pass(&mut self) -> PassResult {
         let now = Instant::now();
-        let machines = list_json(&self.management, &o::machines()).await?;
-        let mds = list_json(&self.management, &o::machine_deployments()).await?;
+        let machines = self.capi.list(MACHINE).await?;
+        let mds = self.capi.list(CapiKind::MachineDeployment).await?;
         let nodes = crate::world::objects::list_values::<Node>(&self.workload).await?;
         let live: std::collections::HashSet<&str> = machines.iter().map(object::uid).collect();
         for clock in [&self.seen, &self.provisioned, &self.deleting] {

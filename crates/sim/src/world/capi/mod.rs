@@ -1,22 +1,50 @@
 //! The simulated Cluster API: MachineDeployment, MachineSet and Machine controllers plus the
 //! infrastructure that turns Machines into Nodes of the workload cluster.
 //!
-//! Responsibility: start the three controllers ([`deployments`], [`sets`], [`machines`]), each
-//! woken by watches of what it reads.
+//! Responsibility: start the three controllers ([`deployments`], [`sets`], [`machines`]) over
+//! one [`client::Capi`] (they speak `cluster.x-k8s.io/v1beta2`, whatever the management
+//! cluster serves), each woken by watches of what it reads — one watch per kind, shared,
+//! started once discovery says which version to watch.
 //! Inputs: management and workload clients, [`CapiConfig`]. Outputs: running tasks.
 
+pub mod client;
 pub mod deployments;
 pub mod machines;
 pub mod phases;
 pub mod rollout;
 pub mod sets;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
+use kube::api::DynamicObject;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 
 use super::config::CapiConfig;
-use super::driver::{Health, Tasks, watch};
-use super::objects::{self as o};
+use super::driver::{Health, Tasks, run_watch, watch};
+use crate::convert::capi::CapiKind;
+use client::Capi;
+
+/// Watch `kind` in the version `capi` talks (asking until discovery answers), waking `wakes`.
+fn watch_capi(capi: &Arc<Capi>, kind: CapiKind, wakes: Vec<Arc<Notify>>) -> JoinHandle<()> {
+    let capi = Arc::clone(capi);
+    tokio::spawn(async move {
+        let resource = loop {
+            match capi.resource(kind).await {
+                Ok(r) => break r,
+                Err(e) => {
+                    tracing::debug!(error = %e, "Cluster API not discovered yet");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        };
+        let api: Api<DynamicObject> = Api::all_with(capi.client().clone(), &resource);
+        run_watch(api, wakes).await;
+    })
+}
 
 /// Start the Cluster API controllers.
 pub fn start(
@@ -26,42 +54,31 @@ pub fn start(
     workload: &kube::Client,
     config: &CapiConfig,
 ) {
-    let mds = o::all(management, &o::machine_deployments());
-    let sets = o::all(management, &o::machine_sets());
-    let machines = o::all(management, &o::machines());
+    let capi = Arc::new(Capi::new(management.clone()));
     let nodes: Api<Node> = Api::all(workload.clone());
-    tasks.start(
-        deployments::Deployments::new(management.clone()),
+    let deployments = tasks.start_woken(
+        deployments::Deployments::new(Arc::clone(&capi)),
         config.resync,
         health,
-        |wake| {
-            vec![
-                watch(mds.clone(), wake.clone()),
-                watch(sets.clone(), wake.clone()),
-            ]
-        },
     );
-    tasks.start(
-        sets::Sets::new(management.clone()),
+    let sets = tasks.start_woken(sets::Sets::new(Arc::clone(&capi)), config.resync, health);
+    let machines = tasks.start_woken(
+        machines::Machines::new(Arc::clone(&capi), workload.clone(), config.clone()),
         config.resync,
         health,
-        |wake| {
-            vec![
-                watch(sets.clone(), wake.clone()),
-                watch(machines.clone(), wake.clone()),
-            ]
-        },
     );
-    tasks.start(
-        machines::Machines::new(management.clone(), workload.clone(), config.clone()),
-        config.resync,
-        health,
-        |wake| {
-            vec![
-                watch(machines, wake.clone()),
-                watch(mds, wake.clone()),
-                watch(nodes, wake.clone()),
-            ]
-        },
-    );
+    tasks.0.extend([
+        watch_capi(
+            &capi,
+            CapiKind::MachineDeployment,
+            vec![Arc::clone(&deployments), Arc::clone(&machines)],
+        ),
+        watch_capi(
+            &capi,
+            CapiKind::MachineSet,
+            vec![deployments, Arc::clone(&sets)],
+        ),
+        watch_capi(&capi, CapiKind::Machine, vec![sets, Arc::clone(&machines)]),
+        watch(nodes, machines),
+    ]);
 }

@@ -2,9 +2,12 @@
 //!
 //! Responsibility: decide whether (and how) a Machine's simulated infrastructure fails — from
 //! the [`annotations`] on the Machine or its MachineDeployment, else from the configured rates
-//! drawn per Machine name from the seed — and compute the Machine's `BootstrapReady`,
-//! `InfrastructureReady`, `NodeHealthy` and `Ready` conditions, keeping transition times that
-//! did not change.
+//! drawn per Machine name from the seed — and compute the Machine's conditions, keeping
+//! transition times that did not change: CAPI v1beta2's (`status.conditions`:
+//! `BootstrapConfigReady`, `InfrastructureReady`, `NodeReady`, `NodeHealthy`, `Ready`,
+//! `Available`, `Deleting`, with CAPI's reasons) and the deprecated v1beta1 ones CAPI still
+//! writes (`status.deprecated.v1beta1.conditions`: `BootstrapReady`, `InfrastructureReady`,
+//! `NodeHealthy`, `Ready`).
 //! Inputs: Machine and MachineDeployment JSON, [`CapiConfig`]. Outputs: [`Failure`], conditions.
 //! Pure.
 
@@ -13,7 +16,7 @@ use serde_json::{Value, json};
 use crate::object;
 use crate::rng::Rng;
 use crate::world::config::{CapiConfig, annotations};
-use crate::world::objects::{self as o, condition, new_condition};
+use crate::world::objects::{self as o, condition, condition_with_status, new_condition};
 
 /// How a Machine's infrastructure fails, if it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,12 +52,109 @@ pub fn failure(machine: &Value, md: Option<&Value>, config: &CapiConfig) -> Opti
     }
 }
 
-/// The Machine's conditions for these facts (`node`: whether its Node is Ready, `None`
-/// before it has one), keeping transition times that did not change.
-pub fn conditions(m: &Value, bootstrap: bool, infra: bool, node: Option<bool>) -> Value {
-    let c = |kind: &str, ok: bool, reason: &str| {
-        new_condition(condition(m, kind), kind, ok, reason, "")
+/// What a Machine's conditions say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
+    /// Its bootstrap data is there.
+    pub bootstrap: bool,
+    /// Its infrastructure is provisioned.
+    pub infra: bool,
+    /// Whether its Node is Ready; `None` before it has one.
+    pub node: Option<bool>,
+}
+
+/// The previous condition of a type in a list of conditions at `path`.
+fn previous<'a>(m: &'a Value, path: &str, kind: &str) -> Option<&'a Value> {
+    object::get_path(m, path)
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+/// The Machine's v1beta2 conditions (`status.conditions`) for these facts, as CAPI v1.14's
+/// Machine controller words them; `Deleting` is `False` (see [`deleting`]).
+pub fn conditions(m: &Value, facts: Facts) -> Value {
+    let generation = object::generation(m);
+    let c = |kind: &str, status: &str, reason: &str, message: &str| {
+        let mut c = condition_with_status(condition(m, kind), kind, status, reason, message);
+        object::as_map(&mut c).insert("observedGeneration".into(), json!(generation));
+        c
     };
+    let yes = |b: bool| if b { "True" } else { "False" };
+    let Facts {
+        bootstrap,
+        infra,
+        node,
+    } = facts;
+    let bootstrap_reason = match (bootstrap, m.pointer("/spec/bootstrap/configRef")) {
+        (false, _) => "NotReady",
+        (true, None) => "DataSecretProvided",
+        (true, Some(_)) => "Ready",
+    };
+    let healthy = node == Some(true);
+    let (node_status, ready_reason, healthy_reason) = match node {
+        None => ("Unknown", "NodeDoesNotExist", "NodeDoesNotExist"),
+        Some(false) => ("False", "NodeNotReady", "NodeNotHealthy"),
+        Some(true) => ("True", "NodeReady", "NodeHealthy"),
+    };
+    let ready = bootstrap && infra && healthy;
+    json!([
+        c("BootstrapConfigReady", yes(bootstrap), bootstrap_reason, ""),
+        c(
+            "InfrastructureReady",
+            yes(infra),
+            if infra { "Ready" } else { "NotReady" },
+            ""
+        ),
+        c("NodeReady", node_status, ready_reason, ""),
+        c("NodeHealthy", node_status, healthy_reason, ""),
+        c(
+            "Ready",
+            yes(ready),
+            if ready { "Ready" } else { "NotReady" },
+            ""
+        ),
+        c(
+            "Available",
+            yes(ready),
+            if ready { "Available" } else { "NotReady" },
+            ""
+        ),
+        c("Deleting", "False", "NotDeleting", ""),
+    ])
+}
+
+/// The v1beta2 conditions of a deleting Machine: as they are, `Deleting` now `True`.
+pub fn deleting(m: &Value) -> Value {
+    let mut all: Vec<Value> = m
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut now =
+        condition_with_status(condition(m, "Deleting"), "Deleting", "True", "Deleting", "");
+    object::as_map(&mut now).insert("observedGeneration".into(), json!(object::generation(m)));
+    match all
+        .iter_mut()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("Deleting"))
+    {
+        Some(c) => *c = now,
+        None => all.push(now),
+    }
+    Value::Array(all)
+}
+
+/// The Machine's deprecated v1beta1 conditions (`status.deprecated.v1beta1.conditions`).
+pub fn v1beta1_conditions(m: &Value, facts: Facts) -> Value {
+    const PATH: &str = ".status.deprecated.v1beta1.conditions";
+    let c = |kind: &str, ok: bool, reason: &str| {
+        new_condition(previous(m, PATH, kind), kind, ok, reason, "")
+    };
+    let Facts {
+        bootstrap,
+        infra,
+        node,
+    } = facts;
     let healthy = node == Some(true);
     let node_reason = match node {
         None => "WaitingForNodeRef",
@@ -92,6 +192,63 @@ pub fn conditions(m: &Value, bootstrap: bool, infra: bool, node: Option<bool>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn types(conditions: &Value) -> Vec<(String, String, String)> {
+        conditions
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let s = |k: &str| c[k].as_str().unwrap().to_owned();
+                (s("type"), s("status"), s("reason"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn conditions_are_capis_v1beta2_ones() {
+        let m =
+            json!({"metadata": {"generation": 2}, "spec": {"bootstrap": {"dataSecretName": "s"}}});
+        let pending = Facts {
+            bootstrap: false,
+            infra: false,
+            node: None,
+        };
+        let c = conditions(&m, pending);
+        let t = |k: &str, s: &str, r: &str| (k.to_owned(), s.to_owned(), r.to_owned());
+        assert_eq!(
+            types(&c),
+            [
+                t("BootstrapConfigReady", "False", "NotReady"),
+                t("InfrastructureReady", "False", "NotReady"),
+                t("NodeReady", "Unknown", "NodeDoesNotExist"),
+                t("NodeHealthy", "Unknown", "NodeDoesNotExist"),
+                t("Ready", "False", "NotReady"),
+                t("Available", "False", "NotReady"),
+                t("Deleting", "False", "NotDeleting"),
+            ]
+        );
+        assert_eq!(c[0]["observedGeneration"], 2);
+        let running = Facts {
+            bootstrap: true,
+            infra: true,
+            node: Some(true),
+        };
+        let c = conditions(&m, running);
+        assert_eq!(
+            types(&c)[0],
+            t("BootstrapConfigReady", "True", "DataSecretProvided")
+        );
+        assert_eq!(types(&c)[4], t("Ready", "True", "Ready"));
+        assert_eq!(types(&c)[5], t("Available", "True", "Available"));
+        let old = v1beta1_conditions(&m, running);
+        assert_eq!(types(&old)[3], t("Ready", "True", "Ready"));
+        // Deleting turns True and keeps the others.
+        let with = json!({"status": {"conditions": c}});
+        let d = deleting(&with);
+        assert_eq!(types(&d)[6], t("Deleting", "True", "Deleting"));
+        assert_eq!(types(&d)[4], t("Ready", "True", "Ready"));
+    }
 
     #[test]
     fn failures_come_from_annotations_or_seeded_rates() {

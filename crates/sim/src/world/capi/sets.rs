@@ -2,31 +2,35 @@
 //!
 //! Responsibility: keep each MachineSet's Machines (those whose controller owner reference is
 //! the set) at `spec.replicas`, counting Machines that are being deleted as CAPI does (so a
-//! deleted Machine is replaced only once it is gone). New Machines get `generateName:
-//! <set>-`, the template's labels and annotations plus `cluster.x-k8s.io/set-name`,
-//! `deployment-name` and `cluster-name`, the template's spec with `clusterName`, a controller
-//! owner reference to the set and the `machine.cluster.x-k8s.io` finalizer — unless the set is
-//! annotated `cluster.x-k8s.io/disable-machine-create: "true"` (an old MachineSet of an OnDelete
-//! rollout), which creates nothing. Scale-down deletes, in CAPI's order: Machines deleting
-//! already (they count), annotated `cluster.x-k8s.io/delete-machine`, unhealthy (no Node,
-//! `NodeHealthy` false), then by the set's deletion order (`Random`, the default, is by name
-//! in CAPI; `Newest`; `Oldest`), ties by name. Status: `replicas`, `fullyLabeledReplicas`,
-//! `readyReplicas` and `availableReplicas` (Machines whose `Ready` condition is true),
-//! `observedGeneration`, `selector`.
-//! Inputs: MachineSets and Machines (fresh lists). Outputs: Machine creates and deletes,
-//! MachineSet status patches.
+//! deleted Machine is replaced only once it is gone). New Machines (`v1beta2`) get
+//! `generateName: <set>-`, the template's labels and annotations plus
+//! `cluster.x-k8s.io/set-name`, `deployment-name` and `cluster-name`, the template's spec with
+//! `clusterName`, a controller owner reference to the set and the `machine.cluster.x-k8s.io`
+//! finalizer — unless the set is annotated `cluster.x-k8s.io/disable-machine-create: "true"` (an
+//! old MachineSet of an OnDelete rollout), which creates nothing. Scale-down deletes, in CAPI's
+//! order: Machines deleting already (they count), annotated `cluster.x-k8s.io/delete-machine`,
+//! unhealthy (no Node, `NodeHealthy` false), then by the set's deletion order
+//! (`spec.deletion.order`: `Random`, the default, is by name in CAPI; `Newest`; `Oldest`), ties
+//! by name. v1beta2 status: `replicas`, `readyReplicas` (Machines whose `Ready` condition is
+//! true), `availableReplicas` (`Available` true), `observedGeneration`, `selector`, and the
+//! deprecated v1beta1 counters (`fullyLabeledReplicas`, `readyReplicas`, `availableReplicas`)
+//! under `deprecated.v1beta1`.
+//! Inputs: MachineSets and Machines (fresh lists, v1beta2 through [`Capi`]). Outputs: Machine
+//! creates and deletes, MachineSet status patches.
+
+use std::sync::Arc;
 
 use api::well_known::capi as keys;
-use kube::api::{DeleteParams, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
+use super::client::Capi;
+use crate::convert::capi::{CapiKind, CapiVersion};
 use crate::object;
 use crate::world::WorldError;
 use crate::world::driver::{PassResult, Reconciler};
 use crate::world::objects::{
-    self as o, annotations, condition, condition_true, controller_ref, controller_uid,
-    ignore_not_found, labels, list_json, patch_status_if_changed, selector_string, string_map,
-    text,
+    self as o, annotations, condition, condition_true, controller_ref, controller_uid, labels,
+    selector_string, string_map, text,
 };
 
 /// The finalizer CAPI's Machine controller puts on Machines.
@@ -34,7 +38,7 @@ pub const MACHINE_FINALIZER: &str = "machine.cluster.x-k8s.io";
 
 /// The MachineSet controller.
 pub struct Sets {
-    client: kube::Client,
+    capi: Arc<Capi>,
 }
 
 impl std::fmt::Debug for Sets {
@@ -44,9 +48,9 @@ impl std::fmt::Debug for Sets {
 }
 
 impl Sets {
-    /// Over a management cluster.
-    pub fn new(client: kube::Client) -> Self {
-        Self { client }
+    /// Over a management cluster's Cluster API.
+    pub fn new(capi: Arc<Capi>) -> Self {
+        Self { capi }
     }
 }
 
@@ -70,7 +74,7 @@ fn priority(machine: &Value) -> u8 {
 }
 
 /// The `n` Machines a scale-down removes, first first, by the MachineSet's deletion order
-/// (`spec.deletePolicy`, v1beta2 `spec.deletion.order`): after the priorities, `Newest` takes
+/// (v1beta2 `spec.deletion.order`, v1beta1 `spec.deletePolicy`): after the priorities, `Newest` takes
 /// the newest, `Oldest` the oldest, and `Random` (the default) — a constant score in CAPI —
 /// takes them by name; ties by name.
 pub fn to_delete<'a>(machines: &[&'a Value], n: usize, order: &str) -> Vec<&'a Value> {
@@ -96,8 +100,8 @@ pub fn to_delete<'a>(machines: &[&'a Value], n: usize, order: &str) -> Vec<&'a V
 
 /// A MachineSet's deletion order.
 fn order(ms: &Value) -> &str {
-    text(ms, ".spec.deletePolicy")
-        .or_else(|| text(ms, ".spec.deletion.order"))
+    text(ms, ".spec.deletion.order")
+        .or_else(|| text(ms, ".spec.deletePolicy"))
         .unwrap_or("Random")
 }
 
@@ -114,7 +118,7 @@ pub fn new_machine(ms: &Value) -> Value {
     let mut spec = template.get("spec").cloned().unwrap_or(json!({}));
     object::set_path(&mut spec, ".clusterName", json!(cluster));
     json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "apiVersion": CapiVersion::V1beta2.api_version(),
         "kind": "Machine",
         "metadata": {
             "generateName": format!("{}-", object::name(ms)),
@@ -135,7 +139,6 @@ impl Sets {
         }
         let ns = object::namespace(ms);
         let uid = object::uid(ms);
-        let api = o::namespaced(&self.client, ns, &o::machines());
         let owned: Vec<&Value> = machines
             .iter()
             .filter(|m| controller_uid(m).as_deref() == Some(uid))
@@ -151,10 +154,9 @@ impl Sets {
             .map(String::as_str)
             == Some("true");
         if owned.len() < desired && !create_disabled {
-            let m: DynamicObject = serde_json::from_value(new_machine(ms))?;
-            let (api, m) = (&api, &m);
+            let (capi, m) = (&self.capi, &new_machine(ms));
             o::concurrently(owned.len()..desired, |_| async move {
-                api.create(&PostParams::default(), m).await.map(drop)
+                capi.create(CapiKind::Machine, m.clone()).await
             })
             .await
             .into_iter()
@@ -165,27 +167,35 @@ impl Sets {
                 .filter(|m| !object::is_deleting(m))
                 .map(|m| object::name(m).to_owned())
                 .collect();
-            let api = &api;
+            let capi = &self.capi;
             o::concurrently(doomed, |name: String| async move {
-                ignore_not_found(api.delete(&name, &DeleteParams::default()).await)
+                capi.delete(CapiKind::Machine, ns, &name).await
             })
             .await
             .into_iter()
             .collect::<Result<Vec<()>, _>>()?;
         }
-        let count = i64::try_from(owned.len()).unwrap_or(i64::MAX);
-        let ready = owned.iter().filter(|m| condition_true(m, "Ready")).count();
-        let ready = i64::try_from(ready).unwrap_or(i64::MAX);
+        let count = |f: &dyn Fn(&Value) -> bool| {
+            i64::try_from(owned.iter().filter(|m| f(m)).count()).unwrap_or(i64::MAX)
+        };
+        let all = count(&|_| true);
+        let ready = count(&|m| condition_true(m, "Ready"));
+        let available = count(&|m| condition_true(m, "Available"));
         let status = json!({
-            "replicas": count,
-            "fullyLabeledReplicas": count,
+            "replicas": all,
             "readyReplicas": ready,
-            "availableReplicas": ready,
+            "availableReplicas": available,
             "observedGeneration": object::generation(ms),
             "selector": selector_string(&string_map(ms, ".spec.selector.matchLabels")),
+            "deprecated": {"v1beta1": {
+                "fullyLabeledReplicas": all,
+                "readyReplicas": ready,
+                "availableReplicas": available,
+            }},
         });
-        let sets = o::namespaced(&self.client, ns, &o::machine_sets());
-        patch_status_if_changed(&sets, ms, status).await
+        self.capi
+            .patch_status_if_changed(CapiKind::MachineSet, ms, status)
+            .await
     }
 }
 
@@ -195,8 +205,8 @@ impl Reconciler for Sets {
     }
 
     async fn pass(&mut self) -> PassResult {
-        let sets = list_json(&self.client, &o::machine_sets()).await?;
-        let machines = list_json(&self.client, &o::machines()).await?;
+        let sets = self.capi.list(CapiKind::MachineSet).await?;
+        let machines = self.capi.list(CapiKind::Machine).await?;
         let mut first_error = None;
         for ms in &sets {
             if let Err(e) = self.reconcile(ms, &machines).await {
@@ -272,7 +282,7 @@ mod tests {
     fn machines_inherit_the_template() {
         let ms = json!({"metadata": {"name": "md-x", "namespace": "ns", "uid": "u",
             "labels": {keys::DEPLOYMENT_NAME: "md"}},
-            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineSet",
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
             "spec": {"clusterName": "c", "template": {
                 "metadata": {"labels": {"node-role.kubernetes.io/worker": ""}, "annotations": {"a": "b"}},
                 "spec": {"bootstrap": {"dataSecretName": "s"}, "failureDomain": "z1"}}}});

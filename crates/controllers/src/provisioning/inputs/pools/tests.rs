@@ -20,7 +20,7 @@ fn spec(class_kind: &str, class: &str, requirements: serde_json::Value) -> serde
 
 fn md(name: &str, zone: &str, price: &str) -> MachineDeployment {
     serde_json::from_value(json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
         "metadata": {"name": name, "namespace": "capi",
             "labels": {"node.cluster.x-k8s.io/karpenter-member": ""},
             "annotations": {

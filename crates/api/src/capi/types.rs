@@ -1,0 +1,666 @@
+//! Read-only views of MachineDeployment, MachineSet and Machine that accept both Cluster API
+//! shapes: `v1beta2` and the deprecated `v1beta1`.
+//!
+//! Responsibility: the fields karpenter-capi reads, each under every name it has had, with an
+//! accessor that answers the same whichever version the object came in:
+//! - rollout strategy: v1beta2 `spec.rollout.strategy.type`, v1beta1 `spec.strategy.type`
+//!   ([`MachineDeploymentSpec::strategy_type`]);
+//! - deletion order: v1beta2 `spec.deletion.order`, v1beta1 MachineSet `spec.deletePolicy` /
+//!   MachineDeployment `spec.strategy.rollingUpdate.deletePolicy`;
+//! - template references: v1beta2 `{apiGroup, kind, name}` (the version comes from discovery),
+//!   v1beta1 `{apiVersion, kind, name, namespace}` ([`ContractReference`]);
+//! - Machine status: v1beta2 `status.deprecated.v1beta1.failure{Reason,Message}` and
+//!   `status.initialization.infrastructureProvisioned`, v1beta1 `status.failure{Reason,Message}`
+//!   and `status.infrastructureReady` ([`MachineStatus`]'s accessors);
+//! - taints (v1beta2 `spec.template.spec.taints`, Cluster API v1.12+).
+//!
+//! Unknown fields are ignored: never serialize one of these and write it back.
+//! Inputs: JSON. Outputs: typed objects.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use serde::{Deserialize, Serialize};
+
+/// Labels and annotations of a Machine template (propagated to MachineSets and Machines).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineTemplateMetadata {
+    /// Labels every Machine gets; the CAPI-managed domains also reach the Node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Annotations every Machine gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// A reference to a template or configuration object: v1beta2's
+/// `ContractVersionedObjectReference` (`apiGroup`, `kind`, `name`; same namespace) or v1beta1's
+/// `ObjectReference` (`apiVersion`, `kind`, `name`, `namespace`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContractReference {
+    /// v1beta1: `group/version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// v1beta2: the group; the version is the one the group's discovery prefers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_group: Option<String>,
+    /// The kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// v1beta1 only: the namespace (empty or absent: the referrer's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+impl ContractReference {
+    /// The referenced group: `apiGroup`, else the group of `apiVersion` (`""` for core).
+    #[must_use]
+    pub fn group(&self) -> Option<&str> {
+        if let Some(g) = self.api_group.as_deref() {
+            return Some(g);
+        }
+        let v = self.api_version.as_deref()?;
+        Some(v.rsplit_once('/').map_or("", |(g, _)| g))
+    }
+
+    /// The version the reference pins (v1beta1 `apiVersion` only); `None`: ask discovery.
+    #[must_use]
+    pub fn pinned_version(&self) -> Option<&str> {
+        if self.api_group.is_some() {
+            return None;
+        }
+        let v = self.api_version.as_deref()?;
+        Some(v.rsplit_once('/').map_or(v, |(_, v)| v))
+    }
+
+    /// The namespace the object lives in: the reference's own (v1beta1) or `referrer`'s.
+    #[must_use]
+    pub fn namespace_or<'a>(&'a self, referrer: Option<&'a str>) -> Option<&'a str> {
+        self.namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .or(referrer)
+    }
+
+    /// `kind/name` in `group`, the identity both versions agree on (for drift comparisons).
+    #[must_use]
+    pub fn identity(&self) -> (Option<&str>, Option<&str>, Option<&str>) {
+        (self.group(), self.kind.as_deref(), self.name.as_deref())
+    }
+}
+
+/// Where a Machine's bootstrap data comes from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bootstrap {
+    /// The bootstrap config template (e.g. a KubeadmConfigTemplate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_ref: Option<ContractReference>,
+    /// A secret holding the bootstrap data directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_secret_name: Option<String>,
+}
+
+/// A taint Cluster API puts on a Machine's Node (v1beta2 `spec.taints`, Cluster API v1.12+).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineTaint {
+    /// The taint key.
+    #[serde(default)]
+    pub key: String,
+    /// The taint value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    #[serde(default)]
+    pub effect: String,
+    /// `Always` (kept on the Node) or `OnInitialization` (set once, when the Node joins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub propagation: Option<String>,
+}
+
+/// The part of a Machine spec that MachineDeployments template and Machines carry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineSpecFields {
+    /// The owning Cluster's name.
+    #[serde(default)]
+    pub cluster_name: String,
+    /// Bootstrap configuration.
+    #[serde(default)]
+    pub bootstrap: Bootstrap,
+    /// The infrastructure machine (template) reference.
+    #[serde(default)]
+    pub infrastructure_ref: ContractReference,
+    /// Kubernetes version of the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The failure domain (zone) the Machine is placed in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_domain: Option<String>,
+    /// The provider's identity of the instance, once known.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "providerID"
+    )]
+    pub provider_id: Option<String>,
+    /// Taints for the Node (v1beta2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taints: Option<Vec<MachineTaint>>,
+}
+
+/// A Machine template: metadata plus spec.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineTemplateSpec {
+    /// Propagated labels and annotations.
+    #[serde(default)]
+    pub metadata: MachineTemplateMetadata,
+    /// The Machine spec.
+    #[serde(default)]
+    pub spec: MachineSpecFields,
+}
+
+/// v1beta2 `spec.deletion` of a MachineDeployment or MachineSet.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deletion {
+    /// `Random` (default), `Newest` or `Oldest`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+}
+
+/// A MachineDeployment: a scalable group of identical Machines (our instance type + offering).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineDeployment {
+    /// Standard object metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The desired state.
+    #[serde(default)]
+    pub spec: MachineDeploymentSpec,
+    /// The observed state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<MachineDeploymentStatus>,
+}
+
+/// The desired state of a MachineDeployment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineDeploymentSpec {
+    /// The owning Cluster's name.
+    #[serde(default)]
+    pub cluster_name: String,
+    /// Desired Machine count; unset until CAPI's webhook defaults it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// Selects the Machines this deployment owns.
+    #[serde(default)]
+    pub selector: LabelSelector,
+    /// The template new Machines are made from.
+    #[serde(default)]
+    pub template: MachineTemplateSpec,
+    /// A paused MachineDeployment is not reconciled by CAPI; Karpenter never scales it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<bool>,
+    /// v1beta1: how CAPI replaces Machines when the template changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<MachineDeploymentStrategy>,
+    /// v1beta2: the rollout (its `strategy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<MachineDeploymentRollout>,
+    /// v1beta2: which Machines go first on scale-down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion: Option<Deletion>,
+}
+
+impl MachineDeploymentSpec {
+    /// The rollout strategy type as written (`RollingUpdate`, `OnDelete`); `None`: CAPI's
+    /// default, `RollingUpdate`.
+    #[must_use]
+    pub fn strategy_type(&self) -> Option<&str> {
+        self.rollout
+            .as_ref()
+            .and_then(|r| r.strategy.as_ref())
+            .or(self.strategy.as_ref())
+            .and_then(|s| s.type_.as_deref())
+    }
+
+    /// Whether CAPI leaves replacing Machines after a template change to someone else.
+    #[must_use]
+    pub fn is_on_delete(&self) -> bool {
+        self.strategy_type() == Some("OnDelete")
+    }
+}
+
+/// v1beta2 `spec.rollout` of a MachineDeployment (read only).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineDeploymentRollout {
+    /// The strategy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<MachineDeploymentStrategy>,
+}
+
+/// A rollout strategy (v1beta2 `spec.rollout.strategy`, v1beta1 `spec.strategy`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineDeploymentStrategy {
+    /// `RollingUpdate` (CAPI's default) or `OnDelete`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+}
+
+/// Observed state of a MachineDeployment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineDeploymentStatus {
+    /// Machines that exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// Machines whose Node is Ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    /// Machines that are available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_replicas: Option<i32>,
+    /// The label selector, serialized, for the scale subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    /// Phase, e.g. `Running`, `ScalingUp`, `Failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// The generation CAPI last reconciled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Conditions: v1beta2's (`ScalingUp`, `Available`, …) in v1beta2; v1beta1's in v1beta1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<CapiCondition>>,
+    /// v1beta1 only: the v1beta2 conditions Cluster API v1.9+ also writes there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v1beta2: Option<V1beta2Conditions>,
+}
+
+impl MachineDeploymentStatus {
+    /// The v1beta2 condition `type_`, in either version.
+    #[must_use]
+    pub fn v1beta2_condition(&self, type_: &str) -> Option<&CapiCondition> {
+        self.v1beta2
+            .as_ref()
+            .and_then(|v| v.conditions.as_ref())
+            .into_iter()
+            .chain(self.conditions.as_ref())
+            .flatten()
+            .find(|c| c.type_ == type_)
+    }
+
+    /// Why Cluster API cannot create Machines for it now (MachineSet preflight checks,
+    /// missing templates): the `ScalingUp` condition's message when it says the scale-up "is
+    /// blocked".
+    #[must_use]
+    pub fn scale_up_blocked(&self) -> Option<&str> {
+        self.v1beta2_condition("ScalingUp")
+            .filter(|c| c.status == "True")
+            .and_then(|c| c.message.as_deref())
+            .filter(|m| m.contains("is blocked because"))
+    }
+}
+
+/// A Cluster API condition (v1beta2: `metav1.Condition`; v1beta1: with a severity); only the
+/// fields read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapiCondition {
+    /// The type (`ScalingUp`, `Ready`, …).
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    #[serde(default)]
+    pub status: String,
+    /// The reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// v1beta1 `status.v1beta2` of a MachineDeployment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct V1beta2Conditions {
+    /// The v1beta2 conditions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<CapiCondition>>,
+}
+
+/// A MachineSet: one revision of a MachineDeployment's Machines.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineSet {
+    /// Standard object metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The desired state.
+    #[serde(default)]
+    pub spec: MachineSetSpec,
+    /// The observed state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<MachineSetStatus>,
+}
+
+/// The desired state of a MachineSet.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineSetSpec {
+    /// The owning Cluster's name.
+    #[serde(default)]
+    pub cluster_name: String,
+    /// Desired Machine count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// Selects the Machines this set owns.
+    #[serde(default)]
+    pub selector: LabelSelector,
+    /// The template new Machines are made from.
+    #[serde(default)]
+    pub template: MachineTemplateSpec,
+    /// v1beta1: which Machines go first on scale-down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_policy: Option<String>,
+    /// v1beta2: which Machines go first on scale-down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion: Option<Deletion>,
+}
+
+impl MachineSetSpec {
+    /// Which Machines go first on scale-down (`Random`, `Newest`, `Oldest`); `None`: `Random`.
+    #[must_use]
+    pub fn deletion_order(&self) -> Option<&str> {
+        self.deletion
+            .as_ref()
+            .and_then(|d| d.order.as_deref())
+            .or(self.delete_policy.as_deref())
+    }
+}
+
+/// Observed state of a MachineSet.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineSetStatus {
+    /// Machines that exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// Machines whose Node is Ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    /// The label selector, serialized, for the scale subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
+
+/// A Machine: one node's infrastructure.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Standard object metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The desired state.
+    #[serde(default)]
+    pub spec: MachineSpec,
+    /// The observed state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<MachineStatus>,
+}
+
+/// The desired state of a Machine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineSpec {
+    /// Cluster, bootstrap, infrastructure, version, failure domain, providerID and taints.
+    #[serde(flatten)]
+    pub fields: MachineSpecFields,
+}
+
+/// The Node a Machine became: v1beta2 `{name}`, v1beta1 an `ObjectReference`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeReference {
+    /// The Node's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// v1beta2 `status.initialization` of a Machine.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineInitialization {
+    /// The infrastructure is provisioned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infrastructure_provisioned: Option<bool>,
+    /// The bootstrap data secret exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_data_secret_created: Option<bool>,
+}
+
+/// Failure fields v1beta2 keeps under `status.deprecated.v1beta1`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeprecatedV1beta1Failure {
+    /// A terminal problem's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    /// A terminal problem's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+}
+
+/// v1beta2 `status.deprecated`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeprecatedStatus {
+    /// The v1beta1 fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v1beta1: Option<DeprecatedV1beta1Failure>,
+}
+
+/// Observed state of a Machine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineStatus {
+    /// Pending, Provisioning, Provisioned, Running, Deleting, Deleted, Failed or Unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// The Node this Machine became.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_ref: Option<NodeReference>,
+    /// v1beta1: a terminal problem's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    /// v1beta1: a terminal problem's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+    /// v1beta1: whether the infrastructure is provisioned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infrastructure_ready: Option<bool>,
+    /// v1beta1: whether the bootstrap data is ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_ready: Option<bool>,
+    /// v1beta2: initialization progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initialization: Option<MachineInitialization>,
+    /// v1beta2: fields kept from v1beta1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<DeprecatedStatus>,
+}
+
+impl MachineStatus {
+    fn deprecated(&self) -> Option<&DeprecatedV1beta1Failure> {
+        self.deprecated.as_ref()?.v1beta1.as_ref()
+    }
+
+    /// A terminal problem's reason, in either version.
+    #[must_use]
+    pub fn failure_reason(&self) -> Option<&str> {
+        self.failure_reason
+            .as_deref()
+            .or_else(|| self.deprecated()?.failure_reason.as_deref())
+    }
+
+    /// A terminal problem's message, in either version.
+    #[must_use]
+    pub fn failure_message(&self) -> Option<&str> {
+        self.failure_message
+            .as_deref()
+            .or_else(|| self.deprecated()?.failure_message.as_deref())
+    }
+
+    /// Whether the infrastructure is provisioned, in either version.
+    #[must_use]
+    pub fn infrastructure_provisioned(&self) -> bool {
+        self.infrastructure_ready == Some(true)
+            || self
+                .initialization
+                .as_ref()
+                .and_then(|i| i.infrastructure_provisioned)
+                == Some(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_deployment_reads_the_same_in_both_versions() {
+        let v1beta1: MachineDeployment = serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+            "metadata": {"name": "md", "namespace": "ns"},
+            "spec": {"clusterName": "c", "replicas": 2, "strategy": {"type": "OnDelete"},
+                "template": {"spec": {"clusterName": "c",
+                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                        "kind": "DockerMachineTemplate", "name": "t"},
+                    "bootstrap": {"configRef": {"apiVersion": "bootstrap.cluster.x-k8s.io/v1beta1",
+                        "kind": "KubeadmConfigTemplate", "name": "b"}}}}}
+        }))
+        .unwrap();
+        let v1beta2: MachineDeployment = serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+            "metadata": {"name": "md", "namespace": "ns"},
+            "spec": {"clusterName": "c", "replicas": 2, "rollout": {"strategy": {"type": "OnDelete"}},
+                "template": {"spec": {"clusterName": "c",
+                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                        "kind": "DockerMachineTemplate", "name": "t"},
+                    "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io",
+                        "kind": "KubeadmConfigTemplate", "name": "b"}}}}}
+        }))
+        .unwrap();
+        for md in [&v1beta1, &v1beta2] {
+            assert_eq!(md.spec.strategy_type(), Some("OnDelete"));
+            assert!(md.spec.is_on_delete());
+            let r = &md.spec.template.spec.infrastructure_ref;
+            assert_eq!(
+                r.identity(),
+                (
+                    Some("infrastructure.cluster.x-k8s.io"),
+                    Some("DockerMachineTemplate"),
+                    Some("t")
+                )
+            );
+            assert_eq!(r.namespace_or(Some("ns")), Some("ns"));
+        }
+        assert_eq!(
+            v1beta1
+                .spec
+                .template
+                .spec
+                .infrastructure_ref
+                .pinned_version(),
+            Some("v1beta1")
+        );
+        assert_eq!(
+            v1beta2
+                .spec
+                .template
+                .spec
+                .infrastructure_ref
+                .pinned_version(),
+            None
+        );
+        let default = MachineDeploymentSpec::default();
+        assert_eq!(default.strategy_type(), None);
+        assert!(!default.is_on_delete());
+    }
+
+    #[test]
+    fn a_core_reference_has_the_empty_group() {
+        let r = ContractReference {
+            api_version: Some("v1".into()),
+            ..ContractReference::default()
+        };
+        assert_eq!(r.group(), Some(""));
+        assert_eq!(r.pinned_version(), Some("v1"));
+    }
+
+    #[test]
+    fn machine_status_reads_the_same_in_both_versions() {
+        let v1beta1: MachineStatus = serde_json::from_value(json!({
+            "phase": "Failed", "failureReason": "CreateError", "failureMessage": "no capacity",
+            "infrastructureReady": true,
+            "nodeRef": {"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u"}}))
+        .unwrap();
+        let v1beta2: MachineStatus = serde_json::from_value(json!({
+            "phase": "Failed",
+            "deprecated": {"v1beta1": {"failureReason": "CreateError", "failureMessage": "no capacity"}},
+            "initialization": {"infrastructureProvisioned": true},
+            "nodeRef": {"name": "n"}}))
+        .unwrap();
+        for s in [&v1beta1, &v1beta2] {
+            assert_eq!(s.failure_reason(), Some("CreateError"));
+            assert_eq!(s.failure_message(), Some("no capacity"));
+            assert!(s.infrastructure_provisioned());
+            assert_eq!(
+                s.node_ref.as_ref().and_then(|r| r.name.as_deref()),
+                Some("n")
+            );
+        }
+        assert!(!MachineStatus::default().infrastructure_provisioned());
+    }
+
+    #[test]
+    fn the_deletion_order_reads_the_same_in_both_versions() {
+        let v1beta1: MachineSetSpec =
+            serde_json::from_value(json!({"deletePolicy": "Oldest"})).unwrap();
+        let v1beta2: MachineSetSpec =
+            serde_json::from_value(json!({"deletion": {"order": "Oldest"}})).unwrap();
+        assert_eq!(v1beta1.deletion_order(), Some("Oldest"));
+        assert_eq!(v1beta2.deletion_order(), Some("Oldest"));
+        assert_eq!(MachineSetSpec::default().deletion_order(), None);
+    }
+
+    #[test]
+    fn a_blocked_scale_up_reads_the_same_in_both_versions() {
+        let message = "Scaling up from 1 to 2 replicas is blocked because:\n* MachineSet ms: \
+                       ControlPlaneIsStable: control plane is provisioning";
+        let condition = json!({"type": "ScalingUp", "status": "True", "reason": "ScalingUp",
+            "message": message});
+        let v1beta2: MachineDeploymentStatus =
+            serde_json::from_value(json!({"conditions": [condition]})).unwrap();
+        let v1beta1: MachineDeploymentStatus = serde_json::from_value(json!({
+            "conditions": [{"type": "Ready", "status": "False", "severity": "Warning"}],
+            "v1beta2": {"conditions": [condition]}}))
+        .unwrap();
+        assert_eq!(v1beta2.scale_up_blocked(), Some(message));
+        assert_eq!(v1beta1.scale_up_blocked(), Some(message));
+        let scaling: MachineDeploymentStatus = serde_json::from_value(json!({"conditions": [
+            {"type": "ScalingUp", "status": "True", "message": "Scaling up from 1 to 2 replicas"}]}))
+        .unwrap();
+        assert_eq!(scaling.scale_up_blocked(), None);
+        assert_eq!(MachineDeploymentStatus::default().scale_up_blocked(), None);
+    }
+
+    #[test]
+    fn taints_read_from_the_template() {
+        let spec: MachineSpecFields = serde_json::from_value(json!({"taints": [
+            {"key": "k", "value": "v", "effect": "NoSchedule", "propagation": "Always"}]}))
+        .unwrap();
+        let taints = spec.taints.unwrap();
+        assert_eq!(taints[0].key, "k");
+        assert_eq!(taints[0].propagation.as_deref(), Some("Always"));
+    }
+}
