@@ -272,7 +272,7 @@ impl MachineGc {
                     && p.spare(&target, record, &ours) > 0
             };
             match p.remove_surplus(&r, spare).await {
-                Ok(Removal::Removed) => report.surplus.push(r),
+                Ok(Removal::Removed | Removal::Deleted(_)) => report.surplus.push(r),
                 Ok(_) => {}
                 Err(e) => report.errors.push(format!("remove Machine {r}: {e}")),
             }
@@ -417,7 +417,7 @@ impl MachineGc {
                 && annotation(&fresh.metadata, CLAIMED_BY_CLUSTER) == cluster.as_deref()
         };
         match self.provider.remove_machine(&r, still_ours).await {
-            Ok(Removal::Removed) => report.orphaned.push(r),
+            Ok(Removal::Removed | Removal::Deleted(_)) => report.orphaned.push(r),
             Ok(_) => {}
             Err(e) => report.errors.push(format!("remove Machine {r}: {e}")),
         }

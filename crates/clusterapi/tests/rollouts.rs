@@ -224,6 +224,25 @@ async fn the_new_machine_set_s_machine_is_deleted_directly_and_replaced_in_the_n
     // Replicas were kept (a scale-down would have taken an old Machine): CAPI replaced c in
     // the new MachineSet with an unclaimed Machine, which stays ours to reuse or collect.
     assert_eq!(support::replicas(&world, "md").await, 3);
+    // The NodeClaim says so.
+    let events =
+        Api::<k8s_openapi::api::events::v1::Event>::namespaced(world.workload_client(), "default")
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
+    let said: Vec<String> = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("MachineDeletedDirectly"))
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("c"))
+        .filter_map(|e| e.note.clone())
+        .collect();
+    assert_eq!(said.len(), 1, "{events:?}");
+    assert!(
+        said[0].contains(&name(&c)) && said[0].contains("rolling out through several MachineSets"),
+        "{}",
+        said[0]
+    );
     let replacement = support::wait_for("the replacement", Duration::from_secs(60), || async {
         live(&world, "md")
             .await

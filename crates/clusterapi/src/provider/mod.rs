@@ -210,6 +210,8 @@ pub struct ClusterApiProvider {
     removals: Mutex<HashMap<MachineDeploymentRef, Vec<RemovalRequest>>>,
     /// Per MD: until when it is unavailable after a launch that could not complete, and why.
     launch_failures: Mutex<HashMap<MachineDeploymentRef, (tokio::time::Instant, String)>>,
+    /// Events on NodeClaims (the workload cluster).
+    recorder: kube::runtime::events::Recorder,
 }
 
 impl std::fmt::Debug for ClusterApiProvider {
@@ -303,6 +305,13 @@ impl ClusterApiProvider {
     /// Machine cache. Must be called inside a tokio runtime.
     #[must_use]
     pub fn new(management: kube::Client, workload: kube::Client, config: ProviderConfig) -> Self {
+        let recorder = kube::runtime::events::Recorder::new(
+            workload.clone(),
+            kube::runtime::events::Reporter {
+                controller: "karpenter-capi".into(),
+                instance: None,
+            },
+        );
         Self {
             cache: MachineCache::start(
                 management.clone(),
@@ -346,6 +355,7 @@ impl ClusterApiProvider {
             batches: Arc::default(),
             removals: Mutex::default(),
             launch_failures: Mutex::default(),
+            recorder,
         }
     }
 

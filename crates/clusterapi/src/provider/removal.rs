@@ -18,6 +18,8 @@ use api::{Machine, NodeClaim};
 use cloudprovider::{CloudProviderError, ObjectRef};
 use futures::StreamExt;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType};
+use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use crate::instance_types::MachineDeploymentRef;
@@ -95,6 +97,10 @@ impl ClusterApiProvider {
                 .await?
             {
                 Removal::Gone => return Err(not_found()),
+                Removal::Deleted(why) => {
+                    self.say_deleted_directly(nc, &found, why).await;
+                    return Ok(());
+                }
                 Removal::Removed
                 | Removal::Finished
                 | Removal::AlreadyRequested
@@ -105,6 +111,38 @@ impl ClusterApiProvider {
         Err(CloudProviderError::Transient(format!(
             "Machine of NodeClaim {name}: too many conflicts"
         )))
+    }
+
+    /// A Normal Event `MachineDeletedDirectly` on `nc`: its Machine was deleted, not taken by a
+    /// scale-down, and why. Best effort: a failure to publish is logged.
+    async fn say_deleted_directly(&self, nc: &NodeClaim, m: &Machine, why: Direct) {
+        let machine = cache::machine_ref(m);
+        let md = deployment_of(m)
+            .map(|md| md.to_string())
+            .unwrap_or_default();
+        let because = match why {
+            Direct::MinSize => {
+                format!("MachineDeployment {md} is at its min size, so its replicas were kept")
+            }
+            Direct::Rollout => format!(
+                "MachineDeployment {md} is rolling out through several MachineSets and Cluster \
+                 API would take a lowered replica from another MachineSet than this Machine's, \
+                 so its replicas were kept"
+            ),
+        };
+        let event = Event {
+            type_: EventType::Normal,
+            reason: "MachineDeletedDirectly".into(),
+            note: Some(format!(
+                "Machine {machine} deleted directly: {because}; Cluster API replaces it with an \
+                 unclaimed Machine, which karpenter-capi reuses or collects"
+            )),
+            action: "DeleteMachine".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, &nc.object_ref(&())).await {
+            tracing::debug!(nodeclaim = %nc.name_any(), error = %e, "Event not published");
+        }
     }
 
     /// Remove the Machine `r` the one way this crate does: read it fresh; already
@@ -304,16 +342,17 @@ impl ClusterApiProvider {
                 return;
             }
         };
-        for (request, finishing, _) in pending {
+        for (request, finishing, scales_down) in pending {
             let how = accounted.get(&request.machine.name).copied();
             let result = match how {
                 Some(Removed::Deleted) => self.delete_machine(&request.machine).await,
                 _ => Ok(()),
             };
-            let done = if finishing {
-                Removal::Finished
-            } else {
-                Removal::Removed
+            let done = match how {
+                _ if finishing => Removal::Finished,
+                Some(Removed::Deleted) if scales_down => Removal::Deleted(Direct::MinSize),
+                Some(Removed::Deleted) => Removal::Deleted(Direct::Rollout),
+                _ => Removal::Removed,
             };
             let _ = request.done.send(result.map(|()| done));
         }
@@ -553,11 +592,24 @@ pub(crate) enum Removal {
     Declined,
     /// The Machine changed between read and write; nothing done, read again.
     Conflict,
-    /// Annotated, and replicas lowered (or the Machine deleted at min size).
+    /// Annotated, and replicas lowered.
     Removed,
+    /// Annotated and deleted directly, replicas kept (Cluster API replaces it with an
+    /// unclaimed Machine, ours to reuse or collect).
+    Deleted(Direct),
     /// An earlier removal of ours that was annotated but never accounted for (a failed
     /// write, a restart) is now accounted for.
     Finished,
+}
+
+/// Why a removal deleted its Machine directly instead of lowering replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direct {
+    /// The MachineDeployment is at its min size (or its target MachineSet has no room).
+    MinSize,
+    /// More than one MachineSet holds replicas and a lowered replica would come out of
+    /// another MachineSet than this Machine's.
+    Rollout,
 }
 
 /// What one queued removal needs after its fresh read.
