@@ -15,6 +15,13 @@
 //!   A Machine that was there before we raised anything — a running MachineDeployment that
 //!   was just opted in — is never surplus.
 //!
+//! - **adopted** instead of surplus: such a Machine whose Node joined (`status.nodeRef`),
+//!   older than [`ADOPT_AFTER`], that no waiting create needs, gets a NodeClaim from a
+//!   NodePool that can take it (`provider::adopt`): Machines Cluster API makes for a
+//!   `RollingUpdate` rollout, or that came after their launch gave up, become ordinary nodes
+//!   (consolidation removes them within the budgets) instead of being taken from under their
+//!   pods. One no NodePool can take stays surplus.
+//!
 //! - **released**: replicas we raised whose Machines never came (a paused MachineSet or
 //!   Cluster, rejected creates, quota) and that no create waits for, after
 //!   [`GcConfig::grace`]: dropped from the ownership record, and replicas lowered by as many
@@ -38,7 +45,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use api::{Machine, MachineDeployment, NodeClaim};
+use api::{Machine, MachineDeployment, NodeClaim, NodePool};
 use cloudprovider::{CloudProviderError, ObjectRef};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ListParams};
@@ -50,6 +57,9 @@ use crate::provider::{
     CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, ClusterApiProvider, Removal, annotation, cache,
     claimable, claimed_by, deployment_of, terminating,
 };
+
+/// How old an unclaimed Machine with a Node must be before it is adopted.
+pub const ADOPT_AFTER: Duration = Duration::from_secs(60);
 
 /// Settings of the collector.
 #[derive(Debug, Clone)]
@@ -76,6 +86,8 @@ pub struct GcReport {
     pub orphaned: Vec<ObjectRef>,
     /// Unclaimed Machines removed after the grace period.
     pub surplus: Vec<ObjectRef>,
+    /// Unclaimed Machines whose Node joined, given a NodeClaim (name) instead.
+    pub adopted: Vec<(ObjectRef, String)>,
     /// Our removals that were interrupted (annotated, replicas not yet lowered) and are now
     /// finished.
     pub finished: Vec<ObjectRef>,
@@ -96,6 +108,17 @@ impl GcReport {
         }
         if !self.surplus.is_empty() {
             tracing::info!(machines = ?refs(&self.surplus), "removed Machines nobody claimed");
+        }
+        if !self.adopted.is_empty() {
+            let adopted: Vec<String> = self
+                .adopted
+                .iter()
+                .map(|(m, nc)| format!("{m} → {nc}"))
+                .collect();
+            tracing::info!(
+                ?adopted,
+                "gave Machines nobody claimed, whose Node joined, a NodeClaim"
+            );
         }
         if !self.finished.is_empty() {
             tracing::info!(machines = ?refs(&self.finished), "finished interrupted Machine removals");
@@ -171,14 +194,53 @@ impl MachineGc {
     }
 
     fn old_enough(&self, uid: &str, created: Option<Timestamp>, now: Instant) -> bool {
-        let grace = SignedDuration::try_from(self.config.grace).unwrap_or(SignedDuration::MAX);
-        let by_clock = created.is_some_and(|c| Timestamp::now().duration_since(c) >= grace);
+        self.older_than(uid, created, now, self.config.grace)
+    }
+
+    /// Whether the unclaimed Machine `uid` is older than `age` by its `creationTimestamp`, or
+    /// has been seen unclaimed by this collector for that long.
+    fn older_than(
+        &self,
+        uid: &str,
+        created: Option<Timestamp>,
+        now: Instant,
+        age: Duration,
+    ) -> bool {
+        let min = SignedDuration::try_from(age).unwrap_or(SignedDuration::MAX);
+        let by_clock = created.is_some_and(|c| Timestamp::now().duration_since(c) >= min);
         let mut first_seen = self
             .first_seen
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let seen = *first_seen.entry(uid.to_owned()).or_insert(now);
-        by_clock || now.duration_since(seen) >= self.config.grace
+        by_clock || now.duration_since(seen) >= age
+    }
+
+    /// Whether the unclaimed Machine `m`, made for a replica we raised, is adopted instead of
+    /// collected: its Node joined (`status.nodeRef`), it is older than [`ADOPT_AFTER`] (a
+    /// launch claims its Machine well before its Node joins), and no waiting create needs it.
+    fn adoptable(
+        &self,
+        m: &Machine,
+        md: &MachineDeploymentRef,
+        record: &Record,
+        cluster: &str,
+        now: Instant,
+    ) -> bool {
+        let joined = m
+            .status
+            .as_ref()
+            .and_then(|s| s.node_ref.as_ref())
+            .is_some_and(|n| n.name.as_deref().is_some_and(|n| !n.is_empty()));
+        let uid = m
+            .metadata
+            .uid
+            .clone()
+            .unwrap_or_else(|| cache::machine_ref(m).to_string());
+        let created = m.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        joined
+            && self.older_than(&uid, created, now, ADOPT_AFTER)
+            && self.provider.spare(md, record, cluster) > 0
     }
 
     /// One pass.
@@ -208,6 +270,7 @@ impl MachineGc {
         let now = Instant::now();
         let mut report = GcReport::default();
         let mut unclaimed_uids = HashSet::new();
+        let mut pools: Option<Result<Vec<NodePool>, String>> = None;
         let mut machines = p.cache().machines();
         machines.sort_by(|a, b| {
             (&a.metadata.namespace, &a.metadata.name)
@@ -250,6 +313,36 @@ impl MachineGc {
             }
             let uid = m.metadata.uid.clone().unwrap_or_else(|| r.to_string());
             unclaimed_uids.insert(uid.clone());
+            if self.adoptable(&m, &md_ref, &record, &cluster, now) {
+                if pools.is_none() {
+                    pools = Some(
+                        Api::<NodePool>::all(p.workload().clone())
+                            .list(&ListParams::default())
+                            .await
+                            .map(|l| l.items)
+                            .map_err(|e| format!("list NodePools: {e}")),
+                    );
+                }
+                match pools.as_ref() {
+                    Some(Ok(pools)) => match p.adopt(&m, md, &cluster, pools, &classes).await {
+                        Ok(Some(nc)) => {
+                            report.adopted.push((r, nc));
+                            continue;
+                        }
+                        // No NodePool can take it: it is surplus like any other, below.
+                        Ok(None) => {}
+                        Err(e) => {
+                            report.errors.push(format!("adopt Machine {r}: {e}"));
+                            continue;
+                        }
+                    },
+                    Some(Err(e)) => {
+                        report.errors.push(e.clone());
+                        continue;
+                    }
+                    None => {}
+                }
+            }
             let created = m.metadata.creation_timestamp.as_ref().map(|t| t.0);
             if !self.old_enough(&uid, created, now) {
                 continue;

@@ -287,3 +287,131 @@ async fn a_rolling_update_template_change_is_left_to_cluster_api() {
     .await;
     assert_eq!(p.is_drifted(&fresh(&world, "a").await).await.unwrap(), None);
 }
+
+/// The NodePool `default` of the `default` NodeClass.
+async fn node_pool(world: &World) {
+    let pool: api::NodePool = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+        "spec": {"template": {
+            "metadata": {"labels": {"team": "a"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.cluster.x-k8s.io",
+                "kind": "ClusterAPINodeClass", "name": "default"}, "requirements": [],
+                "startupTaints": [{"key": "agent-not-ready", "effect": "NoSchedule"}]}}},
+    }))
+    .unwrap();
+    Api::<api::NodePool>::all(world.workload_client())
+        .create(&kube::api::PostParams::default(), &pool)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn machines_cluster_api_makes_for_a_rolling_update_are_adopted_not_collected() {
+    let world = support::world(WorldConfig::default()).await;
+    node_pool(&world).await;
+    // A Machine of the user's (the baseline) and one of ours.
+    support::md("md").replicas(1).create(&world).await;
+    let before = support::wait_machines(&world, "md", 1).await;
+    let p = std::sync::Arc::new(provider(&world));
+    let gc = clusterapi::gc::MachineGc::new(
+        std::sync::Arc::clone(&p),
+        clusterapi::gc::GcConfig::default(),
+    );
+    let launch = p.create(&node_claim(&world, "a").await).await.unwrap();
+    let ours = launch.machine.name.clone();
+    // A RollingUpdate template change: Cluster API replaces both Machines itself.
+    patch_md(
+        &world,
+        "md",
+        json!({"spec": {"template": {"spec": {"version": "v1.34.0"}}}}),
+    )
+    .await;
+    let replaced = support::wait_for("the rollout", Duration::from_secs(600), || async {
+        let live = live(&world, "md").await;
+        let old_gone = !live
+            .iter()
+            .any(|m| name(m) == ours || name(m) == name(&before[0]));
+        let joined = live
+            .iter()
+            .filter(|m| {
+                m.status
+                    .as_ref()
+                    .and_then(|s| s.node_ref.as_ref())
+                    .is_some()
+            })
+            .count();
+        (old_gone && live.len() == 2 && joined == 2).then_some(live)
+    })
+    .await;
+    assert_eq!(support::replicas(&world, "md").await, 2);
+
+    let report = gc.collect().await.unwrap();
+    assert!(
+        report.adopted.is_empty(),
+        "not before ADOPT_AFTER: {report:?}"
+    );
+    tokio::time::sleep(clusterapi::gc::ADOPT_AFTER).await;
+    let report = gc.collect().await.unwrap();
+    assert!(
+        report.surplus.is_empty() && report.errors.is_empty(),
+        "{report:?}"
+    );
+    assert_eq!(report.adopted.len(), 1, "{report:?}");
+    let nodeclaims: Vec<NodeClaim> = Api::<NodeClaim>::all(world.workload_client())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    let adopted: Vec<&NodeClaim> = nodeclaims
+        .iter()
+        .filter(|nc| {
+            nc.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(clusterapi::provider::ADOPTED))
+        })
+        .collect();
+    // One replacement is ours (we raised one replica), the other the user's: one adoption.
+    assert_eq!(adopted.len(), 1, "{nodeclaims:?}");
+    let nc = adopted[0];
+    let labels = nc.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("karpenter.sh/nodepool").map(String::as_str),
+        Some("default")
+    );
+    assert_eq!(labels.get("team").map(String::as_str), Some("a"));
+    assert!(nc.spec.startup_taints.as_ref().is_none_or(Vec::is_empty));
+    let machine = replaced
+        .iter()
+        .find(|m| {
+            support::label(m, "node.cluster.x-k8s.io/karpenter-member").is_some()
+                || nc
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get("karpenter.cluster.x-k8s.io/machine"))
+                    == Some(&format!("default/{}", name(m)))
+        })
+        .unwrap();
+    let fresh_machine = support::machine(&world, &name(machine)).await.unwrap();
+    assert_eq!(
+        fresh_machine
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(clusterapi::provider::CLAIMED_BY_UID)),
+        nc.metadata.uid.as_ref(),
+        "claimed for the adopting NodeClaim"
+    );
+    // The lifecycle's create resumes with that Machine: nothing is raised.
+    let launch = p.create(nc).await.unwrap();
+    assert_eq!(launch.machine.name, name(machine));
+    assert_eq!(support::replicas(&world, "md").await, 2);
+    // Nothing else is adopted or collected later.
+    tokio::time::sleep(Duration::from_secs(11 * 60)).await;
+    let report = gc.collect().await.unwrap();
+    assert!(
+        report.adopted.is_empty() && report.surplus.is_empty(),
+        "{report:?}"
+    );
+}

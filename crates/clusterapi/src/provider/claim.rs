@@ -40,14 +40,14 @@ const THROTTLE_BACKOFF: Duration = Duration::from_secs(1);
 const FRESH_READS: u32 = 2;
 
 /// A Machine one create of this process is claiming; released on drop.
-struct Claiming<'a> {
+pub(super) struct Claiming<'a> {
     set: &'a Mutex<HashSet<ObjectRef>>,
     machine: ObjectRef,
 }
 
 impl<'a> Claiming<'a> {
     /// Take `machine`, unless another create holds it.
-    fn take(set: &'a Mutex<HashSet<ObjectRef>>, machine: &ObjectRef) -> Option<Self> {
+    pub(super) fn take(set: &'a Mutex<HashSet<ObjectRef>>, machine: &ObjectRef) -> Option<Self> {
         set.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(machine.clone())
@@ -285,7 +285,7 @@ impl ClusterApiProvider {
     }
 
     /// The claim PATCH of Machine `r` at resourceVersion `rv` (compare-and-set).
-    async fn claim_at(
+    pub(super) async fn claim_at(
         &self,
         r: &ObjectRef,
         rv: &str,

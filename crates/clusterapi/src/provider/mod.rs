@@ -93,6 +93,7 @@
 //! templates' `status.capacity` / `status.nodeInfo` ([`crate::templates`]: one watch per
 //! template kind, not a GET per request), as `plan` reads them from a dump.
 
+mod adopt;
 pub mod cache;
 mod claim;
 mod create;
@@ -122,6 +123,7 @@ use crate::instance_types::MachineDeploymentRef;
 use crate::selection::Scope;
 use crate::templates::Templates;
 
+pub use adopt::ADOPTED;
 pub use cache::MachineCache;
 use create::Batches;
 pub use identity::CLAIMED_BY_CLUSTER;

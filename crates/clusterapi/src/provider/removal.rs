@@ -28,7 +28,8 @@ use super::machinesets::ScaleDownTarget;
 use super::ownership::{REMOVED_BY, Record, Removed, removed_by};
 use super::scale::{Attempts, MdWrite, min_size, too_many_conflicts};
 use super::{
-    ClusterApiProvider, cache, claimable, deployment_of, status_code, terminating, transient,
+    CLAIMED_BY_UID, ClusterApiProvider, annotation, cache, claimable, deployment_of, status_code,
+    terminating, transient,
 };
 
 /// Machines of one batch read and annotated at once.
@@ -92,6 +93,18 @@ impl ClusterApiProvider {
             let Some(found) = self.find_machine(nc).await? else {
                 return Err(not_found());
             };
+            // Only a Machine claimed by this NodeClaim (or by nobody: a legacy binding) is its
+            // to remove; one claimed by another NodeClaim since is not.
+            let uid = nc.metadata.uid.as_deref().unwrap_or_default();
+            if let Some(other) = annotation(&found.metadata, CLAIMED_BY_UID)
+                && !uid.is_empty()
+                && other != uid
+            {
+                return Err(CloudProviderError::NodeClaimNotFound(format!(
+                    "Machine {} is claimed by another NodeClaim (UID {other}), not by {name}",
+                    cache::machine_ref(&found)
+                )));
+            }
             match self
                 .remove_machine(&cache::machine_ref(&found), |_, _, _| true)
                 .await?
