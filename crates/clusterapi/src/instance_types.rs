@@ -104,6 +104,9 @@ pub struct MachineDeploymentInput<'a> {
     pub in_flight: u32,
     /// A launch on it failed within the unavailable-offering TTL.
     pub launch_failed: bool,
+    /// Cluster API reports its scale-up blocked ([`crate::scale_up::blocked`], which reads its
+    /// MachineSets too; the MachineDeployment's own condition is read regardless).
+    pub scale_up_blocked: bool,
 }
 
 impl<'a> MachineDeploymentInput<'a> {
@@ -115,7 +118,15 @@ impl<'a> MachineDeploymentInput<'a> {
             infrastructure_template: None,
             in_flight: 0,
             launch_failed: false,
+            scale_up_blocked: false,
         }
+    }
+
+    /// With Cluster API reporting its scale-up blocked (from its MachineSets).
+    #[must_use]
+    pub fn with_scale_up_blocked(mut self, blocked: bool) -> Self {
+        self.scale_up_blocked = blocked;
+        self
     }
 
     /// With a recent launch failure (unavailable until the TTL passes).

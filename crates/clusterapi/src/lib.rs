@@ -3,6 +3,8 @@
 //! Responsibility: turn Cluster API MachineDeployments (in the management cluster) and a
 //! ClusterAPINodeClass (in the workload cluster) into what Karpenter schedules with, and launch and
 //! terminate nodes. The pure parts (no client, no async):
+//! - [`scale_up`]: whether Cluster API reports a MachineDeployment's scale-up blocked (its
+//!   MachineSets' preflight checks, a missing template);
 //! - [`selection`]: which MachineDeployments a NodeClass may use (member label AND selector,
 //!   namespace and cluster scoping, paused detection);
 //! - [`annotations`]: typed, panic-free parsers for the cluster-autoscaler scale-from-zero
@@ -36,6 +38,7 @@ pub mod gc;
 pub mod instance_types;
 pub mod nodeclass_status;
 pub mod provider;
+pub mod scale_up;
 pub mod selection;
 pub mod templates;
 mod watch_errors;

@@ -32,7 +32,7 @@
 //!
 //! - `status.conditions[type=MachineDeploymentsHealthy]` ([`health`]): False (reason `Failed`
 //!   or `ScaleUpBlocked`) while Cluster API reports a selected MachineDeployment Failed or its
-//!   scale-up blocked (MachineSet preflight checks), naming them; True (reason `Healthy`)
+//!   scale-up blocked (its MachineSets' preflight checks, listed each reconcile), naming them; True (reason `Healthy`)
 //!   otherwise; absent when nothing is selected. A warning too: a Warning Event
 //!   `UnhealthyMachineDeployment` when it turns False or its message changes.
 //!
@@ -366,6 +366,13 @@ impl Context {
         }
     }
 
+    fn set_api(&self) -> Api<api::MachineSet> {
+        match &self.config.scope.namespace {
+            Some(ns) => Api::namespaced_with(self.management.clone(), ns, &self.config.capi),
+            None => Api::all_with(self.management.clone(), &self.config.capi),
+        }
+    }
+
     fn md_api(&self) -> Api<MachineDeployment> {
         match &self.config.scope.namespace {
             Some(ns) => Api::namespaced_with(self.management.clone(), ns, &self.config.capi),
@@ -384,6 +391,11 @@ impl Context {
             .list(&ListParams::default())
             .await
             .map_err(kube_error("list MachineDeployments"))?;
+        let sets = self
+            .set_api()
+            .list(&ListParams::default())
+            .await
+            .map_err(kube_error("list MachineSets"))?;
         let mut templates = HashMap::new();
         for md in mds.items.iter().filter(|md| is_member(md)) {
             if let Some(template) = self.templates.of(md).await {
@@ -405,7 +417,7 @@ impl Context {
             (
                 MACHINE_DEPLOYMENTS_HEALTHY,
                 REASON_UNHEALTHY_MACHINE_DEPLOYMENT,
-                health(nodeclass, &mds.items, &self.config.scope),
+                health(nodeclass, &mds.items, &sets.items, &self.config.scope),
             ),
         ];
         let mut warnings = Vec::new();

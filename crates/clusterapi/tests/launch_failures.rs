@@ -18,7 +18,7 @@ use cloudprovider::{CloudProvider, CloudProviderError};
 use clusterapi::{ClusterApiProvider, ProviderConfig};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use sim::world::config::annotations::{FAILED, FAILURE};
+use sim::world::config::annotations::{FAILED, FAILURE, PREFLIGHT_HOLD};
 use sim::{World, WorldConfig};
 use support::{md, node_claim, pause_sets, replicas, wait_sets};
 
@@ -129,43 +129,42 @@ async fn a_machine_that_fails_before_it_has_an_instance_ends_its_launch() {
     assert_eq!(p.create(&again).await.unwrap().instance_type, "solid");
 }
 
-/// Cluster API's aggregate of a blocked MachineSet scale-up on a MachineDeployment.
-async fn block_scale_up(world: &World, md: &str) {
+/// Holds (or releases) `md`'s MachineSets' scale-ups as a failing preflight check does.
+async fn hold(world: &World, md: &str, message: Option<&str>) {
     Api::<kube::api::DynamicObject>::namespaced_with(
         world.management_client(),
         "default",
         &sim::world::objects::machine_deployments(),
     )
-    .patch_status(
+    .patch(
         md,
         &PatchParams::default(),
-        &Patch::Merge(json!({"status": {"conditions": [{
-            "type": "ScalingUp", "status": "True", "reason": "ScalingUp",
-            "lastTransitionTime": "2026-01-01T00:00:00Z",
-            "message": "Scaling up from 1 to 2 replicas is blocked because:\n* MachineSet x: \
-                        ControlPlaneIsStable: control plane is upgrading"}]}})),
+        &Patch::Merge(json!({"metadata": {"annotations": {PREFLIGHT_HOLD: message}}})),
     )
     .await
     .unwrap();
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_blocked_scale_up_fails_the_launch_at_once_and_is_not_offered() {
+async fn a_scale_up_held_by_preflight_checks_fails_the_launch_at_once_and_is_not_offered() {
     let world = support::world(WorldConfig::default()).await;
     md("held").price("0.5").replicas(1).create(&world).await;
     md("open").price("2.0").create(&world).await;
     wait_sets(&world, "held").await;
-    pause_sets(&world, "held", true).await;
-    let p = std::sync::Arc::new(provider(&world));
+    hold(
+        &world,
+        "held",
+        Some("ControlPlaneIsStable: the control plane is upgrading"),
+    )
+    .await;
+    let p = provider(&world);
+    assert!(
+        available(&p, "held").await,
+        "not scaling up: nothing held yet"
+    );
     let nc = node_claim(&world, "nc", json!([])).await;
     let started = tokio::time::Instant::now();
-    let create = {
-        let p = std::sync::Arc::clone(&p);
-        tokio::spawn(async move { p.create(&nc).await })
-    };
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    block_scale_up(&world, "held").await;
-    let err = create.await.unwrap().unwrap_err();
+    let err = p.create(&nc).await.unwrap_err();
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "failed before the claim timeout: {:?}",
@@ -178,10 +177,13 @@ async fn a_blocked_scale_up_fails_the_launch_at_once_and_is_not_offered() {
         other => panic!("{other}"),
     }
     assert_eq!(replicas(&world, "held").await, 1, "its replica released");
-
-    // Still blocked after the TTL: not offered, the next NodeClaim goes elsewhere.
-    tokio::time::sleep(TTL + Duration::from_secs(1)).await;
-    assert!(!available(&p, "held").await);
     let next = node_claim(&world, "next", json!([])).await;
     assert_eq!(p.create(&next).await.unwrap().instance_type, "open");
+
+    // Released: offered again after the TTL, and a launch there works.
+    hold(&world, "held", None).await;
+    tokio::time::sleep(TTL + Duration::from_secs(1)).await;
+    assert!(available(&p, "held").await);
+    let again = node_claim(&world, "again", json!([])).await;
+    assert_eq!(p.create(&again).await.unwrap().instance_type, "held");
 }

@@ -324,10 +324,11 @@ pub struct CapiCondition {
     pub message: Option<String>,
 }
 
-/// v1beta1 `status.v1beta2` of a MachineDeployment.
+/// A `conditions` list nested in another version's place: v1beta1 `status.v1beta2`, v1beta2
+/// `status.deprecated.v1beta1`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct V1beta2Conditions {
-    /// The v1beta2 conditions.
+    /// The conditions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<CapiCondition>>,
 }
@@ -394,6 +395,61 @@ pub struct MachineSetStatus {
     /// The label selector, serialized, for the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
+    /// Conditions: v1beta2's (`ScalingUp`, …) in v1beta2; v1beta1's (`MachinesCreated`, …)
+    /// in v1beta1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<CapiCondition>>,
+    /// v1beta1 only: the v1beta2 conditions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v1beta2: Option<V1beta2Conditions>,
+    /// v1beta2 only: the v1beta1 conditions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<DeprecatedConditions>,
+}
+
+impl MachineSetStatus {
+    fn all(&self) -> impl Iterator<Item = &CapiCondition> {
+        [
+            self.conditions.as_ref(),
+            self.v1beta2.as_ref().and_then(|v| v.conditions.as_ref()),
+            self.deprecated
+                .as_ref()
+                .and_then(|d| d.v1beta1.as_ref())
+                .and_then(|v| v.conditions.as_ref()),
+        ]
+        .into_iter()
+        .flatten()
+        .flatten()
+    }
+
+    /// Why the MachineSet creates no Machines now, as Cluster API reports it: its v1beta2
+    /// `ScalingUp` condition saying the scale-up "is blocked because" (preflight checks,
+    /// missing templates), else its v1beta1 `MachinesCreated` False `PreflightCheckFailed`.
+    #[must_use]
+    pub fn scale_up_blocked(&self) -> Option<&str> {
+        let scaling = self
+            .all()
+            .find(|c| c.type_ == "ScalingUp" && c.status == "True")
+            .and_then(|c| c.message.as_deref())
+            .filter(|m| m.contains("is blocked because"));
+        scaling.or_else(|| {
+            self.all()
+                .find(|c| {
+                    c.type_ == "MachinesCreated"
+                        && c.status == "False"
+                        && c.reason.as_deref() == Some("PreflightCheckFailed")
+                })
+                .map(|c| c.message.as_deref().unwrap_or("PreflightCheckFailed"))
+        })
+    }
+}
+
+/// v1beta2 `status.deprecated` of a MachineSet (the conditions part).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeprecatedConditions {
+    /// The v1beta1 fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v1beta1: Option<V1beta2Conditions>,
 }
 
 /// A Machine: one node's infrastructure.
@@ -652,6 +708,35 @@ mod tests {
         .unwrap();
         assert_eq!(scaling.scale_up_blocked(), None);
         assert_eq!(MachineDeploymentStatus::default().scale_up_blocked(), None);
+    }
+
+    #[test]
+    fn a_machine_set_held_by_preflight_checks_reads_the_same_in_both_versions() {
+        let scaling = json!({"type": "ScalingUp", "status": "True", "reason": "ScalingUp",
+            "message": "Scaling up from 1 to 2 replicas is blocked because:\n* ControlPlaneIsStable: upgrading"});
+        let created = json!({"type": "MachinesCreated", "status": "False", "severity": "Error",
+            "reason": "PreflightCheckFailed", "message": "ControlPlaneIsStable: upgrading"});
+        let v1beta2: MachineSetStatus = serde_json::from_value(json!({"conditions": [scaling],
+            "deprecated": {"v1beta1": {"conditions": [created]}}}))
+        .unwrap();
+        let v1beta1: MachineSetStatus = serde_json::from_value(json!({"conditions": [created],
+            "v1beta2": {"conditions": [scaling]}}))
+        .unwrap();
+        for s in [&v1beta2, &v1beta1] {
+            assert!(
+                s.scale_up_blocked()
+                    .unwrap()
+                    .contains("ControlPlaneIsStable")
+            );
+        }
+        // v1beta1 conditions alone (Cluster API before v1.9 wrote no v1beta2 ones).
+        let old: MachineSetStatus =
+            serde_json::from_value(json!({"conditions": [created]})).unwrap();
+        assert_eq!(
+            old.scale_up_blocked(),
+            Some("ControlPlaneIsStable: upgrading")
+        );
+        assert_eq!(MachineSetStatus::default().scale_up_blocked(), None);
     }
 
     #[test]

@@ -350,11 +350,12 @@ fn availability(input: &MachineDeploymentInput<'_>, max_size: Option<i32>) -> Op
     if md.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed") {
         return Some(Unavailable::Failed);
     }
-    if md
-        .status
-        .as_ref()
-        .and_then(|s| s.scale_up_blocked())
-        .is_some()
+    if input.scale_up_blocked
+        || md
+            .status
+            .as_ref()
+            .and_then(|s| s.scale_up_blocked())
+            .is_some()
     {
         return Some(Unavailable::ScaleUpBlocked);
     }

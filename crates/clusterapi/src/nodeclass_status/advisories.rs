@@ -8,15 +8,15 @@
 //!   Cluster API version spells it.
 //! - [`health`]: `MachineDeploymentsHealthy` — False while Cluster API reports a selected
 //!   MachineDeployment `Failed` (reason `Failed`) or its scale-up blocked (reason
-//!   `ScaleUpBlocked`: MachineSet preflight checks, missing templates; from the `ScalingUp`
-//!   condition), naming them and why; those offerings are unavailable meanwhile. True (reason
+//!   `ScaleUpBlocked`: MachineSet preflight checks, missing templates;
+//!   [`crate::scale_up::blocked`]), naming them and why; those offerings are unavailable meanwhile. True (reason
 //!   `Healthy`) otherwise.
 //!
 //! Both are `None` when the NodeClass selects nothing (or its selector is invalid).
-//! Inputs: the NodeClass, the MachineDeployments, the scope. Outputs: (status, reason, message).
+//! Inputs: the NodeClass, the MachineDeployments (and their MachineSets), the scope. Outputs: (status, reason, message).
 
 use api::common::ConditionStatus;
-use api::{ClusterAPINodeClass, MachineDeployment};
+use api::{ClusterAPINodeClass, MachineDeployment, MachineSet};
 
 use crate::instance_types::MachineDeploymentRef;
 use crate::selection::{Scope, select};
@@ -109,26 +109,18 @@ pub fn rollout(
 pub fn health(
     nodeclass: &ClusterAPINodeClass,
     mds: &[MachineDeployment],
+    sets: &[MachineSet],
     scope: &Scope,
 ) -> Option<Advisory> {
     let selected = selected(nodeclass, mds, scope)?;
+    let sets: Vec<&MachineSet> = sets.iter().collect();
     let mut failed = Vec::new();
     let mut blocked = Vec::new();
     for md in selected {
-        let Some(status) = md.status.as_ref() else {
-            continue;
-        };
         let name = MachineDeploymentRef::of(md);
-        if status.phase.as_deref() == Some("Failed") {
+        if md.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed") {
             failed.push(format!("{name}: Cluster API reports it Failed"));
-        } else if let Some(message) = status.scale_up_blocked() {
-            let why = message
-                .split_once("is blocked because")
-                .map_or(message, |(_, why)| why)
-                .trim_start_matches(':')
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ");
+        } else if let Some(why) = crate::scale_up::blocked(md, &sets) {
             blocked.push(format!("{name}: scale-up blocked: {why}"));
         }
     }

@@ -6,8 +6,9 @@
 //! the MachineDeployment is offered as unavailable for the unavailable-offering TTL: when the
 //! Machine made for our replica is reported failed (phase `Failed` or a failure reason — a
 //! failed Machine is never claimed), or when no Machine could be claimed within the claim
-//! timeout (a MachineSet that cannot create Machines: paused, quota), or at once when the
-//! MachineDeployment's `ScalingUp` condition says the scale-up is blocked (preflight checks).
+//! timeout (a MachineSet that cannot create Machines: paused, quota), or at once when Cluster
+//! API reports the scale-up blocked (a MachineSet's preflight checks, a missing template:
+//! [`crate::scale_up::blocked`]).
 //! Inputs: a MachineDeployment, a NodeClaim's name and UID, the Machine cache.
 //! Outputs: the claimed Machine, or a typed error.
 
@@ -236,14 +237,15 @@ impl ClusterApiProvider {
         }
     }
 
-    /// Why Cluster API cannot create Machines for `md` now, from the cached MachineDeployment's
-    /// `ScalingUp` condition.
+    /// Why Cluster API cannot create Machines for `md` now ([`crate::scale_up::blocked`], from
+    /// the cached MachineDeployment and MachineSets).
     fn scale_up_blocked(&self, md: &MachineDeploymentRef) -> Option<String> {
         let cached = self.mds.get(&md.namespace, &md.name)?;
-        let message = cached.status.as_ref()?.scale_up_blocked()?;
+        let sets = self.sets.all();
+        let sets: Vec<&api::MachineSet> = sets.iter().map(AsRef::as_ref).collect();
+        let why = crate::scale_up::blocked(&cached, &sets)?;
         Some(format!(
-            "Cluster API cannot create Machines for MachineDeployment {md}: {}",
-            message.replace('\n', " ")
+            "Cluster API cannot create Machines for MachineDeployment {md}: {why}"
         ))
     }
 

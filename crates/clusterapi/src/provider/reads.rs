@@ -12,7 +12,7 @@ use std::sync::Arc;
 use api::nodeclass::ClusterAPINodeClassSpec;
 use api::well_known::annotations::MACHINE;
 use api::well_known::capi::KARPENTER_MEMBER;
-use api::{ClusterAPINodeClass, Machine, MachineDeployment, NodeClaim, NodePool};
+use api::{ClusterAPINodeClass, Machine, MachineDeployment, MachineSet, NodeClaim, NodePool};
 use cloudprovider::{CloudProviderError, Launch};
 use kube::api::Api;
 use scheduling::instance_type::InstanceType;
@@ -120,14 +120,18 @@ impl ClusterApiProvider {
         .map_err(|e| CloudProviderError::NodeClassNotReady(e.to_string()))?;
         let templates =
             futures::future::join_all(selected.iter().map(|md| self.templates.of(md))).await;
+        let sets = self.sets.all();
+        let sets: Vec<&MachineSet> = sets.iter().map(AsRef::as_ref).collect();
         let inputs: Vec<_> = selected
             .iter()
             .zip(&templates)
             .map(|(md, template)| {
-                input(md, template.as_ref()).with_launch_failed(
-                    self.recent_launch_failure(&MachineDeploymentRef::of(md))
-                        .is_some(),
-                )
+                input(md, template.as_ref())
+                    .with_launch_failed(
+                        self.recent_launch_failure(&MachineDeploymentRef::of(md))
+                            .is_some(),
+                    )
+                    .with_scale_up_blocked(crate::scale_up::blocked(md, &sets).is_some())
             })
             .collect();
         build_catalogue(spec, &inputs)

@@ -15,8 +15,10 @@
 //!   exists;
 //! - [`Invariant::PodsRunning`]: every pod of the workloads is Running, as many as asked for.
 //!
-//! [`Invariant::PdbRespected`] and [`Invariant::NoRunaway`] are checked over time by the round
-//! runner (a pod watch; the replicas of a paused group) and only named here.
+//! [`Invariant::PdbRespected`], [`Invariant::NoRunaway`] and [`Invariant::DriftReplaced`] are
+//! checked over time by the round runner (a pod watch; the replicas of a paused or held group;
+//! the replacement of a group's Machines after its template changed, within the disruption
+//! budget) and only named here.
 //! Inputs: [`Snapshot`], [`Protected`]. Outputs: [`Violation`]s.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,11 +46,14 @@ pub enum Invariant {
     PdbRespected,
     /// A group whose Machines never come does not get replicas beyond the NodeClaims waiting.
     NoRunaway,
+    /// After a template change, our Machines of the old template are replaced, never more
+    /// NodeClaims at once than the disruption budget allows.
+    DriftReplaced,
 }
 
 impl Invariant {
     /// Every invariant.
-    pub const ALL: [Invariant; 7] = [
+    pub const ALL: [Invariant; 8] = [
         Invariant::ForeignUntouched,
         Invariant::ReplicasMatchMachines,
         Invariant::MachinesClaimedOrRemoved,
@@ -56,6 +61,7 @@ impl Invariant {
         Invariant::PodsRunning,
         Invariant::PdbRespected,
         Invariant::NoRunaway,
+        Invariant::DriftReplaced,
     ];
 
     /// Its name in the report.
@@ -69,6 +75,7 @@ impl Invariant {
             Invariant::PodsRunning => "every pod Running",
             Invariant::PdbRespected => "no PDB violated, no pod deleted directly",
             Invariant::NoRunaway => "no replica runaway on a stuck group",
+            Invariant::DriftReplaced => "drifted Machines replaced within budget",
         }
     }
 }

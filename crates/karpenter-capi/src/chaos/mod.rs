@@ -1,7 +1,8 @@
 //! The randomized safety suite: seeded rounds of scale-out, scale-in, NodeClaim and Machine
-//! deletions, controller restarts at chosen points, injected API faults and paused groups,
-//! with the safety invariants checked after every round (`karpenter-capi bench chaos`, and a
-//! short seed set in the tests).
+//! deletions, controller restarts at chosen points, injected API faults, paused groups,
+//! MachineSet preflight holds and template changes of `OnDelete` groups, with the safety
+//! invariants checked after every round (`karpenter-capi bench chaos`, and a short seed set in
+//! the tests).
 //!
 //! Responsibility: run the [`Operator`] against the [`world`] and, per round, draw one
 //! [`Action`] from the seeded generator, perform it, lift every fault, and wait until the
@@ -9,8 +10,10 @@
 //! violation: the run stops there and reports it). Two invariants are watched while the
 //! round runs: the `guarded` PodDisruptionBudget (a pod watch: never fewer healthy pods than
 //! `minAvailable`, except in a round that deleted a Machine by hand) with no pod ever deleted
-//! by the controller outside the Eviction API, and the replicas of a paused group (never more
-//! unmet replicas than NodeClaims waiting for a launch).
+//! by the controller outside the Eviction API, and the replicas of a paused or preflight-held
+//! group (never more unmet replicas than NodeClaims waiting for a launch). After a template
+//! change the round also waits, with a longer allowance, until the drifted Machines are
+//! replaced, never faster than the disruption budget allows (`groups`).
 //!
 //! Restart points: [`Action::RestartBeforeClaim`] fails every Machine PATCH so replicas are
 //! raised but never claimed, then restarts the controller; [`Action::RestartBeforeScaleDown`]
@@ -23,6 +26,7 @@
 //! Inputs: [`ChaosConfig`]. Outputs: a [`ChaosReport`] (its invariant table, the actions drawn,
 //! settle times, and the first violation with its round and action).
 
+mod groups;
 pub mod invariants;
 pub mod world;
 
@@ -91,10 +95,17 @@ pub enum Action {
     /// Pause the MachineSets of every group we use (their Machines never come) while pods
     /// that need new nodes wait; then resume them and delete those pods and their NodeClaims.
     PausedGroup,
+    /// Bump the Kubernetes version of an `OnDelete` group: Karpenter replaces its drifted
+    /// NodeClaims.
+    TemplateChange,
+    /// A failing MachineSet preflight check holds one group's scale-ups while pods that need
+    /// new nodes wait; then it passes.
+    PreflightHold,
 }
 
 impl Action {
-    const WEIGHTS: [(Action, u64); 9] = [
+    /// The old actions keep their weights; the newer ones are added with small ones.
+    const WEIGHTS: [(Action, u64); 11] = [
         (Action::ScaleOut, 20),
         (Action::ScaleIn, 12),
         (Action::DeleteNodeClaim, 14),
@@ -104,6 +115,8 @@ impl Action {
         (Action::RestartBeforeScaleDown, 8),
         (Action::Faults, 10),
         (Action::PausedGroup, 8),
+        (Action::TemplateChange, 6),
+        (Action::PreflightHold, 6),
     ];
 
     fn draw(rng: &mut Rng) -> Action {
@@ -168,7 +181,9 @@ pub struct ChaosReport {
     /// Per aiming action: how often it reached its state (`restart-before-claim`: replicas
     /// raised and a Machine unclaimed at the restart; `restart-before-scale-down`:
     /// `delete-machine` written at the restart; `paused-group`: replicas raised on a paused
-    /// group).
+    /// group; `preflight-hold`: replicas raised on the held group and its MachineSet saying the
+    /// scale-up is blocked; `template-change`: a NodeClaim reported drifted with
+    /// `KubernetesVersionChanged`).
     pub exercised: BTreeMap<String, Exercised>,
     /// Faults the servers injected (errors, delayed requests, broken watches).
     pub faults_injected: u64,
@@ -357,6 +372,8 @@ struct Runner {
     restarts: u32,
     runaway: Vec<String>,
     exercised: BTreeMap<String, Exercised>,
+    /// The template change of this round, while its replacements settle.
+    drift: Option<groups::DriftWatch>,
 }
 
 /// How often a round reached the state it aims at.
@@ -637,6 +654,8 @@ impl Runner {
             Action::RestartBeforeScaleDown => self.restart_before_scale_down().await,
             Action::Faults => self.faults().await,
             Action::PausedGroup => self.paused_group().await,
+            Action::TemplateChange => self.template_change().await,
+            Action::PreflightHold => self.preflight_hold().await,
         }
     }
 
@@ -736,90 +755,9 @@ impl Runner {
         Ok(())
     }
 
-    /// Pauses (or resumes) the MachineSets of `groups`: the MachineDeployments stay as they
-    /// are, so their offerings look available, but no Machine is created — as with a paused
-    /// Cluster, a rejecting webhook or an exhausted quota.
-    async fn set_paused(&self, groups: &[&str], paused: bool) -> anyhow::Result<()> {
-        let sets = sim::world::objects::machine_sets();
-        let api: Api<DynamicObject> = Api::namespaced_with(self.mgmt.clone(), "default", &sets);
-        let value = if paused { json!("") } else { Value::Null };
-        for ms in world::list(&self.mgmt, &sets).await? {
-            if !groups.contains(&invariants::group_of(&ms)) {
-                continue;
-            }
-            let name = text(&ms, "/metadata/name");
-            api.patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(
-                    json!({"metadata": {"annotations": {"cluster.x-k8s.io/paused": value}}}),
-                ),
-            )
-            .await
-            .with_context(|| format!("cannot pause MachineSet {name}"))?;
-        }
-        Ok(())
-    }
-
-    async fn paused_group(&mut self) -> anyhow::Result<()> {
-        let groups = MANAGED;
-        self.set_paused(&groups, true).await?;
-        // Pods only new nodes of the `burst` pool take: every one needs a launch.
-        self.scale(BURST, 2).await?;
-        // Sample: the unmet replicas of the paused groups never exceed the NodeClaims that
-        // are waiting for a launch (twice in a row, a second apart: one sample may fall
-        // between a rollback's write and the NodeClaim's deletion).
-        let mut over = 0;
-        let mut raised = false;
-        for _ in 0..8 {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let s = self.snapshot().await?;
-            let unmet: i64 = s
-                .machine_deployments
-                .iter()
-                .filter(|md| groups.contains(&text(md, "/metadata/name").as_str()))
-                .map(|md| {
-                    let n = text(md, "/metadata/name");
-                    let want = md
-                        .pointer("/spec/replicas")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(0);
-                    let have = s
-                        .machines
-                        .iter()
-                        .filter(|m| !invariants::deleting(m) && invariants::group_of(m) == n)
-                        .count();
-                    want - i64::try_from(have).unwrap_or(0)
-                })
-                .sum();
-            let waiting = s
-                .node_claims
-                .iter()
-                .filter(|nc| {
-                    !invariants::deleting(nc)
-                        && nc.pointer("/status/providerID").is_none_or(Value::is_null)
-                })
-                .count();
-            raised |= unmet > 0;
-            if unmet > i64::try_from(waiting).unwrap_or(i64::MAX) {
-                over += 1;
-                if over >= 2 {
-                    self.runaway.push(format!(
-                        "paused groups {groups:?}: {unmet} unmet replicas, {waiting} NodeClaims waiting"
-                    ));
-                    break;
-                }
-            } else {
-                over = 0;
-            }
-        }
-        self.reached(Action::PausedGroup, raised);
-        self.set_paused(&groups, false).await?;
-        Ok(())
-    }
-
     /// Records whether the state a round aims at (a restart point, replicas raised on a
-    /// paused group) was reached, so a run shows that its checks were exercised.
+    /// paused or held group, drift reported) was reached, so a run shows that its checks
+    /// were exercised.
     fn reached(&mut self, action: Action, reached: bool) {
         let e = self.exercised.entry(action_key(action)).or_default();
         e.tried += 1;
@@ -829,8 +767,20 @@ impl Runner {
     }
 
     /// Lifts faults and pauses, makes sure a controller runs, and waits until every invariant
-    /// holds twice in a row. Returns the seconds it took, or the violations at the timeout.
+    /// holds twice in a row (after a template change: and its drifted Machines are replaced).
+    /// Returns the seconds it took, or the violations at the timeout.
     async fn settle(&mut self, timeout: Duration) -> anyhow::Result<Result<f64, Vec<Violation>>> {
+        let result = self.settle_inner(timeout).await;
+        if let Some(watch) = self.drift.take() {
+            self.reached(Action::TemplateChange, watch.drift_seen);
+        }
+        result
+    }
+
+    async fn settle_inner(
+        &mut self,
+        timeout: Duration,
+    ) -> anyhow::Result<Result<f64, Vec<Violation>>> {
         self.set_faults(FaultConfig::default(), FaultConfig::default());
         if self.operator.is_none() {
             self.start_operator();
@@ -839,7 +789,16 @@ impl Runner {
         let deadline = start + timeout;
         let mut clean = 0;
         loop {
-            let mut found = invariants::check(&self.snapshot().await?, &self.started.protected);
+            let snapshot = self.snapshot().await?;
+            let mut found = invariants::check(&snapshot, &self.started.protected);
+            let pending = match self.drift.as_mut().map(|w| w.observe(&snapshot)) {
+                Some(Ok(pending)) => pending,
+                Some(Err(overrun)) => {
+                    found.push(overrun);
+                    return Ok(Err(found));
+                }
+                None => Vec::new(),
+            };
             found.extend(self.immediate());
             if found
                 .iter()
@@ -847,6 +806,7 @@ impl Runner {
             {
                 return Ok(Err(found));
             }
+            found.extend(pending);
             if found.is_empty() {
                 clean += 1;
                 if clean >= 2 {
@@ -897,6 +857,32 @@ impl Runner {
     }
 }
 
+/// Whether a round of `action` checks `invariant` (the ones watched over time only where the
+/// round makes them meaningful).
+fn checks(action: Action, invariant: Invariant) -> bool {
+    match invariant {
+        Invariant::NoRunaway => matches!(action, Action::PausedGroup | Action::PreflightHold),
+        Invariant::DriftReplaced => action == Action::TemplateChange,
+        _ => true,
+    }
+}
+
+/// Extra settle time of a template change: the provider's drift is asked about every 15 s
+/// (`drift_recheck`) and the disruption loop pauses 10 s after an idle pass; then the drifted
+/// nodes go one at a time (the default budget, 10 % of the pool's nodes rounded up, is 1 for
+/// up to 10 nodes), each a launch, its initialization, a drain under the `guarded`
+/// PodDisruptionBudget and a deletion — some 10–15 s a node for up to 8 nodes.
+pub const TEMPLATE_CHANGE_EXTRA_SETTLE: Duration = Duration::from_secs(120);
+
+/// How long a round of `action` may take to settle.
+fn settle_timeout(config: &ChaosConfig, action: Action) -> Duration {
+    if action == Action::TemplateChange {
+        config.settle_timeout + TEMPLATE_CHANGE_EXTRA_SETTLE
+    } else {
+        config.settle_timeout
+    }
+}
+
 fn node_claims_resource() -> kube::api::ApiResource {
     kube::api::ApiResource::erase::<api::NodeClaim>(&())
 }
@@ -931,6 +917,7 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<ChaosReport> {
         restarts: 0,
         runaway: Vec::new(),
         exercised: BTreeMap::new(),
+        drift: None,
     };
     runner.start_operator();
 
@@ -965,9 +952,9 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<ChaosReport> {
         *actions.entry(key).or_default() += 1;
         tracing::info!(round, ?action, "chaos round");
         runner.perform(action).await?;
-        let result = runner.settle(config.settle_timeout).await?;
+        let result = runner.settle(settle_timeout(config, action)).await?;
         for inv in Invariant::ALL {
-            if inv != Invariant::NoRunaway || action == Action::PausedGroup {
+            if checks(action, inv) {
                 *checked.entry(inv).or_default() += 1;
             }
         }

@@ -3,9 +3,11 @@
 //!
 //! Responsibility: build the starting point every round works from —
 //! - MachineDeployments the controller may use (selected by the NodeClass with the label
-//!   `chaos=ours`): `m4-a` and `m8-b` (empty), `legacy-c` (a member that already runs two
+//!   `chaos=ours`): `m4-a` and `m8-b` (empty, rollout strategy `OnDelete`: a template change
+//!   leaves replacing their Machines to Karpenter), `legacy-c` (a member that already runs two
 //!   Machines: the cluster-autoscaler migration path) and `shared-a` (whose one Machine is
-//!   claimed by a NodeClaim of another workload cluster, `chaos-b`);
+//!   claimed by a NodeClaim of another workload cluster, `chaos-b`); every one's template runs
+//!   Kubernetes `v1.33.0`;
 //! - MachineDeployments it was never asked to manage: `static` (not a member) and `other`
 //!   (a member of another Cluster, not selected);
 //! - the workloads: `web` (1 CPU pods, scaled by the rounds) and `guarded` (four 500m pods
@@ -36,6 +38,10 @@ pub const CLUSTER_ID: &str = "chaos-a";
 pub const OTHER_CLUSTER_ID: &str = "chaos-b";
 /// The MachineDeployments the NodeClass selects.
 pub const MANAGED: [&str; 4] = ["m4-a", "m8-b", "legacy-c", "shared-a"];
+/// The cheapest managed MachineDeployment: where a launch goes first.
+pub const CHEAPEST: &str = "m4-a";
+/// The managed MachineDeployments whose rollout strategy is `OnDelete`.
+pub const ON_DELETE: [&str; 2] = ["m4-a", "m8-b"];
 /// The MachineDeployments nobody asked us to manage.
 pub const UNMANAGED: [&str; 2] = ["static", "other"];
 /// The scaled workload.
@@ -80,7 +86,7 @@ struct Md<'a> {
 }
 
 fn md(m: &Md<'_>) -> Value {
-    json!({
+    let mut md = json!({
         "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
         "metadata": {"name": m.name, "namespace": "default", "labels": m.labels,
             "annotations": {
@@ -96,10 +102,17 @@ fn md(m: &Md<'_>) -> Value {
         "spec": {"clusterName": m.cluster, "replicas": m.replicas,
             "selector": {"matchLabels": {"pool": m.name}},
             "template": {"metadata": {"labels": {"pool": m.name}},
-                "spec": {"clusterName": m.cluster, "bootstrap": {"dataSecretName": "boot"},
+                "spec": {"clusterName": m.cluster, "version": "v1.33.0",
+                    "bootstrap": {"dataSecretName": "boot"},
                     "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
                         "kind": "DockerMachineTemplate", "name": m.name}}}},
-    })
+    });
+    if ON_DELETE.contains(&m.name)
+        && let Some(spec) = md.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        spec.insert("rollout".into(), json!({"strategy": {"type": "OnDelete"}}));
+    }
+    md
 }
 
 fn machine_deployments() -> Vec<Value> {

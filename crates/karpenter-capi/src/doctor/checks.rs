@@ -49,6 +49,8 @@ pub struct Facts {
     pub node_pools: Result<Vec<NodePool>, String>,
     /// MachineDeployments (every namespace, or the scope's), or why not.
     pub machine_deployments: Result<Vec<MachineDeployment>, String>,
+    /// Their MachineSets (for blocked scale-ups); empty when they could not be listed.
+    pub machine_sets: Vec<api::MachineSet>,
     /// The infrastructure templates the member MachineDeployments name, as JSON.
     pub templates: Vec<serde_json::Value>,
     /// MachineDeployment (`namespace/name`) → why its template could not be read.

@@ -3,7 +3,8 @@
 //! Responsibility: the only I/O of `doctor`. Discovery for the CRDs `run` needs
 //! ([`crate::probes::served`]); our three CRDs as installed, compared field by field with this
 //! binary's (when the caller may read CRDs); ClusterAPINodeClasses and NodePools (workload
-//! cluster); MachineDeployments (management cluster, the scope's namespace or all) and the
+//! cluster); MachineDeployments and MachineSets (management cluster, the scope's namespace or
+//! all; MachineSets for blocked scale-ups, none when they cannot be listed) and the
 //! infrastructure template each opted-in one names (resolved through discovery); a
 //! `SelfSubjectAccessReview` per permission ([`super::permissions`]); and Deployments running a
 //! cluster-autoscaler image in either cluster. Every failure is recorded in the [`Facts`],
@@ -63,6 +64,15 @@ pub async fn gather(
         Some(ns) => Api::namespaced_with(management.clone(), ns, &speak),
         None => Api::all_with(management.clone(), &speak),
     };
+    let set_api: Api<api::MachineSet> = match &options.scope.namespace {
+        Some(ns) => Api::namespaced_with(management.clone(), ns, &speak),
+        None => Api::all_with(management.clone(), &speak),
+    };
+    let machine_sets = set_api
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
     let machine_deployments = md_api
         .list(&ListParams::default())
         .await
@@ -105,6 +115,7 @@ pub async fn gather(
         node_classes,
         node_pools,
         machine_deployments,
+        machine_sets,
         templates,
         template_errors,
         autoscalers,

@@ -13,7 +13,10 @@ use super::crds::CapiServing;
 use super::node_template::NodeOptions;
 
 /// Annotations (on a Machine, or on its MachineDeployment) that steer the simulated
-/// infrastructure of that Machine. The Machine's own annotation wins.
+/// infrastructure of that Machine. The Machine's own annotation wins. [`PREFLIGHT_HOLD`] goes
+/// on a MachineSet, or on its MachineDeployment (the MachineSet's own wins).
+///
+/// [`PREFLIGHT_HOLD`]: crate::world::config::annotations::PREFLIGHT_HOLD
 pub mod annotations {
     /// `NoProviderID` (the instance never appears) or `Failed` (the Machine goes `Failed`
     /// with a failureReason and failureMessage).
@@ -32,6 +35,12 @@ pub mod annotations {
     pub const NODE_FAILURE: &str = "sim.karpenter-capi.dev/node-failure";
     /// [`NODE_FAILURE`] value.
     pub const NOT_READY: &str = "NotReady";
+    /// On a MachineSet or its MachineDeployment: a MachineSet preflight check fails with this
+    /// message (e.g. `KubeadmControlPlane default/cp is upgrading ("ControlPlaneIsStable"
+    /// preflight check failed)`), so the MachineSet creates no Machine while it is set — as
+    /// Cluster API holds scale-ups — and says so in its conditions. Scale-downs go on. Remove
+    /// it (or make it empty) to let the scale-up proceed.
+    pub const PREFLIGHT_HOLD: &str = "sim.karpenter-capi.dev/preflight-hold";
 }
 
 /// The simulated Cluster API controllers and infrastructure (management cluster, creating

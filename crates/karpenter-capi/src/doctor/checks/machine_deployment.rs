@@ -196,16 +196,16 @@ pub(super) fn machine_deployment(
             .hint("see the MachineDeployment's and its MachineSets' conditions (kubectl describe)"),
         );
     }
-    if let Some(message) = md.status.as_ref().and_then(|s| s.scale_up_blocked()) {
+    let sets: Vec<&api::MachineSet> = facts.machine_sets.iter().collect();
+    if let Some(message) = clusterapi::scale_up::blocked(md, &sets) {
         findings.push(
             Finding::new(
                 Severity::Warning,
                 "machine-deployment-scale-up-blocked",
                 subject.clone(),
                 format!(
-                    "Cluster API cannot create its Machines now (condition ScalingUp): {}; its \
-                     offering is unavailable meanwhile",
-                    message.split_whitespace().collect::<Vec<_>>().join(" ")
+                    "Cluster API cannot create its Machines now: {message}; its offering is \
+                     unavailable meanwhile"
                 ),
             )
             .hint("MachineSet preflight checks hold scale-ups while the control plane is upgrading or versions are skewed; see the MachineSet's conditions, or list checks to skip in its machineset.cluster.x-k8s.io/skip-preflight-checks annotation"),

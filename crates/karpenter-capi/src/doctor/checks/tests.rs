@@ -69,6 +69,7 @@ fn good() -> Facts {
             "apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
             "metadata": {"name": "default"}, "spec": {}}))]),
         node_pools: Ok(vec![pool("default", "default", json!([]))]),
+        machine_sets: Vec::new(),
         machine_deployments: Ok(vec![from(md("small", json!({})))]),
         templates: Vec::new(),
         template_errors: BTreeMap::new(),
@@ -479,10 +480,12 @@ fn a_management_cluster_serving_only_v1beta1_is_named() {
 #[test]
 fn a_blocked_scale_up_is_named_with_cluster_apis_reason() {
     let mut f = good();
-    let mut m = md("small", json!({}));
-    m["status"] = json!({"conditions": [{"type": "ScalingUp", "status": "True",
-        "message": "Scaling up from 0 to 1 replicas is blocked because:\n* MachineSet small-x: ControlPlaneIsStable: upgrading"}]});
-    f.machine_deployments = Ok(vec![from(m)]);
+    f.machine_deployments = Ok(vec![from(md("small", json!({})))]);
+    f.machine_sets = vec![from(json!({
+        "metadata": {"name": "small-x", "namespace": "capi",
+            "labels": {"cluster.x-k8s.io/deployment-name": "small"}},
+        "status": {"conditions": [{"type": "ScalingUp", "status": "True",
+            "message": "Scaling up from 0 to 1 replicas is blocked because:\n* ControlPlaneIsStable: upgrading"}]}}))];
     let report = examine(&f);
     let found: Vec<&Finding> = report
         .with_code("machine-deployment-scale-up-blocked")

@@ -14,8 +14,10 @@
 //! deletion order (`spec.deletion.order`) on every one. An unset `spec.replicas` is defaulted
 //! as CAPI's webhook does (min-size when both autoscaler size annotations are set, else 1). The
 //! deployment's v1beta2 status (`replicas`, `readyReplicas`, `availableReplicas`,
-//! `upToDateReplicas`: the new MachineSet's, `selector`, `observedGeneration`, `phase`, and the
-//! deprecated v1beta1 counters under `deprecated.v1beta1`) is summed over its MachineSets.
+//! `upToDateReplicas`: the new MachineSet's, `selector`, `observedGeneration`, `phase`, the
+//! `ScalingUp` condition — [`super::scaling::deployment_scaling_up`], which like CAPI's does
+//! not carry a MachineSet's preflight hold up — other conditions kept, and the deprecated
+//! v1beta1 counters under `deprecated.v1beta1`) is summed over its MachineSets.
 //! Paused and deleting deployments are left alone (the garbage collector removes a deleted
 //! deployment's MachineSets).
 //! Inputs: MachineDeployments and MachineSets (fresh lists, v1beta2 through [`Capi`]).
@@ -28,7 +30,7 @@ use api::well_known::capi as keys;
 use serde_json::{Value, json};
 
 use super::client::Capi;
-use super::rollout;
+use super::{rollout, scaling};
 use crate::convert::capi::{CapiKind, CapiVersion};
 use crate::object;
 use crate::world::WorldError;
@@ -268,6 +270,11 @@ impl Deployments {
             "selector": selector_string(&string_map(&set_selector(md), ".matchLabels")),
             "observedGeneration": object::generation(md),
             "phase": phase,
+            "conditions": scaling::with_condition(
+                md,
+                ".status.conditions",
+                scaling::deployment_scaling_up(md, have, replicas),
+            ),
             "deprecated": {"v1beta1": {
                 "readyReplicas": ready,
                 "availableReplicas": available,

@@ -12,6 +12,7 @@ pub mod deployments;
 pub mod machines;
 pub mod phases;
 pub mod rollout;
+pub mod scaling;
 pub mod sets;
 
 use std::sync::Arc;
@@ -68,10 +69,15 @@ pub fn start(
         health,
     );
     tasks.0.extend([
+        // MachineSets read their deployment's preflight-hold knob.
         watch_capi(
             &capi,
             CapiKind::MachineDeployment,
-            vec![Arc::clone(&deployments), Arc::clone(&machines)],
+            vec![
+                Arc::clone(&deployments),
+                Arc::clone(&sets),
+                Arc::clone(&machines),
+            ],
         ),
         watch_capi(
             &capi,

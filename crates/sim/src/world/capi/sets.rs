@@ -11,12 +11,15 @@
 //! order: Machines deleting already (they count), annotated `cluster.x-k8s.io/delete-machine`,
 //! unhealthy (no Node, `NodeHealthy` false), then by the set's deletion order
 //! (`spec.deletion.order`: `Random`, the default, is by name in CAPI; `Newest`; `Oldest`), ties
-//! by name. v1beta2 status: `replicas`, `readyReplicas` (Machines whose `Ready` condition is
-//! true), `availableReplicas` (`Available` true), `observedGeneration`, `selector`, and the
-//! deprecated v1beta1 counters (`fullyLabeledReplicas`, `readyReplicas`, `availableReplicas`)
-//! under `deprecated.v1beta1`.
-//! Inputs: MachineSets and Machines (fresh lists, v1beta2 through [`Capi`]). Outputs: Machine
-//! creates and deletes, MachineSet status patches.
+//! by name. A scale-up waits while a preflight check fails ([`scaling::preflight_hold`]: sim's
+//! knob on the set or its deployment): no Machine is created, scale-downs go on. v1beta2
+//! status: `replicas`, `readyReplicas` (Machines whose `Ready` condition is true),
+//! `availableReplicas` (`Available` true), `observedGeneration`, `selector`, the `ScalingUp`
+//! condition, and under `deprecated.v1beta1` the deprecated counters (`fullyLabeledReplicas`,
+//! `readyReplicas`, `availableReplicas`) and the `MachinesCreated` condition (see
+//! [`scaling`]); other conditions are kept.
+//! Inputs: MachineSets, their MachineDeployments (for the knob) and Machines (fresh lists,
+//! v1beta2 through [`Capi`]). Outputs: Machine creates and deletes, MachineSet status patches.
 
 use std::sync::Arc;
 
@@ -24,6 +27,7 @@ use api::well_known::capi as keys;
 use serde_json::{Value, json};
 
 use super::client::Capi;
+use super::scaling;
 use crate::convert::capi::{CapiKind, CapiVersion};
 use crate::object;
 use crate::world::WorldError;
@@ -133,7 +137,12 @@ pub fn new_machine(ms: &Value) -> Value {
 }
 
 impl Sets {
-    async fn reconcile(&self, ms: &Value, machines: &[Value]) -> Result<(), WorldError> {
+    async fn reconcile(
+        &self,
+        ms: &Value,
+        md: Option<&Value>,
+        machines: &[Value],
+    ) -> Result<(), WorldError> {
         if object::is_deleting(ms) || super::deployments::paused(ms) {
             return Ok(());
         }
@@ -153,7 +162,14 @@ impl Sets {
             .get(keys::DISABLE_MACHINE_CREATE)
             .map(String::as_str)
             == Some("true");
-        if owned.len() < desired && !create_disabled {
+        // CAPI runs its preflight checks only when it is about to create Machines (not for a
+        // MachineSet whose creates are disabled).
+        let blocked: Vec<String> = if owned.len() < desired && !create_disabled {
+            scaling::preflight_hold(ms, md).into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        if owned.len() < desired && !create_disabled && blocked.is_empty() {
             let (capi, m) = (&self.capi, &new_machine(ms));
             o::concurrently(owned.len()..desired, |_| async move {
                 capi.create(CapiKind::Machine, m.clone()).await
@@ -181,17 +197,28 @@ impl Sets {
         let all = count(&|_| true);
         let ready = count(&|m| condition_true(m, "Ready"));
         let available = count(&|m| condition_true(m, "Available"));
+        let want = i64::try_from(desired).unwrap_or(i64::MAX);
+        let scaling_up = scaling::machine_set_scaling_up(ms, all, want, &blocked);
+        let mut v1beta1 = json!({
+            "fullyLabeledReplicas": all,
+            "readyReplicas": ready,
+            "availableReplicas": available,
+        });
+        let v1beta1_conditions = match scaling::machines_created(ms, all, want, &blocked) {
+            Some(c) => Some(scaling::with_condition(ms, scaling::V1BETA1_CONDITIONS, c)),
+            None => object::get_path(ms, scaling::V1BETA1_CONDITIONS).cloned(),
+        };
+        if let Some(conditions) = v1beta1_conditions {
+            object::as_map(&mut v1beta1).insert("conditions".into(), conditions);
+        }
         let status = json!({
             "replicas": all,
             "readyReplicas": ready,
             "availableReplicas": available,
             "observedGeneration": object::generation(ms),
             "selector": selector_string(&string_map(ms, ".spec.selector.matchLabels")),
-            "deprecated": {"v1beta1": {
-                "fullyLabeledReplicas": all,
-                "readyReplicas": ready,
-                "availableReplicas": available,
-            }},
+            "conditions": scaling::with_condition(ms, ".status.conditions", scaling_up),
+            "deprecated": {"v1beta1": v1beta1},
         });
         self.capi
             .patch_status_if_changed(CapiKind::MachineSet, ms, status)
@@ -206,10 +233,16 @@ impl Reconciler for Sets {
 
     async fn pass(&mut self) -> PassResult {
         let sets = self.capi.list(CapiKind::MachineSet).await?;
+        let mds = self.capi.list(CapiKind::MachineDeployment).await?;
         let machines = self.capi.list(CapiKind::Machine).await?;
         let mut first_error = None;
         for ms in &sets {
-            if let Err(e) = self.reconcile(ms, &machines).await {
+            let md = labels(ms).get(keys::DEPLOYMENT_NAME).and_then(|d| {
+                mds.iter().find(|md| {
+                    object::name(md) == d && object::namespace(md) == object::namespace(ms)
+                })
+            });
+            if let Err(e) = self.reconcile(ms, md, &machines).await {
                 first_error.get_or_insert(e);
             }
         }
