@@ -16,7 +16,7 @@ use std::time::Duration;
 use api::NodePool;
 use cloudprovider::{CloudProvider, CloudProviderError};
 use clusterapi::{ClusterApiProvider, ProviderConfig};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::json;
 use sim::world::config::annotations::{FAILED, FAILURE, PREFLIGHT_HOLD};
 use sim::{World, WorldConfig};
@@ -91,18 +91,12 @@ async fn a_machine_that_fails_before_it_has_an_instance_ends_its_launch() {
     let world = support::world(WorldConfig::default()).await;
     md("flaky").price("0.5").create(&world).await;
     md("solid").price("2.0").create(&world).await;
-    Api::<kube::api::DynamicObject>::namespaced_with(
-        world.management_client(),
-        "default",
-        &sim::world::objects::machine_deployments(),
-    )
-    .patch(
+    support::patch_md(
+        &world,
         "flaky",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"annotations": {FAILURE: FAILED}}})),
+        json!({"metadata": {"annotations": {FAILURE: FAILED}}}),
     )
-    .await
-    .unwrap();
+    .await;
     let p = provider(&world);
 
     let nc = node_claim(&world, "nc", json!([])).await;
@@ -131,18 +125,12 @@ async fn a_machine_that_fails_before_it_has_an_instance_ends_its_launch() {
 
 /// Holds (or releases) `md`'s MachineSets' scale-ups as a failing preflight check does.
 async fn hold(world: &World, md: &str, message: Option<&str>) {
-    Api::<kube::api::DynamicObject>::namespaced_with(
-        world.management_client(),
-        "default",
-        &sim::world::objects::machine_deployments(),
-    )
-    .patch(
+    support::patch_md(
+        world,
         md,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"annotations": {PREFLIGHT_HOLD: message}}})),
+        json!({"metadata": {"annotations": {PREFLIGHT_HOLD: message}}}),
     )
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -285,18 +285,12 @@ async fn a_rolling_update_machine_deployment_is_named_in_the_rollout_condition()
     assert_eq!(events.len(), 1, "one Event, not one per reconcile");
     assert_eq!(events[0].type_.as_deref(), Some("Warning"));
 
-    Api::<api::MachineDeployment>::namespaced_with(
-        world.management_client(),
-        "default",
-        &api::CapiVersion::v1beta2(),
-    )
-    .patch(
+    support::patch_md(
+        &world,
         "rolling",
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(json!({"spec": {"rollout": {"strategy": {"type": "OnDelete"}}}})),
+        json!({"spec": {"rollout": {"strategy": {"type": "OnDelete"}}}}),
     )
-    .await
-    .unwrap();
+    .await;
     let nc = reconcile(&world, &ctx).await;
     let rollout = condition(&nc, "RolloutStrategyCompatible").unwrap();
     assert_eq!(rollout.status, ConditionStatus::True);
@@ -330,21 +324,6 @@ async fn a_rolling_update_machine_deployment_is_named_in_the_rollout_condition()
     );
 }
 
-async fn set_md_status(world: &World, md: &str, status: Value) {
-    Api::<kube::api::DynamicObject>::namespaced_with(
-        world.management_client(),
-        "default",
-        &sim::world::objects::machine_deployments(),
-    )
-    .patch_status(
-        md,
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(json!({ "status": status })),
-    )
-    .await
-    .unwrap();
-}
-
 /// A selected MachineDeployment Cluster API reports Failed, or whose scale-up its MachineSet's
 /// preflight checks block, is named in `MachineDeploymentsHealthy` False with a Warning Event,
 /// without touching Ready; when it recovers the condition turns True.
@@ -362,7 +341,7 @@ async fn failed_and_blocked_machine_deployments_are_named_in_the_health_conditio
     assert_eq!(health.status, ConditionStatus::True);
     assert_eq!(health.reason, "Healthy");
 
-    set_md_status(
+    support::patch_md_status(
         &world,
         "stuck",
         json!({"conditions": [{"type": "ScalingUp", "status": "True", "reason": "ScalingUp",
@@ -383,7 +362,7 @@ async fn failed_and_blocked_machine_deployments_are_named_in_the_health_conditio
     );
     assert_eq!(ready(&nc).unwrap().status, ConditionStatus::True);
 
-    set_md_status(&world, "ok", json!({"phase": "Failed"})).await;
+    support::patch_md_status(&world, "ok", json!({"phase": "Failed"})).await;
     let nc = reconcile(&world, &ctx).await;
     let health = condition(&nc, "MachineDeploymentsHealthy").unwrap();
     assert_eq!(health.reason, "Failed");
@@ -410,8 +389,8 @@ async fn failed_and_blocked_machine_deployments_are_named_in_the_health_conditio
         "published once per new message: {events:?}"
     );
 
-    set_md_status(&world, "ok", json!({"phase": "Running"})).await;
-    set_md_status(&world, "stuck", json!({"conditions": []})).await;
+    support::patch_md_status(&world, "ok", json!({"phase": "Running"})).await;
+    support::patch_md_status(&world, "stuck", json!({"conditions": []})).await;
     let nc = reconcile(&world, &ctx).await;
     assert_eq!(
         condition(&nc, "MachineDeploymentsHealthy").unwrap().status,

@@ -22,7 +22,7 @@ use api::well_known::capi::{DEPLOYMENT_NAME, SET_NAME};
 use api::{Machine, MachineSet, NodeClaim};
 use cloudprovider::CloudProvider;
 use clusterapi::{ClusterApiProvider, ProviderConfig};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use serde_json::json;
 use sim::{World, WorldConfig};
 
@@ -78,18 +78,6 @@ fn set_of(m: &Machine) -> String {
     support::label(m, SET_NAME).unwrap_or_default()
 }
 
-/// Patches the MachineDeployment `md` (a merge patch).
-async fn patch_md(world: &World, md: &str, patch: serde_json::Value) {
-    let api: Api<api::MachineDeployment> = Api::namespaced_with(
-        world.management_client(),
-        "default",
-        &api::CapiVersion::v1beta2(),
-    );
-    api.patch(md, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
-}
-
 /// Machines of `md` that are not being deleted.
 async fn live(world: &World, md: &str) -> Vec<Machine> {
     support::machines(world, md)
@@ -104,7 +92,7 @@ async fn live(world: &World, md: &str) -> Vec<Machine> {
 /// one in the new. Returns the provider and the three NodeClaims' Machines (a, b old; c new).
 async fn on_delete_mid_rollout(world: &World) -> (ClusterApiProvider, [Machine; 3]) {
     support::md("md").create(world).await;
-    patch_md(
+    support::patch_md(
         world,
         "md",
         json!({"spec": {"rollout": {"strategy": {"type": "OnDelete"}}}}),
@@ -120,7 +108,7 @@ async fn on_delete_mid_rollout(world: &World) -> (ClusterApiProvider, [Machine; 
         (sets(world, "md").await.len() == 1).then_some(())
     })
     .await;
-    patch_md(
+    support::patch_md(
         world,
         "md",
         json!({"spec": {"template": {"spec": {"version": "v1.34.0"}}}}),
@@ -274,7 +262,7 @@ async fn a_rolling_update_template_change_is_left_to_cluster_api() {
     let p = provider(&world);
     let nc = node_claim(&world, "a").await;
     p.create(&nc).await.unwrap();
-    patch_md(
+    support::patch_md(
         &world,
         "md",
         json!({"spec": {"template": {"spec": {"version": "v1.34.0"}}}}),
@@ -320,7 +308,7 @@ async fn machines_cluster_api_makes_for_a_rolling_update_are_adopted_not_collect
     let launch = p.create(&node_claim(&world, "a").await).await.unwrap();
     let ours = launch.machine.name.clone();
     // A RollingUpdate template change: Cluster API replaces both Machines itself.
-    patch_md(
+    support::patch_md(
         &world,
         "md",
         json!({"spec": {"template": {"spec": {"version": "v1.34.0"}}}}),

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use api::well_known::capi::{KARPENTER_MEMBER, MIN_SIZE};
-use api::{ClusterAPINodeClass, MachineDeployment, NodeClaim};
+use api::{ClusterAPINodeClass, NodeClaim};
 use cloudprovider::{CloudProvider, CloudProviderError};
 use clusterapi::gc::{GcConfig, MachineGc};
 use clusterapi::{ClusterApiProvider, ProviderConfig};
@@ -115,18 +115,12 @@ async fn labelling_a_running_machine_deployment_collects_none_of_its_machines() 
     md("md").member(false).replicas(2).create(&world).await;
     let before = wait_machines(&world, "md", 2).await;
     // The cluster-autoscaler migration: the user opts the running MachineDeployment in.
-    Api::<MachineDeployment>::namespaced_with(
-        world.management_client(),
-        "default",
-        &api::CapiVersion::v1beta2(),
-    )
-    .patch(
+    support::patch_md(
+        &world,
         "md",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {KARPENTER_MEMBER: ""}}})),
+        json!({"metadata": {"labels": {KARPENTER_MEMBER: ""}}}),
     )
-    .await
-    .unwrap();
+    .await;
     let p = provider(&world);
     let gc = collector(&p);
     for _ in 0..3 {
@@ -624,18 +618,12 @@ async fn a_malformed_min_size_stops_removals_with_a_clear_error() {
     let p = provider(&world);
     let nc = node_claim(&world, "nc", json!([])).await;
     let launch = p.create(&nc).await.unwrap();
-    Api::<MachineDeployment>::namespaced_with(
-        world.management_client(),
-        "default",
-        &api::CapiVersion::v1beta2(),
-    )
-    .patch(
+    support::patch_md(
+        &world,
         "md",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"annotations": {MIN_SIZE: "three"}}})),
+        json!({"metadata": {"annotations": {MIN_SIZE: "three"}}}),
     )
-    .await
-    .unwrap();
+    .await;
     let err = p
         .delete(&fresh(&world.workload_client(), "nc").await)
         .await

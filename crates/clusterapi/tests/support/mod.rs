@@ -341,3 +341,31 @@ pub async fn wait_sets(world: &World, md: &str) {
     })
     .await;
 }
+
+/// A JSON merge patch of MachineDeployment `md` (namespace `default`).
+pub async fn patch_md(world: &World, md: &str, patch: Value) {
+    let api: Api<MachineDeployment> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
+    api.patch(md, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+/// A JSON merge patch of MachineDeployment `md`'s status (`{"status": status}`).
+pub async fn patch_md_status(world: &World, md: &str, status: Value) {
+    let api: Api<MachineDeployment> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
+    api.patch_status(
+        md,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": status })),
+    )
+    .await
+    .unwrap();
+}
