@@ -1376,7 +1376,82 @@ async fn a_restart_in_the_middle_of_a_replacement_leaves_nothing_behind(backend:
     assert_eq!(replicas(&world).await, 1);
 }
 
+/// A RollingUpdate template change under Karpenter: Cluster API replaces the node itself
+/// (Karpenter does not replace it a second time), the old NodeClaim ends, and the new Machine
+/// gets a NodeClaim — the pods' next launch claims it without raising a replica (or, with no
+/// pod waiting, the collector adopts it) — so the pods end up Running with every Machine
+/// claimed.
+async fn a_rolling_update_template_change_is_rolled_out_by_cluster_api_and_its_machine_claimed(
+    backend: Backend,
+) {
+    let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let _operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 2, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(90)).await;
+    let before: Vec<String> = node_claims(&world)
+        .await
+        .iter()
+        .map(|n| n.name_any())
+        .collect();
+    assert_eq!(before.len(), 1);
+    let old_machines: Vec<String> = machines(&world)
+        .await
+        .iter()
+        .map(|m| m.name_any())
+        .collect();
+    Api::<MachineDeployment>::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    )
+    .patch(
+        "m-zone-a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"template": {"spec": {"version": "v1.34.0"}}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(
+        "the rollout done, its Machine adopted, the old NodeClaim gone",
+        Duration::from_secs(300),
+        || async {
+            let ms = machines(&world).await;
+            let ncs = node_claims(&world).await;
+            let pods = pods(&world).await;
+            let replaced = ms.iter().all(|m| !old_machines.contains(&m.name_any()));
+            let claimed = ms.iter().all(|m| {
+                m.metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(clusterapi::provider::CLAIMED_BY))
+                    .is_some_and(|nc| ncs.iter().any(|c| &c.name_any() == nc))
+            });
+            let old_gone = ncs.iter().all(|nc| !before.contains(&nc.name_any()));
+            (replaced
+                && claimed
+                && old_gone
+                && ms.len() == 1
+                && ncs.len() == 1
+                && pods.len() == 2
+                && pods.iter().all(running))
+            .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        replicas(&world).await,
+        1,
+        "no replica raised for the rollout"
+    );
+}
+
 sim::backend_tests!(
+    a_rolling_update_template_change_is_rolled_out_by_cluster_api_and_its_machine_claimed,
     a_restart_in_the_middle_of_a_replacement_leaves_nothing_behind,
     a_node_pool_template_change_replaces_the_drifted_node,
     an_expired_node_claim_is_deleted_and_its_pod_comes_back,
