@@ -267,6 +267,48 @@ pub fn parse_duration(value: &str) -> Result<std::time::Duration, DurationError>
     Ok(std::time::Duration::from_secs(total))
 }
 
+/// The seconds of a Go duration (`300ms`, `1.5h`, `2h45m`, `-5s`, `0`), as Go's
+/// `time.ParseDuration` reads it; `None` for anything else (an empty string, a number without
+/// a unit, an unknown unit such as `d`).
+#[must_use]
+pub fn go_duration_seconds(text: &str) -> Option<f64> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    if rest == "0" {
+        return Some(0.0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut rest = rest;
+    let mut total = 0.0_f64;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(number_len);
+        let number: f64 = number.parse().ok()?;
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        let scale = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += number * scale;
+        rest = tail;
+    }
+    Some(if negative { -total } else { total })
+}
+
 /// The status of a condition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum ConditionStatus {
@@ -358,6 +400,24 @@ mod tests {
             "1h 2m",
         ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn go_durations_read_as_go_reads_them() {
+        for (text, seconds) in [
+            ("0", 0.0),
+            ("+0", 0.0),
+            ("300ms", 0.3),
+            ("1.5h", 5400.0),
+            ("2h45m", 9900.0),
+            ("1h0m0s", 3600.0),
+            ("-5s", -5.0),
+        ] {
+            assert_eq!(go_duration_seconds(text), Some(seconds), "{text}");
+        }
+        for bad in ["", "-", "5", "5d", "s", ".s", "1h-2m"] {
+            assert_eq!(go_duration_seconds(bad), None, "{bad}");
         }
     }
 

@@ -69,41 +69,10 @@ pub fn do_not_disrupt(pod: &Pod) -> DoNotDisrupt {
 /// rejected.
 #[must_use]
 pub fn parse_go_duration(text: &str) -> Option<Duration> {
-    let s = text.strip_prefix('+').unwrap_or(text);
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    if s.is_empty() || s.starts_with('-') {
+    if text.starts_with('-') {
         return None;
     }
-    let mut rest = s;
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, tail) = rest.split_at(num_len);
-        if number.is_empty() || number == "." {
-            return None;
-        }
-        let value: f64 = number.parse().ok()?;
-        let unit_len = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_len);
-        let scale = match unit {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += value * scale;
-        rest = tail;
-    }
-    Duration::try_from_secs_f64(total).ok()
+    Duration::try_from_secs_f64(api::common::go_duration_seconds(text)?).ok()
 }
 
 #[cfg(test)]

@@ -527,38 +527,7 @@ fn restore_machine(obj: &mut Value, hub: &Value) {
 /// Whole seconds of a Go duration (`1m30s`, `1.5h`, `300ms`), truncated as CAPI's
 /// `ConvertToSeconds` does and capped at `i32::MAX`.
 pub fn duration_to_seconds(v: &Value) -> Option<i64> {
-    let s = v.as_str()?.trim();
-    let (negative, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    let mut total = 0.0_f64;
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, tail) = rest.split_at(number_len);
-        let number: f64 = number.parse().ok()?;
-        let unit_len = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_len);
-        let scale = match unit {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += number * scale;
-        rest = tail;
-    }
-    let seconds = if negative { -total } else { total }.trunc();
+    let seconds = api::common::go_duration_seconds(v.as_str()?.trim())?.trunc();
     // Truncated and clamped to the i32 range first, so the cast is exact.
     #[allow(clippy::cast_possible_truncation)]
     Some(seconds.clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i64)
