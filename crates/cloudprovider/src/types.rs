@@ -43,8 +43,9 @@ impl fmt::Display for ObjectRef {
     }
 }
 
-/// The scaling group an instance belongs to, and how many of the group's instances may still
-/// be removed without a replacement before it would fall below its minimum size.
+/// The scaling group an instance belongs to, how many of the group's instances may still be
+/// removed without a replacement before it would fall below its minimum size, and whether
+/// this instance may be removed at all just now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemovalRoom {
     /// The group (for Cluster API: `namespace/name` of the MachineDeployment).
@@ -53,6 +54,11 @@ pub struct RemovalRoom {
     pub min: u32,
     /// Its current size minus the minimum, never below 0.
     pub room: u32,
+    /// Why this instance must not be disrupted now whatever the room, when it must not: its
+    /// removal could not be made exact (for Cluster API: mid-rollout, lowering the
+    /// MachineDeployment's replicas would make Cluster API delete a Machine of another
+    /// MachineSet, and deleting this one alone would only make its MachineSet replace it).
+    pub hold: Option<String>,
 }
 
 /// One launched (or launching) instance, as core sees it.

@@ -241,6 +241,59 @@ async fn the_new_machine_set_s_machine_is_deleted_directly_and_replaced_in_the_n
     assert_eq!(set_of(&replacement), set_of(&c));
 }
 
+/// The real run against Cluster API v1.13's controllers: emptiness deleted new-MachineSet
+/// Machines directly mid-`OnDelete`-rollout, the MachineSet replaced them, the collector
+/// adopted the replacements, emptiness took them again — a loop every two minutes for as long
+/// as a `do-not-disrupt` pod kept the old MachineSet. Disruption now leaves such a Machine
+/// alone, saying why; the oldest old MachineSet's Machines (exact removals) stay candidates,
+/// bounded by what that MachineSet holds.
+#[tokio::test(start_paused = true)]
+async fn mid_on_delete_rollout_only_machines_of_the_oldest_old_machine_set_may_be_disrupted() {
+    let world = support::world(WorldConfig::default()).await;
+    let (p, [a, b, c]) = on_delete_mid_rollout(&world).await;
+    // The MachineSet cache sees both MachineSets.
+    support::wait_for("the MachineSet cache", Duration::from_secs(60), || async {
+        let r = p.removal_room(&fresh(&world, "c").await).await.unwrap()?;
+        r.hold.is_some().then_some(())
+    })
+    .await;
+    let c_room = p
+        .removal_room(&fresh(&world, "c").await)
+        .await
+        .unwrap()
+        .unwrap();
+    let hold = c_room.hold.unwrap();
+    assert!(
+        hold.contains("default/md is rolling out through 2 MachineSets")
+            && hold.contains(&name(&c))
+            && hold.contains(&format!("MachineSet {}", set_of(&a))),
+        "{hold}"
+    );
+    for nc in ["a", "b"] {
+        let r = p
+            .removal_room(&fresh(&world, nc).await)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.hold, None, "NodeClaim {nc}");
+        assert_eq!(r.room, 2, "the old MachineSet holds two: NodeClaim {nc}");
+    }
+    // Once the old MachineSet is gone the rollout is over and c may go too.
+    p.delete(&fresh(&world, "a").await).await.unwrap();
+    only_gone(&world, &a, &[&b, &c]).await;
+    p.delete(&fresh(&world, "b").await).await.unwrap();
+    only_gone(&world, &b, &[&c]).await;
+    support::wait_for(
+        "the end of the rollout",
+        Duration::from_secs(60),
+        || async {
+            let r = p.removal_room(&fresh(&world, "c").await).await.unwrap()?;
+            r.hold.is_none().then_some(r.room)
+        },
+    )
+    .await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn after_an_on_delete_template_change_the_old_machines_drift_and_the_new_one_does_not() {
     let world = support::world(WorldConfig::default()).await;

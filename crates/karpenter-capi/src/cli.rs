@@ -106,6 +106,13 @@ pub struct SimWorldArgs {
     /// ReplicaSets): simulate only Cluster API, kubelets and DaemonSets.
     #[arg(long)]
     pub real_controllers: bool,
+    /// The management cluster runs Cluster API's real core controllers: simulate only an
+    /// infrastructure and control plane provider for them (`SimCluster`, `SimControlPlane`,
+    /// `SimMachine`, `SimMachineTemplate` in `*.sim.karpenter-capi.dev/v1alpha1`, CRDs
+    /// installed when missing) and the Nodes their Machines become. The Cluster's kubeconfig
+    /// Secret is yours to create.
+    #[arg(long)]
+    pub real_cluster_api: bool,
 }
 
 /// `bench` subcommands.

@@ -93,6 +93,7 @@ async fn world(args: SimWorldArgs) -> anyhow::Result<()> {
         config.scheduler.enabled = false;
         config.workloads.deployments = false;
     }
+    config.capi.core = !args.real_cluster_api;
     println!("running the simulated world controllers; Ctrl-C stops");
     tokio::select! {
         result = sim::run_world_against(workload, management, config) => result,

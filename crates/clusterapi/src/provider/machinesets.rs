@@ -105,6 +105,36 @@ impl ScaleDownTarget {
     pub(crate) fn rolling_out(&self) -> bool {
         self.active > 1
     }
+
+    /// Why `m` (of MachineDeployment `md`) must not be disrupted now, if it must not: mid-rollout
+    /// a lowered replica would land in another MachineSet (CAPI would delete one of its
+    /// Machines), and deleting `m` alone would only make its MachineSet replace it.
+    pub(crate) fn hold(&self, md: &MachineDeploymentRef, m: &Machine) -> Option<String> {
+        if !self.rolling_out() || self.takes(m) {
+            return None;
+        }
+        let machine = m.metadata.name.as_deref().unwrap_or_default();
+        let set = machine_set_of(m).unwrap_or("?");
+        let lands = self.set.as_deref().map_or_else(
+            || "a MachineSet that cannot be known in advance".to_owned(),
+            |s| format!("MachineSet {s}"),
+        );
+        Some(format!(
+            "MachineDeployment {md} is rolling out through {} MachineSets: lowering its \
+             replicas would make Cluster API remove a Machine of {lands}, not Machine \
+             {machine} of MachineSet {set}, and deleting {machine} alone would only make its \
+             MachineSet replace it; waiting until the rollout ends",
+            self.active
+        ))
+    }
+}
+
+/// Whether `s` is a MachineSet the MachineDeployment with UID `uid` controls.
+fn controlled_by(s: &MachineSet, uid: Option<&str>) -> bool {
+    s.metadata.owner_references.as_ref().is_some_and(|refs| {
+        refs.iter()
+            .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == uid)
+    })
 }
 
 impl ClusterApiProvider {
@@ -126,14 +156,28 @@ impl ClusterApiProvider {
         .map_err(|e| transient("list MachineSets", e))?
         .items
         .into_iter()
-        .filter(|s| {
-            s.metadata.owner_references.as_ref().is_some_and(|refs| {
-                refs.iter()
-                    .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == uid)
-            })
-        })
+        .filter(|s| controlled_by(s, uid))
         .collect();
         Ok(ScaleDownTarget::of(current, &sets))
+    }
+
+    /// [`Self::scale_down_target`] from the MachineSet cache, for disruption's per-node
+    /// question ([`ScaleDownTarget::hold`]): no request. The removal itself reads fresh.
+    pub(crate) fn cached_scale_down_target(
+        &self,
+        md: &MachineDeploymentRef,
+        current: &MachineDeployment,
+    ) -> ScaleDownTarget {
+        let uid = current.metadata.uid.as_deref();
+        let sets: Vec<MachineSet> = self
+            .sets
+            .all()
+            .iter()
+            .filter(|s| s.metadata.namespace.as_deref() == Some(md.namespace.as_str()))
+            .filter(|s| controlled_by(s, uid))
+            .map(|s| MachineSet::clone(s))
+            .collect();
+        ScaleDownTarget::of(current, &sets)
     }
 }
 

@@ -407,8 +407,10 @@ impl ClusterApiProvider {
     }
 
     /// The MachineDeployment of `node_claim`'s Machine and its room above the min-size
-    /// annotation (`spec.replicas` − min); `None` when the NodeClaim has no Machine or the
-    /// Machine no MachineDeployment.
+    /// annotation (`spec.replicas` − min; mid-rollout at most what the MachineSet a scale-down
+    /// lands in holds), and a hold while a rollout makes the Machine's exact removal impossible
+    /// ([`super::machinesets::ScaleDownTarget::hold`], from the MachineSet cache); `None` when
+    /// the NodeClaim has no Machine or the Machine no MachineDeployment.
     pub(super) async fn removal_room_of(
         &self,
         node_claim: &NodeClaim,
@@ -424,10 +426,17 @@ impl ClusterApiProvider {
         };
         let min = super::scale::min_size(&md)?;
         let replicas = md.spec.replicas.unwrap_or(0);
+        let mut room = replicas.saturating_sub(min);
+        super::synced(&self.sets).await?;
+        let target = self.cached_scale_down_target(&md_ref, &md);
+        if target.rolling_out() && target.takes(&m) {
+            room = room.min(target.room());
+        }
         Ok(Some(cloudprovider::RemovalRoom {
             group: md_ref.to_string(),
             min: u32::try_from(min).unwrap_or(0),
-            room: u32::try_from(replicas.saturating_sub(min)).unwrap_or(0),
+            room: u32::try_from(room).unwrap_or(0),
+            hold: target.hold(&md_ref, &m),
         }))
     }
 }

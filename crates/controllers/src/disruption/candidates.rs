@@ -395,6 +395,10 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
         let nc_name = nc.metadata.name.as_deref().unwrap_or_default();
         let mut group = None;
         match inputs.floors.of(nc_name) {
+            Some(Floor::Held(why)) => {
+                blocked.push(block(why.to_owned(), true));
+                continue;
+            }
             Some(Floor::Unknown(e)) if class == Class::Graceful => {
                 blocked.push(block(
                     format!("the minimum size of its group cannot be read: {e}"),

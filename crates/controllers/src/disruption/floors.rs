@@ -7,6 +7,9 @@
 //! takes more nodes of a group than its room. Drift and expiration are not bounded here: a
 //! drifted node at the minimum is replaced, which is what drift asks for.
 //!
+//! A node the provider holds ([`RemovalRoom::hold`]: its removal cannot be made exact now, a
+//! Cluster API rollout) is no candidate for any method, drift and expiration included.
+//!
 //! Inputs: the provider's [`RemovalRoom`] per NodeClaim (or why it could not be read) and the
 //! NodeClaims already leaving (deleting, tainted `karpenter.sh/disrupted`, or in a command in
 //! flight), whose Machines still count in the group's replicas. A NodeClaim whose Machine's
@@ -31,6 +34,8 @@ pub enum Floor<'a> {
     },
     /// The bound exists but could not be read (the node is left alone).
     Unknown(&'a str),
+    /// The node must not be disrupted now, for this reason (any method).
+    Held(&'a str),
 }
 
 /// Per NodeClaim, its group's floor.
@@ -54,6 +59,7 @@ impl Floors {
             .collect();
         let mut room: BTreeMap<String, usize> = BTreeMap::new();
         for r in by_claim.values().flatten() {
+            // A held node's group still has its room: the others may go.
             room.entry(r.group.clone())
                 .or_insert(usize::try_from(r.room).unwrap_or(usize::MAX));
         }
@@ -72,6 +78,9 @@ impl Floors {
     #[must_use]
     pub fn of(&self, nc: &str) -> Option<Floor<'_>> {
         Some(match self.by_claim.get(nc)? {
+            Ok(RemovalRoom {
+                hold: Some(why), ..
+            }) => Floor::Held(why),
             Ok(r) => Floor::Group {
                 group: &r.group,
                 min: r.min,
@@ -98,7 +107,32 @@ mod tests {
             group: group.into(),
             min,
             room,
+            hold: None,
         }))
+    }
+
+    #[test]
+    fn a_held_node_is_held_and_its_group_keeps_its_room() {
+        let held = Ok(Some(RemovalRoom {
+            group: "ns/a".into(),
+            min: 0,
+            room: 3,
+            hold: Some("rolling out".into()),
+        }));
+        let answers = BTreeMap::from([
+            ("a1".to_owned(), held),
+            ("a2".to_owned(), room("ns/a", 0, 3)),
+        ]);
+        let floors = Floors::new(answers, &BTreeSet::new());
+        assert_eq!(floors.of("a1"), Some(Floor::Held("rolling out")));
+        assert_eq!(
+            floors.of("a2"),
+            Some(Floor::Group {
+                group: "ns/a",
+                min: 0,
+                room: 3
+            })
+        );
     }
 
     #[test]

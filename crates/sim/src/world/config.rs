@@ -49,6 +49,11 @@ pub mod annotations {
 pub struct CapiConfig {
     /// Run them.
     pub enabled: bool,
+    /// Simulate Cluster API's core controllers (MachineDeployment, MachineSet, Machine) too.
+    /// Off when the management cluster runs the real Cluster API core manager: the world then
+    /// acts only as its infrastructure and control plane provider
+    /// ([`super::capi::infrastructure`]), and the delays count from the `SimMachine`.
+    pub core: bool,
     /// Machine created → `Provisioning` (bootstrap data ready).
     pub bootstrap_delay: Duration,
     /// Machine created → `spec.providerID` set, `Provisioned`.
@@ -80,6 +85,7 @@ impl Default for CapiConfig {
     fn default() -> Self {
         Self {
             enabled: true,
+            core: true,
             bootstrap_delay: Duration::from_secs(1),
             provider_id_delay: Duration::from_secs(5),
             node_join_delay: Duration::from_secs(2),

@@ -147,7 +147,8 @@ pub fn start_controllers(
 
 /// Run the configured controllers against any pair of clusters (`sim world --kubeconfig WL
 /// --management-kubeconfig MGMT`) until the returned future is dropped. Installs the Cluster API
-/// CRDs into the management cluster first if Cluster API is simulated and they are missing.
+/// CRDs into the management cluster first if Cluster API is simulated and they are missing (and,
+/// when only its infrastructure is, the provider kinds' CRDs, [`capi::infrastructure::crds`]).
 pub async fn run_world_against(
     workload: kube::Client,
     management: kube::Client,
@@ -162,12 +163,18 @@ pub async fn run_world_against(
 }
 
 /// Install the Cluster API CRDs as `config.serving` says (the default: as far as the server
-/// allows, [`crds::install_capi_crds`]).
+/// allows, [`crds::install_capi_crds`]; CRDs already there, a real Cluster API's, are left as
+/// they are) and, when only the infrastructure is simulated, the provider kinds' CRDs
+/// ([`capi::infrastructure::crds`]).
 async fn install_capi(management: &kube::Client, config: &CapiConfig) -> Result<(), WorldError> {
     match config.serving {
-        Some(serving) => crds::install_capi_crds_serving(management, serving).await,
-        None => crds::install_capi_crds(management).await,
+        Some(serving) => crds::install_capi_crds_serving(management, serving).await?,
+        None => crds::install_capi_crds(management).await?,
     }
+    if !config.core {
+        crds::install(management, &capi::infrastructure::crds()?).await?;
+    }
+    Ok(())
 }
 
 /// The servers behind a [`World`].

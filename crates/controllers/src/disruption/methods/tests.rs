@@ -331,6 +331,7 @@ fn at_min_size(min: u32, leaving: &[&str]) -> Fixture {
                     group: "default/md".into(),
                     min,
                     room: 6 - min,
+                    hold: None,
                 })),
             )
         })
@@ -385,6 +386,7 @@ fn emptiness_and_consolidation_never_take_a_group_below_its_min_size() {
                 group: "default/md".into(),
                 min: 2,
                 room: 2,
+                hold: None,
             })),
         );
     }

@@ -71,7 +71,7 @@ pub struct Machines {
 /// When each Machine (by uid) reached a phase. Behind a lock so that a pass reconciles its
 /// Machines concurrently; the lock is never held across an await.
 #[derive(Debug, Default)]
-struct Clock(std::sync::Mutex<HashMap<String, Instant>>);
+pub(super) struct Clock(std::sync::Mutex<HashMap<String, Instant>>);
 
 impl Clock {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
@@ -81,16 +81,16 @@ impl Clock {
     }
 
     /// When `uid` was first stamped (now, if this is the first time).
-    fn first(&self, uid: &str, now: Instant) -> Instant {
+    pub(super) fn first(&self, uid: &str, now: Instant) -> Instant {
         *self.map().entry(uid.to_owned()).or_insert(now)
     }
 
-    fn set(&self, uid: &str, at: Instant) {
+    pub(super) fn set(&self, uid: &str, at: Instant) {
         self.map().insert(uid.to_owned(), at);
     }
 
     /// Forget the Machines not in `live`.
-    fn retain(&self, live: &std::collections::HashSet<&str>) {
+    pub(super) fn retain(&self, live: &std::collections::HashSet<&str>) {
         self.map().retain(|uid, _| live.contains(uid.as_str()));
     }
 }

@@ -4,11 +4,13 @@
 //! Responsibility: start the three controllers ([`deployments`], [`sets`], [`machines`]) over
 //! one [`client::Capi`] (they speak `cluster.x-k8s.io/v1beta2`, whatever the management
 //! cluster serves), each woken by watches of what it reads — one watch per kind, shared,
-//! started once discovery says which version to watch.
+//! started once discovery says which version to watch. With [`CapiConfig::core`] off (the real
+//! Cluster API core manager runs), only the provider controller ([`infrastructure`]) starts.
 //! Inputs: management and workload clients, [`CapiConfig`]. Outputs: running tasks.
 
 pub mod client;
 pub mod deployments;
+pub mod infrastructure;
 pub mod machines;
 pub mod phases;
 pub mod rollout;
@@ -57,6 +59,10 @@ pub fn start(
 ) {
     let capi = Arc::new(Capi::new(management.clone()));
     let nodes: Api<Node> = Api::all(workload.clone());
+    if !config.core {
+        start_infrastructure(tasks, health, &capi, nodes, workload, config);
+        return;
+    }
     let deployments = tasks.start_woken(
         deployments::Deployments::new(Arc::clone(&capi)),
         config.resync,
@@ -86,5 +92,33 @@ pub fn start(
         ),
         watch_capi(&capi, CapiKind::Machine, vec![sets, Arc::clone(&machines)]),
         watch(nodes, machines),
+    ]);
+}
+
+/// Start the infrastructure provider alone (Cluster API's real core controllers run).
+fn start_infrastructure(
+    tasks: &mut Tasks,
+    health: &Health,
+    capi: &Arc<Capi>,
+    nodes: Api<Node>,
+    workload: &kube::Client,
+    config: &CapiConfig,
+) {
+    let infra = tasks.start_woken(
+        infrastructure::Infrastructure::new(Arc::clone(capi), workload.clone(), config.clone()),
+        config.resync,
+        health,
+    );
+    for kind in [
+        infrastructure::SIM_MACHINE,
+        infrastructure::SIM_CLUSTER,
+        infrastructure::SIM_CONTROL_PLANE,
+    ] {
+        let api: Api<DynamicObject> = Api::all_with(capi.client().clone(), &kind.resource());
+        tasks.0.push(watch(api, Arc::clone(&infra)));
+    }
+    tasks.0.extend([
+        watch_capi(capi, CapiKind::Machine, vec![Arc::clone(&infra)]),
+        watch(nodes, infra),
     ]);
 }
