@@ -1450,7 +1450,120 @@ async fn a_rolling_update_template_change_is_rolled_out_by_cluster_api_and_its_m
     );
 }
 
+/// Found against Cluster API v1.13's own controllers: mid-`OnDelete`-rollout (a
+/// `do-not-disrupt` pod keeps the old MachineSet), emptiness deleted an empty node of the new
+/// MachineSet directly, the MachineSet replaced it, the collector adopted the replacement and
+/// emptiness took it again, round after round. The empty new node now waits, said in a
+/// `DisruptionBlocked` Event, and goes once the old MachineSet is gone; no Machine is made
+/// beyond the drift replacement.
+async fn mid_on_delete_rollout_an_empty_new_node_waits_for_the_old_machine_set(backend: Backend) {
+    let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let mds = Api::<MachineDeployment>::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
+    let patch_md = |patch: Value| {
+        let mds = mds.clone();
+        async move {
+            mds.patch("m-zone-a", &PatchParams::default(), &Patch::Merge(patch))
+                .await
+                .unwrap();
+        }
+    };
+    patch_md(json!({"spec": {"rollout": {"strategy": {"type": "OnDelete"}}}})).await;
+    let _operator = start_disruptive(&world);
+    let mut keep = deployment("keep", 1, "3", "1Gi", json!({}));
+    keep["spec"]["template"]["metadata"]["annotations"] =
+        json!({"karpenter.sh/do-not-disrupt": "true"});
+    scenario::apply(
+        &world.workload_client(),
+        &[keep, deployment("app", 1, "3", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(90)).await;
+    let kept = node_of(&world, "keep").await.unwrap();
+    let first_app = node_of(&world, "app").await.unwrap();
+    let seen: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(
+        machines(&world)
+            .await
+            .iter()
+            .map(|m| m.name_any())
+            .collect(),
+    );
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    patch_md(json!({"spec": {"template": {"spec": {"version": "v1.34.0"}}}})).await;
+    // Drift replaces the app's node through the new MachineSet; the kept node stays.
+    let new_node = wait_for(
+        "the app on a new node",
+        Duration::from_secs(180),
+        || async {
+            let ms = machines(&world).await;
+            seen.lock().unwrap().extend(ms.iter().map(|m| m.name_any()));
+            let node = node_of(&world, "app").await?;
+            let running = pods(&world).await.iter().all(running);
+            (node != first_app && node != kept && running && ms.len() == 2).then_some(node)
+        },
+    )
+    .await;
+    scale(&world, "app", 0).await;
+    wait_for("the app's pod gone", Duration::from_secs(60), || async {
+        (pods(&world).await.len() == 1).then_some(())
+    })
+    .await;
+    for _ in 0..3 {
+        hold(
+            &world,
+            &new_node,
+            "an empty node of the new MachineSet mid-rollout",
+        )
+        .await;
+        let ms = machines(&world).await;
+        seen.lock().unwrap().extend(ms.iter().map(|m| m.name_any()));
+    }
+    let events =
+        Api::<k8s_openapi::api::events::v1::Event>::namespaced(world.workload_client(), "default")
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("DisruptionBlocked")
+                && e.note
+                    .as_deref()
+                    .is_some_and(|n| n.contains("is rolling out through 2 MachineSets"))),
+        "{:?}",
+        events
+            .iter()
+            .filter_map(|e| e.note.clone())
+            .collect::<Vec<_>>()
+    );
+    // The do-not-disrupt pod goes: the old node is removed (drift, its exact Machine), the
+    // rollout ends, and the empty new node goes too.
+    Api::<Deployment>::namespaced(world.workload_client(), "default")
+        .delete("keep", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("every node gone", Duration::from_secs(180), || async {
+        let ms = machines(&world).await;
+        seen.lock().unwrap().extend(ms.iter().map(|m| m.name_any()));
+        (ms.is_empty() && nodes(&world).await.is_empty()).then_some(())
+    })
+    .await;
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(
+        seen.len(),
+        3,
+        "two Machines and the drift replacement, no other: {seen:?}"
+    );
+    assert_eq!(replicas(&world).await, 0);
+}
+
 sim::backend_tests!(
+    mid_on_delete_rollout_an_empty_new_node_waits_for_the_old_machine_set,
     a_rolling_update_template_change_is_rolled_out_by_cluster_api_and_its_machine_claimed,
     a_restart_in_the_middle_of_a_replacement_leaves_nothing_behind,
     a_node_pool_template_change_replaces_the_drifted_node,
