@@ -412,7 +412,13 @@ impl Context {
             (
                 ROLLOUT_STRATEGY_COMPATIBLE,
                 REASON_INCOMPATIBLE_ROLLOUT_STRATEGY,
-                rollout(nodeclass, &mds.items, &self.config.scope, &self.config.capi),
+                rollout(
+                    nodeclass,
+                    &mds.items,
+                    &sets.items,
+                    &self.config.scope,
+                    &self.config.capi,
+                ),
             ),
             (
                 MACHINE_DEPLOYMENTS_HEALTHY,

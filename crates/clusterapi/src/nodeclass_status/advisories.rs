@@ -5,7 +5,9 @@
 //! - [`rollout`]: `RolloutStrategyCompatible` — False (reason `RollingUpdate`) while a selected
 //!   MachineDeployment would let Cluster API replace its Machines itself on a template change,
 //!   True (reason `OnDelete`) when every one uses `OnDelete`; the field is named as the served
-//!   Cluster API version spells it.
+//!   Cluster API version spells it. Either way the message names the selected
+//!   MachineDeployments rolling out right now (more than one MachineSet holds replicas), whose
+//!   Machines outside the MachineSet a scale-down lands in are not disrupted until it ends.
 //! - [`health`]: `MachineDeploymentsHealthy` — False while Cluster API reports a selected
 //!   MachineDeployment `Failed` (reason `Failed`) or its scale-up blocked (reason
 //!   `ScaleUpBlocked`: MachineSet preflight checks, missing templates;
@@ -66,9 +68,64 @@ fn selected<'a>(
 }
 
 /// The `RolloutStrategyCompatible` condition for `nodeclass` (status, reason, message), or
-/// `None` when it selects no MachineDeployment (or its selector is invalid). Pure.
+/// `None` when it selects no MachineDeployment (or its selector is invalid); `sets` are the
+/// MachineSets (any namespace; matched to their MachineDeployments by controller UID). Pure.
 #[must_use]
 pub fn rollout(
+    nodeclass: &ClusterAPINodeClass,
+    mds: &[MachineDeployment],
+    sets: &[MachineSet],
+    scope: &Scope,
+    capi: &api::CapiVersion,
+) -> Option<Advisory> {
+    let (status, reason, message) = strategy(nodeclass, mds, scope, capi)?;
+    let selected = selected(nodeclass, mds, scope)?;
+    let now: Vec<String> = selected
+        .iter()
+        .filter_map(|md| {
+            let n = rolling_out(md, sets);
+            (n > 1).then(|| {
+                format!(
+                    "{} ({n} MachineSets hold replicas)",
+                    MachineDeploymentRef::of(md)
+                )
+            })
+        })
+        .collect();
+    if now.is_empty() {
+        return Some((status, reason, message));
+    }
+    Some((
+        status,
+        reason,
+        format!(
+            "{message}. Rolling out now: MachineDeployment {}; until each rollout ends, \
+             Karpenter disrupts only Machines of the MachineSet a scale-down lands in (with \
+             OnDelete: the oldest old one), since Cluster API would take a lowered replica \
+             from another MachineSet or replace a Machine deleted alone",
+            named(&now, ", ")
+        ),
+    ))
+}
+
+/// How many MachineSets of `md` (those it controls, not deleting) hold replicas.
+fn rolling_out(md: &MachineDeployment, sets: &[MachineSet]) -> usize {
+    let uid = md.metadata.uid.as_deref();
+    sets.iter()
+        .filter(|s| s.metadata.namespace == md.metadata.namespace)
+        .filter(|s| s.metadata.deletion_timestamp.is_none())
+        .filter(|s| s.spec.replicas.unwrap_or(0) > 0)
+        .filter(|s| {
+            s.metadata.owner_references.as_ref().is_some_and(|refs| {
+                refs.iter()
+                    .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == uid)
+            })
+        })
+        .count()
+}
+
+/// The strategy part of [`rollout`].
+fn strategy(
     nodeclass: &ClusterAPINodeClass,
     mds: &[MachineDeployment],
     scope: &Scope,
@@ -145,4 +202,60 @@ pub fn health(
             named(&failed, "; ")
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn md(name: &str, uid: &str) -> MachineDeployment {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": uid,
+                "labels": {"node.cluster.x-k8s.io/karpenter-member": ""}},
+            "spec": {"clusterName": "c", "rollout": {"strategy": {"type": "OnDelete"}}}}))
+        .unwrap()
+    }
+
+    fn set(name: &str, owner: &str, replicas: i32) -> MachineSet {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "ownerReferences": [
+                {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+                 "name": "x", "uid": owner, "controller": true}]},
+            "spec": {"clusterName": "c", "replicas": replicas}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_machine_deployment_rolling_out_now_is_named_and_the_strategy_kept() {
+        let nodeclass: ClusterAPINodeClass =
+            serde_json::from_value(json!({"metadata": {"name": "d"}, "spec": {}})).unwrap();
+        let mds = [md("a", "ua"), md("b", "ub")];
+        let capi = api::CapiVersion::v1beta2();
+        let scope = Scope::everywhere();
+        let settled = [
+            set("a-1", "ua", 2),
+            set("a-0", "ua", 0),
+            set("b-1", "ub", 1),
+        ];
+        let (status, reason, message) = rollout(&nodeclass, &mds, &settled, &scope, &capi).unwrap();
+        assert_eq!((status, reason), (ConditionStatus::True, "OnDelete"));
+        assert!(!message.contains("Rolling out now"), "{message}");
+        let rolling = [
+            set("a-1", "ua", 2),
+            set("a-0", "ua", 1),
+            set("b-1", "ub", 1),
+        ];
+        let (status, reason, message) = rollout(&nodeclass, &mds, &rolling, &scope, &capi).unwrap();
+        assert_eq!((status, reason), (ConditionStatus::True, "OnDelete"));
+        assert!(
+            message.contains(
+                "Rolling out now: MachineDeployment ns/a (2 MachineSets hold replicas); until"
+            ) && !message.contains("ns/b"),
+            "{message}"
+        );
+    }
 }

@@ -8,7 +8,10 @@
 //! the workload cluster ([`super::super::node_template`]) and `status.nodeRef: {name}` set —
 //! and keep its conditions ([`super::phases`]: v1beta2 `NodeReady`/`NodeHealthy`/`Ready`/
 //! `Available` and the deprecated v1beta1 ones) following the Node's readiness. A deleting
-//! Machine turns `Deleting` (condition `Deleting` true); after the deletion delay its Node is
+//! Machine turns `Deleting` (condition `Deleting` true); its Node is drained first as CAPI
+//! drains it ([`super::drain`]: cordoned, every pod but DaemonSet and mirror pods evicted
+//! through the Eviction API, PodDisruptionBudgets respected, until
+//! `spec.deletion.nodeDrainTimeoutSeconds` if set); after the deletion delay its Node is
 //! deleted and its finalizer removed. Nodes with a `sim:///` providerID whose Machine no longer
 //! exists are deleted too (the instance is gone). Failure knobs (config rates drawn per Machine
 //! name from the seed, or the [`annotations`] on the Machine or its MachineDeployment): never
@@ -17,8 +20,8 @@
 //! A pass reconciles its Machines concurrently ([`o::concurrently`]).
 //! Inputs: Machines, MachineDeployments (management, through [`Capi`]), Nodes (workload).
 //! Outputs: Machine spec/status/finalizer patches, Node creates and deletes.
-//! Approximations: no drain before the Node is deleted (Karpenter drains first); phase times
-//! are kept in memory, so a restarted controller starts the delays over.
+//! Approximations: phase times are kept in memory, so a restarted controller starts the
+//! delays over; no pre-drain hooks, no wait for volume detach.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -160,6 +163,20 @@ impl Machines {
         self.capi
             .patch_status_if_changed(MACHINE, m, status)
             .await?;
+        let provider_id = text(m, ".spec.providerID");
+        let node = text(m, ".status.nodeRef.name")
+            .map(str::to_owned)
+            .or_else(|| {
+                nodes
+                    .iter()
+                    .find(|n| provider_id.is_some() && text(n, ".spec.providerID") == provider_id)
+                    .map(|n| object::name(n).to_owned())
+            });
+        if let Some(node) = &node
+            && let Some(wait) = super::drain::drain(&self.workload, node, m, since, now).await?
+        {
+            return Ok(Some(wait));
+        }
         let due = since
             + self.delay(
                 m,
@@ -170,15 +187,6 @@ impl Machines {
         if now < due {
             return Ok(until(due, now));
         }
-        let provider_id = text(m, ".spec.providerID");
-        let node = text(m, ".status.nodeRef.name")
-            .map(str::to_owned)
-            .or_else(|| {
-                nodes
-                    .iter()
-                    .find(|n| provider_id.is_some() && text(n, ".spec.providerID") == provider_id)
-                    .map(|n| object::name(n).to_owned())
-            });
         if let Some(node) = node {
             let nodes: Api<Node> = Api::all(self.workload.clone());
             ignore_not_found(nodes.delete(&node, &DeleteParams::default()).await)?;

@@ -10,6 +10,7 @@
 
 pub mod client;
 pub mod deployments;
+pub mod drain;
 pub mod infrastructure;
 pub mod machines;
 pub mod phases;
