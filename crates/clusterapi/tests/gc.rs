@@ -19,7 +19,7 @@ use clusterapi::gc::{GcConfig, MachineGc};
 use clusterapi::{ClusterApiProvider, ProviderConfig};
 use kube::api::{Api, DeleteParams};
 use serde_json::json;
-use sim::{World, WorldConfig};
+use world::{World, WorldConfig};
 
 async fn world() -> World {
     support::world(WorldConfig::default()).await

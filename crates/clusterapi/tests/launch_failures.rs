@@ -18,9 +18,9 @@ use cloudprovider::{CloudProvider, CloudProviderError};
 use clusterapi::{ClusterApiProvider, ProviderConfig};
 use kube::api::Api;
 use serde_json::json;
-use sim::world::config::annotations::{FAILED, FAILURE, PREFLIGHT_HOLD};
-use sim::{World, WorldConfig};
 use support::{md, node_claim, pause_sets, replicas, wait_sets};
+use world::config::annotations::{FAILED, FAILURE, PREFLIGHT_HOLD};
+use world::{World, WorldConfig};
 
 const TTL: Duration = Duration::from_secs(180);
 

@@ -20,7 +20,7 @@ use clusterapi::nodeclass_status::{self, Context, StatusConfig};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
-use sim::{World, WorldConfig};
+use world::{World, WorldConfig};
 
 async fn world() -> World {
     support::world(WorldConfig::default()).await

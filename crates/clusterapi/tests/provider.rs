@@ -21,7 +21,7 @@ use clusterapi::provider::CLAIMED_BY_UID;
 use clusterapi::{ClusterApiProvider, ProviderConfig};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
-use sim::{World, WorldConfig};
+use world::{World, WorldConfig};
 
 async fn world(config: WorldConfig) -> World {
     support::world(config).await

@@ -19,8 +19,8 @@ use clusterapi::{ClusterApiProvider, ProviderConfig};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use sim::{Backend, World, WorldConfig};
 use support::{machines, md, node_claim, replicas, wait_for};
+use world::{Backend, World, WorldConfig};
 
 const ROLE: &str = "karpenter-capi-test";
 

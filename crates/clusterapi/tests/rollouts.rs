@@ -24,7 +24,7 @@ use cloudprovider::CloudProvider;
 use clusterapi::{ClusterApiProvider, ProviderConfig};
 use kube::api::{Api, ListParams};
 use serde_json::json;
-use sim::{World, WorldConfig};
+use world::{World, WorldConfig};
 
 fn provider(world: &World) -> ClusterApiProvider {
     ClusterApiProvider::new(

@@ -29,10 +29,11 @@ use clusterapi::{ClusterApiProvider, ProviderConfig};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 use sim::fault::{FaultConfig, FaultError, FaultRule, Verb};
-use sim::{Sim, SimConfig, World, WorldConfig};
+use sim::{Sim, SimConfig};
 use support::{
     label, machines, marked, md, node_claim, pause_sets, replicas, wait_machines, wait_sets,
 };
+use world::{World, WorldConfig};
 
 /// Past the collector's default grace period (10 min).
 const PAST_GRACE: Duration = Duration::from_secs(11 * 60);

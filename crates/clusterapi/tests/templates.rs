@@ -21,8 +21,8 @@ use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
 use serde_json::json;
-use sim::WorldConfig;
-use sim::world::crds::install;
+use world::WorldConfig;
+use world::crds::install;
 
 fn template_resource() -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk(

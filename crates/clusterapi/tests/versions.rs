@@ -17,7 +17,7 @@ use clusterapi::discovery::{CapiSelection, DiscoveryError, discover};
 use clusterapi::{ClusterApiProvider, ProviderConfig};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use serde_json::json;
-use sim::WorldConfig;
+use world::WorldConfig;
 
 fn selection(version: Option<&str>) -> CapiSelection {
     CapiSelection {
@@ -58,7 +58,7 @@ async fn discovery_prefers_v1beta2_and_honours_capi_version() {
 }
 
 /// A MachineDeployment written in v1beta1's shape (as a Cluster API v1.10 user has them).
-async fn v1beta1_md(world: &sim::World, name: &str) {
+async fn v1beta1_md(world: &world::World, name: &str) {
     let resource = ApiResource {
         group: "cluster.x-k8s.io".into(),
         version: "v1beta1".into(),

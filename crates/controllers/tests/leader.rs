@@ -16,9 +16,10 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use sim::realk8s::{RealCluster, RealConfig};
-use sim::{Backend, Sim, SimConfig};
+use sim::{Sim, SimConfig};
 use support::wait_for;
 use tokio::sync::watch;
+use world::Backend;
 
 const NS: &str = "kube-system";
 const NAME: &str = "karpenter-leader-election";
@@ -268,7 +269,7 @@ fn identities_name_the_host_and_differ_per_process_start() {
     assert!(!host.is_empty() && !suffix.is_empty(), "{id}");
 }
 
-sim::backend_tests!(
+world::backend_tests!(
     only_one_candidate_leads_and_the_other_takes_over_on_release,
     a_stale_lease_is_taken_over,
     leadership_is_lost_when_someone_else_holds_the_lease,

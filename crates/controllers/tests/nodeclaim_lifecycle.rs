@@ -32,8 +32,8 @@ use controllers::nodeclaim::{Lifecycle, LifecycleConfig};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
-use sim::{Backend, World, WorldConfig};
 use support::{md, node_claim, replicas, wait_for, world, world_on};
+use world::{Backend, World, WorldConfig};
 
 struct Running {
     events: Events,
@@ -440,7 +440,7 @@ async fn a_node_claim_of_another_node_class_group_is_left_alone(backend: Backend
     assert!(foreign.status.is_none());
 }
 
-sim::backend_tests!(
+world::backend_tests!(
     paused:
     a_node_claim_launches_registers_and_initializes,
     insufficient_capacity_deletes_the_node_claim,

@@ -23,9 +23,9 @@ use controllers::nodepool::hash::{HASH_VERSION, pool_hash};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use sim::{Backend, World, WorldConfig};
 use state::StateConfig;
 use support::{node_pool, wait_for, world_on};
+use world::{Backend, World, WorldConfig};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -321,7 +321,7 @@ async fn the_counter_sums_the_pools_nodes(backend: Backend) {
     }
 }
 
-sim::backend_tests!(
+world::backend_tests!(
     hash_annotations_are_written_and_node_claims_restamped,
     a_ready_node_class_makes_the_pool_ready,
     a_missing_node_class_is_not_found,

@@ -22,9 +22,9 @@ use controllers::provisioning::provisioner::{Provisioner, ProvisionerConfig, tri
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
-use sim::{Backend, World, WorldConfig};
 use state::{ClusterState, StateConfig};
 use support::{md, node_pool, pod, wait_for, world_on};
+use world::{Backend, World, WorldConfig};
 
 fn hash(_: &NodePool) -> PoolHash {
     PoolHash {
@@ -294,7 +294,7 @@ async fn a_stuck_launch_never_stalls_a_pod_of_another_pool(backend: Backend) {
     );
 }
 
-sim::backend_tests!(
+world::backend_tests!(
     a_stuck_launch_never_stalls_a_pod_of_another_pool,
     pending_pods_become_one_node_claim_shaped_like_upstreams,
     without_a_ready_node_pool_pods_get_failed_scheduling,

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use sim::{Backend, WorldConfig};
 use state::{ClusterState, StateConfig, Trigger, Unsynced};
 use support::{node_claim, pod, wait_for, world_on};
 use tokio::sync::mpsc;
+use world::{Backend, WorldConfig};
 
 async fn the_gate_waits_for_listing_unseen_and_launching_node_claims(backend: Backend) {
     let world = world_on(backend, WorldConfig::default()).await;
@@ -83,7 +83,7 @@ async fn provisionable_pods_trigger(backend: Backend) {
     assert_eq!(trigger, Trigger::Pod(wanted.metadata.uid.unwrap()));
 }
 
-sim::backend_tests!(
+world::backend_tests!(
     the_gate_waits_for_listing_unseen_and_launching_node_claims,
     provisionable_pods_trigger,
     a_node_claim_of_another_provider_does_not_hold_the_gate,

@@ -31,8 +31,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use sim::{Backend, World, WorldConfig};
 use support::{wait_for, world_on};
+use world::{Backend, World, WorldConfig};
 
 const LONG: Duration = Duration::from_secs(120);
 
@@ -594,7 +594,7 @@ async fn with_cluster_api_the_machine_is_deleted_before_the_finalizer_goes(backe
     assert_eq!(evicted, ["web"]);
 }
 
-sim::backend_tests!(
+world::backend_tests!(
     paused:
     pods_are_evicted_in_tier_order_and_the_node_goes,
     a_pdb_blocks_eviction_until_it_is_relaxed,

@@ -235,8 +235,8 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
             .await
             .context("cannot start the real API server")?;
             let admin = cluster.client().await?;
-            sim::world::crds::install_karpenter_crds(&admin).await?;
-            sim::world::crds::install_capi_crds(&admin).await?;
+            world::crds::install_karpenter_crds(&admin).await?;
+            world::crds::install_capi_crds(&admin).await?;
             for path in [&wl, &mgmt] {
                 std::fs::copy(cluster.kubeconfig_path(), path)
                     .with_context(|| format!("cannot write {}", path.display()))?;

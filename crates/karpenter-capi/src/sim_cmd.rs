@@ -6,7 +6,7 @@
 
 use anyhow::Context;
 use karpenter_capi::connect::{Source, connect};
-use sim::{ServeWorldConfig, WorldConfig};
+use world::{ServeWorldConfig, WorldConfig};
 
 use crate::cli::{SimArgs, SimCommand, SimServeArgs, SimWorldArgs};
 
@@ -25,7 +25,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(args: SimServeArgs) -> anyhow::Result<()> {
-    let world = sim::serve_world(ServeWorldConfig {
+    let world = world::serve_world(ServeWorldConfig {
         world: if args.instant {
             instant_world()
         } else {
@@ -96,7 +96,7 @@ async fn world(args: SimWorldArgs) -> anyhow::Result<()> {
     config.capi.core = !args.real_cluster_api;
     println!("running the simulated world controllers; Ctrl-C stops");
     tokio::select! {
-        result = sim::run_world_against(workload, management, config) => result,
+        result = world::run_world_against(workload, management, config) => result,
         signal = tokio::signal::ctrl_c() => signal.context("cannot wait for Ctrl-C"),
     }
 }

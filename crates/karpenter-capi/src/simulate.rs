@@ -22,9 +22,9 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use scheduling::quantity::Quantity;
 use serde::Serialize;
 use serde_json::json;
-use sim::world::objects::{list_json, machine_deployments, machines};
-use sim::{ServeWorldConfig, WorldConfig};
 use tokio::time::Instant;
+use world::objects::{list_json, machine_deployments, machines};
+use world::{ServeWorldConfig, WorldConfig};
 
 use controllers::disruption::methods::{self, Method};
 
@@ -216,7 +216,7 @@ pub async fn simulate(scenario: &Scenario, options: SimulateOptions) -> anyhow::
         }
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let world = sim::serve_world(ServeWorldConfig {
+    let world = world::serve_world(ServeWorldConfig {
         world: options.world.clone(),
         management_kubeconfig: Some(dir.join("management.kubeconfig")),
         workload_kubeconfig: Some(dir.join("workload.kubeconfig")),

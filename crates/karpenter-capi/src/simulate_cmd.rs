@@ -71,7 +71,7 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             world: if args.instant_infrastructure {
                 karpenter_capi::simulate::instant_world_config()
             } else {
-                sim::WorldConfig::default()
+                world::WorldConfig::default()
             },
             ..SimulateOptions::default()
         },

@@ -13,7 +13,7 @@
 use karpenter_capi::doctor::{Options, Report, Severity, doctor};
 use karpenter_capi::scenario;
 use serde_json::{Value, json};
-use sim::{Backend, World};
+use world::{Backend, World};
 
 fn md(name: &str, extra_annotations: Value, member: bool) -> Value {
     let mut annotations = json!({
@@ -67,7 +67,7 @@ async fn examine(backend: Backend, crds: bool, mds: &[Value], objects: &[Value])
         .await
         .unwrap();
     if crds {
-        sim::world::crds::install_karpenter_crds(&world.workload_client())
+        world::crds::install_karpenter_crds(&world.workload_client())
             .await
             .unwrap();
     }
@@ -226,7 +226,7 @@ async fn each_broken_setup_gets_its_finding(backend: Backend) {
     );
 }
 
-sim::backend_tests!(
+world::backend_tests!(
     a_working_installation_has_no_finding,
     each_broken_setup_gets_its_finding,
 );

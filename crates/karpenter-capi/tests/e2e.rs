@@ -22,7 +22,7 @@ use karpenter_capi::scenario;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
-use sim::{Backend, World, WorldConfig};
+use world::{Backend, World, WorldConfig};
 
 fn fast_world() -> WorldConfig {
     karpenter_capi::chaos::world::fast_world_config(0)
@@ -97,7 +97,7 @@ async fn setup_with_disruption(backend: Backend, mds: &[Value], disruption: Valu
 /// [`setup`] with the given NodePools (name, `spec.disruption`), all of the one NodeClass.
 async fn setup_pools(backend: Backend, mds: &[Value], pools: &[(&str, Value)]) -> World {
     let world = World::start_on(backend, fast_world()).await.unwrap();
-    sim::world::crds::install_karpenter_crds(&world.workload_client())
+    world::crds::install_karpenter_crds(&world.workload_client())
         .await
         .unwrap();
     scenario::apply(&world.management_client(), mds)
@@ -649,7 +649,7 @@ async fn a_scale_out_claims_each_machine_about_once_and_reads_machines_from_the_
     );
 }
 
-sim::backend_tests!(
+world::backend_tests!(
     a_scale_out_claims_each_machine_about_once_and_reads_machines_from_the_cache,
     one_pod_gets_one_node,
     five_hundred_mixed_pods_all_run_with_no_node_claim_beyond_the_plan,
@@ -1562,7 +1562,7 @@ async fn mid_on_delete_rollout_an_empty_new_node_waits_for_the_old_machine_set(b
     assert_eq!(replicas(&world).await, 0);
 }
 
-sim::backend_tests!(
+world::backend_tests!(
     mid_on_delete_rollout_an_empty_new_node_waits_for_the_old_machine_set,
     a_rolling_update_template_change_is_rolled_out_by_cluster_api_and_its_machine_claimed,
     a_restart_in_the_middle_of_a_replacement_leaves_nothing_behind,
@@ -1671,4 +1671,4 @@ async fn a_static_node_pool_keeps_its_replica_count(backend: Backend) {
     assert_eq!(replicas(&world).await, 1);
 }
 
-sim::backend_tests!(a_static_node_pool_keeps_its_replica_count);
+world::backend_tests!(a_static_node_pool_keeps_its_replica_count);

@@ -17,9 +17,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use karpenter_capi::operator::{Caches, Operator, OperatorConfig};
 use karpenter_capi::probes::{CrdCheckConfig, Probes};
 use kube::api::{Api, DeleteParams};
-use sim::Backend;
 use sim::realk8s::{RealCluster, RealConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use world::Backend;
 
 /// Status and body of `GET path`.
 async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
@@ -136,7 +136,7 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
     assert_eq!(get(addr, "/healthz").await, (200, "ok".to_owned()));
 
     // The workload CRDs only: the management cluster's are still named.
-    sim::world::crds::install_karpenter_crds(&workload)
+    world::crds::install_karpenter_crds(&workload)
         .await
         .unwrap();
     let (_, body) = until(addr, "/readyz", "the workload CRDs served", |_, b| {
@@ -147,9 +147,7 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
         body.contains("machines.cluster.x-k8s.io/v1beta2 (management cluster)"),
         "{body}"
     );
-    sim::world::crds::install_capi_crds(&management)
-        .await
-        .unwrap();
+    world::crds::install_capi_crds(&management).await.unwrap();
     listed.await.unwrap().unwrap();
     until(addr, "/readyz", "ready", |code, _| code == 200).await;
 
@@ -200,4 +198,4 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
     assert!(body.contains("provisioner, nodeclaim lifecycle"), "{body}");
 }
 
-sim::backend_tests!(readiness_names_missing_crds_and_healthz_names_a_stopped_task);
+world::backend_tests!(readiness_names_missing_crds_and_healthz_names_a_stopped_task);

@@ -261,10 +261,8 @@ async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 async fn real_run_serves_over_tls_with_a_client_certificate_and_leads() {
     let cluster = RealCluster::start(RealConfig::default()).await.unwrap();
     let admin = cluster.client().await.unwrap();
-    sim::world::crds::install_karpenter_crds(&admin)
-        .await
-        .unwrap();
-    sim::world::crds::install_capi_crds(&admin).await.unwrap();
+    world::crds::install_karpenter_crds(&admin).await.unwrap();
+    world::crds::install_capi_crds(&admin).await.unwrap();
     served(&admin).await;
     let kc = cluster.kubeconfig_path().display().to_string();
     let (metrics, health) = (free_port(), free_port());
@@ -433,10 +431,8 @@ async fn holder(admin: &kube::Client) -> Option<String> {
 async fn real_a_standby_replica_is_ready_and_takes_over() {
     let cluster = RealCluster::start(RealConfig::default()).await.unwrap();
     let admin = cluster.client().await.unwrap();
-    sim::world::crds::install_karpenter_crds(&admin)
-        .await
-        .unwrap();
-    sim::world::crds::install_capi_crds(&admin).await.unwrap();
+    world::crds::install_karpenter_crds(&admin).await.unwrap();
+    world::crds::install_capi_crds(&admin).await.unwrap();
     served(&admin).await;
     let kc = cluster.kubeconfig_path().display().to_string();
     let (h1, h2) = (free_port(), free_port());

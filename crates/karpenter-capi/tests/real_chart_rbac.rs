@@ -45,7 +45,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 use sim::realk8s::RealCluster;
-use sim::{Backend, World};
+use world::{Backend, World};
 
 const RELEASE: &str = "karpenter";
 const NAMESPACE: &str = "karpenter";
@@ -533,10 +533,8 @@ async fn real_scenario(pool_spec: Value, extra: Vec<Value>) -> (World, kube::Cli
         .client()
         .await
         .unwrap();
-    sim::world::crds::install_karpenter_crds(&admin)
-        .await
-        .unwrap();
-    sim::world::crds::install(&admin, &[docker_machine_template_crd()])
+    world::crds::install_karpenter_crds(&admin).await.unwrap();
+    world::crds::install(&admin, &[docker_machine_template_crd()])
         .await
         .unwrap();
     let mut pool = json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool",

@@ -15,7 +15,7 @@ use api::common::Conditions as _;
 use karpenter_capi::operator::Operator;
 use karpenter_capi::scenario;
 use karpenter_capi::simulate::{Summary, run_timeline};
-use sim::{Backend, World, WorldConfig};
+use world::{Backend, World, WorldConfig};
 
 /// NodeClaims, Ready NodeClaims, Nodes, Machines and MachineDeployment replicas, once they
 /// agree (a NodeClaim launched by the last step may still be on its way).
@@ -126,7 +126,7 @@ async fn basic(backend: Backend) -> (Summary, (usize, usize, usize, usize, i64))
     let world = World::start_on(backend, WorldConfig::default())
         .await
         .unwrap();
-    sim::world::crds::install_karpenter_crds(&world.workload_client())
+    world::crds::install_karpenter_crds(&world.workload_client())
         .await
         .unwrap();
     scenario::apply(&world.management_client(), &scenario.management)

@@ -1,13 +1,12 @@
-//! `sim`: an in-memory Kubernetes API server, and a simulated world around it, for controller
-//! and end-to-end tests.
+//! `sim`: an in-memory Kubernetes API server for controller and end-to-end tests.
 //!
 //! The real controller talks to it over HTTP exactly as to kube-apiserver — in-process through
 //! [`Sim::router`] (a tower `Service`, so `kube::Client::new(sim.router(), "default")` needs no
 //! TCP), or over `http://127.0.0.1:<port>` with a kubeconfig for `kubectl` and `kube::Config`
-//! ([`serve`]). The [`world`] adds what a cluster pair would run — Cluster API in a management
-//! cluster; kube-scheduler, kubelets and workload controllers in a workload cluster — as
-//! controllers that only use `kube::Client`s ([`World`], [`serve_world`],
-//! [`run_world_against`]).
+//! ([`serve`]). The `world` crate (`crates/world`) adds what a cluster pair would run —
+//! Cluster API in a management cluster; kube-scheduler, kubelets and workload controllers in a
+//! workload cluster — as controllers that only use `kube::Client`s, against sim or a real
+//! kube-apiserver ([`realk8s`]).
 //!
 //! Modules, from pure logic to I/O:
 //! - [`error`]: `Status` errors; [`object`]: JSON field access; [`selectors`]: label and field
@@ -24,7 +23,8 @@
 //!   the locked state; [`access_review`]: the `authorization.k8s.io` reviews (never stored); [`sim`]: the shared server value; [`fault`]: fault injection.
 //! - [`discovery`], [`openapi`], [`table`], [`http`]: the HTTP API; [`server`]: TCP serving and
 //!   kubeconfig files.
-//! - [`world`]: the simulated controllers.
+//! - [`crds`]: the CustomResourceDefinitions the simulated clusters serve (Cluster API's, as a
+//!   management cluster of one release or another; ours) and installing them through a client.
 //!
 //! Fidelity notes (what is approximated or missing; each module says more). The differential
 //! suite (`tests/differential.rs`) checks the API against a real kube-apiserver;
@@ -53,6 +53,7 @@ pub mod builtin_validation;
 pub mod builtins;
 pub mod convert;
 pub mod crd;
+pub mod crds;
 pub mod deletion;
 pub mod discovery;
 pub mod error;
@@ -87,14 +88,8 @@ pub mod table;
 pub mod update_validation;
 pub mod validation;
 pub mod watch;
-pub mod world;
 
 pub use error::{ApiError, ApiResult};
 pub use server::{RunningServer, serve, serve_pair};
 pub use sim::{Sim, SimConfig};
 pub use state::Endpoint;
-pub use world::Backend;
-pub use world::{
-    Controllers, RunningWorld, ServeWorldConfig, World, WorldConfig, run_world_against,
-    serve_world, start_controllers,
-};

@@ -198,6 +198,30 @@ pub fn spec_part(obj: &Value, without_status: bool) -> Value {
     copy
 }
 
+/// The HTTP code of an API error.
+pub fn code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// The status condition of a type, if present.
+pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
+    get_path(obj, ".status.conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+/// Whether a condition of that type is `True`.
+pub fn condition_true(obj: &Value, kind: &str) -> bool {
+    condition(obj, kind)
+        .and_then(|c| c.get("status"))
+        .and_then(Value::as_str)
+        == Some("True")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,15 +17,15 @@ use kube::api::{
     Api, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use serde_json::{Value, json};
+use sim::convert::capi::capi_resource;
 use sim::convert::capi::{CONVERSION_DATA, CapiKind, CapiVersion};
-use sim::world::objects::capi_resource;
 
 use common::{client, from_json};
 
 async fn setup() -> kube::Client {
     let (_sim, client) = client();
     // Detects sim: v1beta2 stored, v1beta1 served through the "webhook".
-    sim::world::crds::install_capi_crds(&client).await.unwrap();
+    sim::crds::install_capi_crds(&client).await.unwrap();
     client
 }
 
@@ -148,7 +148,7 @@ async fn a_v1beta2_deployment_reads_back_as_v1beta1_with_its_references_versione
                 {"name": "v1beta1", "served": true, "storage": false},
                 {"name": "v1beta2", "served": true, "storage": true},
                 {"name": "v1alpha9", "served": true, "storage": false}]}}));
-    sim::world::crds::install(&client, &[crd]).await.unwrap();
+    sim::crds::install(&client, &[crd]).await.unwrap();
     let got = v(api(&client, MD, V1).get("md").await.unwrap());
     assert_eq!(
         got["spec"]["template"]["spec"]["infrastructureRef"]["apiVersion"],

@@ -106,17 +106,12 @@ fn controllers() -> Group {
 
 fn install_crds(client: kube::Client) -> futures::future::BoxFuture<'static, ()> {
     Box::pin(async move {
-        sim::world::crds::install_karpenter_crds(&client)
-            .await
-            .unwrap();
+        sim::crds::install_karpenter_crds(&client).await.unwrap();
         // v1beta1 alone on both servers: a real kube-apiserver has no CAPI webhook to convert
         // (the conversion sim stands in for is checked in tests/capi_conversion.rs).
-        sim::world::crds::install_capi_crds_serving(
-            &client,
-            sim::world::crds::CapiServing::V1beta1Only,
-        )
-        .await
-        .unwrap();
+        sim::crds::install_capi_crds_serving(&client, sim::crds::CapiServing::V1beta1Only)
+            .await
+            .unwrap();
     })
 }
 

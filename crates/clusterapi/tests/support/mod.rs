@@ -18,17 +18,17 @@ use api::well_known::capi::{
 use api::{ClusterAPINodeClass, Machine, MachineDeployment, NodeClaim};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use sim::world::crds::install_karpenter_crds;
-use sim::world::objects::{machine_deployments, machine_sets, namespaced};
-use sim::{World, WorldConfig};
+use world::crds::install_karpenter_crds;
+use world::objects::{machine_deployments, machine_sets, namespaced};
+use world::{World, WorldConfig};
 
 /// A world with the Karpenter CRDs installed and a `default` NodeClass with an empty spec.
 pub async fn world(config: WorldConfig) -> World {
-    world_on(sim::Backend::Sim, config).await
+    world_on(world::Backend::Sim, config).await
 }
 
-/// [`world`] on `backend` (sim, or a real kube-apiserver: see `sim::Backend`).
-pub async fn world_on(backend: sim::Backend, config: WorldConfig) -> World {
+/// [`world`] on `backend` (sim, or a real kube-apiserver: see `world::Backend`).
+pub async fn world_on(backend: world::Backend, config: WorldConfig) -> World {
     let world = World::start_on(backend, config).await.unwrap();
     prepare_workload(&world.workload_client()).await;
     world

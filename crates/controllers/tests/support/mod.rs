@@ -20,7 +20,7 @@ use api::NodePool;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-use sim::World;
+use world::World;
 
 pub use capi::{Md, machine, md, node_claim, replicas, world, world_on};
 

@@ -26,10 +26,10 @@
 
 use std::time::Duration;
 
+use ::world::config::annotations::PREFLIGHT_HOLD;
 use anyhow::Context;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
-use sim::world::config::annotations::PREFLIGHT_HOLD;
 
 use super::invariants::{self, CLAIMED_BY_CLUSTER, Invariant, Snapshot, Violation};
 use super::world::{self, BURST, CHEAPEST, CLUSTER_ID, MANAGED, ON_DELETE};
@@ -59,7 +59,7 @@ impl Runner {
     /// are, so their offerings look available, but no Machine is created — as with a paused
     /// Cluster, a rejecting webhook or an exhausted quota.
     async fn set_paused(&self, groups: &[&str], paused: bool) -> anyhow::Result<()> {
-        let sets = sim::world::objects::machine_sets();
+        let sets = ::world::objects::machine_sets();
         let api: Api<DynamicObject> = Api::namespaced_with(self.mgmt.clone(), "default", &sets);
         let value = if paused { json!("") } else { Value::Null };
         for ms in world::list(&self.mgmt, &sets).await? {
@@ -96,7 +96,7 @@ impl Runner {
         let api: Api<DynamicObject> = Api::namespaced_with(
             self.mgmt.clone(),
             "default",
-            &sim::world::objects::machine_deployments(),
+            &::world::objects::machine_deployments(),
         );
         api.patch(
             group,
@@ -142,7 +142,7 @@ impl Runner {
     ) -> anyhow::Result<Sampled> {
         let mut over = 0;
         let mut sampled = Sampled::default();
-        let sets_resource = sim::world::objects::machine_sets();
+        let sets_resource = ::world::objects::machine_sets();
         for _ in 0..seconds {
             tokio::time::sleep(Duration::from_secs(1)).await;
             let s = self.snapshot().await?;
@@ -194,8 +194,8 @@ impl Runner {
     }
 
     pub(super) async fn template_change(&mut self) -> anyhow::Result<()> {
-        let mds = world::list(&self.mgmt, &sim::world::objects::machine_deployments()).await?;
-        let machines = world::list(&self.mgmt, &sim::world::objects::machines()).await?;
+        let mds = world::list(&self.mgmt, &::world::objects::machine_deployments()).await?;
+        let machines = world::list(&self.mgmt, &::world::objects::machines()).await?;
         let ours = |group: &str| {
             machines.iter().any(|m| {
                 invariants::group_of(m) == group
@@ -216,7 +216,7 @@ impl Runner {
         Api::<DynamicObject>::namespaced_with(
             self.mgmt.clone(),
             "default",
-            &sim::world::objects::machine_deployments(),
+            &::world::objects::machine_deployments(),
         )
         .patch(
             group,

@@ -470,12 +470,9 @@ impl Runner {
             .map(|p| serde_json::to_value(p).context("pod"))
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Snapshot {
-            machine_deployments: world::list(
-                &self.mgmt,
-                &sim::world::objects::machine_deployments(),
-            )
-            .await?,
-            machines: world::list(&self.mgmt, &sim::world::objects::machines()).await?,
+            machine_deployments: world::list(&self.mgmt, &::world::objects::machine_deployments())
+                .await?,
+            machines: world::list(&self.mgmt, &::world::objects::machines()).await?,
             node_claims: world::list(&self.wl, &node_claims_resource()).await?,
             pods,
             pods_wanted: self.web + GUARDED_REPLICAS + self.burst,
@@ -584,7 +581,7 @@ impl Runner {
     }
 
     async fn delete_machine(&mut self) -> anyhow::Result<()> {
-        let ours: Vec<Value> = world::list(&self.mgmt, &sim::world::objects::machines())
+        let ours: Vec<Value> = world::list(&self.mgmt, &::world::objects::machines())
             .await?
             .into_iter()
             .filter(|m| {
@@ -607,7 +604,7 @@ impl Runner {
         let api: Api<DynamicObject> = Api::namespaced_with(
             self.mgmt.clone(),
             &text(m, "/metadata/namespace"),
-            &sim::world::objects::machines(),
+            &::world::objects::machines(),
         );
         match api
             .delete(&text(m, "/metadata/name"), &DeleteParams::default())

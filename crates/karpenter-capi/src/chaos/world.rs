@@ -16,16 +16,16 @@
 //!   whose nodes nothing else uses, so every pod of it needs a launch;
 //! - the [`Protected`] record of what existed before the controller ever ran.
 //!
-//! Inputs: the seed. Outputs: a running [`sim::World`], fault-free clients for the checks, and
+//! Inputs: the seed. Outputs: a running [`::world::World`], fault-free clients for the checks, and
 //! [`Protected`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use ::world::{World, WorldConfig};
 use anyhow::{Context, bail};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
-use sim::{World, WorldConfig};
 
 use super::invariants::{
     CLAIMED_BY, CLAIMED_BY_CLUSTER, CLAIMED_BY_UID, Protected, group_of, guarded_annotations,
@@ -192,7 +192,7 @@ fn workload_objects(web: usize) -> Vec<Value> {
 /// # Errors
 /// The LIST fails.
 pub async fn list(client: &kube::Client, resource: &ApiResource) -> anyhow::Result<Vec<Value>> {
-    sim::world::objects::list_json(client, resource)
+    ::world::objects::list_json(client, resource)
         .await
         .with_context(|| format!("cannot list {}", resource.plural))
 }
@@ -220,14 +220,14 @@ pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
     };
     let mgmt = kube::Client::new(management.router_without_faults(), "default");
     let wl = kube::Client::new(workload.router_without_faults(), "default");
-    sim::world::crds::install_karpenter_crds(&wl)
+    ::world::crds::install_karpenter_crds(&wl)
         .await
         .context("cannot install the Karpenter CRDs")?;
     scenario::apply(&mgmt, &machine_deployments()).await?;
     // Wait for the five pre-existing Machines (legacy-c ×2, shared-a, static, other).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let machines = loop {
-        let ms = list(&mgmt, &sim::world::objects::machines()).await?;
+        let ms = list(&mgmt, &::world::objects::machines()).await?;
         if ms.len() == 5 {
             break ms;
         }
@@ -240,7 +240,7 @@ pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let api: Api<DynamicObject> =
-        Api::namespaced_with(mgmt.clone(), "default", &sim::world::objects::machines());
+        Api::namespaced_with(mgmt.clone(), "default", &::world::objects::machines());
     if let Some(shared) = machines.iter().find(|m| group_of(m) == "shared-a") {
         let name = shared
             .pointer("/metadata/name")
@@ -256,7 +256,7 @@ pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
         .await
         .context("cannot mark the shared Machine as another cluster's")?;
     }
-    let machines = list(&mgmt, &sim::world::objects::machines()).await?;
+    let machines = list(&mgmt, &::world::objects::machines()).await?;
     let protected = Protected {
         cluster_id: CLUSTER_ID.to_owned(),
         machines: machines

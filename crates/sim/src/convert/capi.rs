@@ -549,3 +549,14 @@ pub fn seconds_to_duration(seconds: i64) -> String {
         format!("{sign}{s}s")
     }
 }
+
+/// A Cluster API resource in a version.
+pub fn capi_resource(kind: CapiKind, version: CapiVersion) -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: GROUP.to_owned(),
+        version: version.name().to_owned(),
+        api_version: version.api_version(),
+        kind: kind.kind().to_owned(),
+        plural: kind.plural().to_owned(),
+    }
+}

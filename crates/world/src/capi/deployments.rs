@@ -31,14 +31,14 @@ use serde_json::{Value, json};
 
 use super::client::Capi;
 use super::{rollout, scaling};
-use crate::convert::capi::{CapiKind, CapiVersion};
-use crate::object;
-use crate::world::WorldError;
-use crate::world::driver::{PassResult, Reconciler};
-use crate::world::objects::{
+use crate::WorldError;
+use crate::driver::{PassResult, Reconciler};
+use crate::objects::{
     annotations, controller_ref, controller_uid, labels, merge_diff, selector_string, string_map,
     text,
 };
+use sim::convert::capi::{CapiKind, CapiVersion};
+use sim::object;
 
 const MD: CapiKind = CapiKind::MachineDeployment;
 const MS: CapiKind = CapiKind::MachineSet;

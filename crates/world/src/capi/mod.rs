@@ -29,8 +29,8 @@ use tokio::task::JoinHandle;
 
 use super::config::CapiConfig;
 use super::driver::{Health, Tasks, run_watch, watch};
-use crate::convert::capi::CapiKind;
 use client::Capi;
+use sim::convert::capi::CapiKind;
 
 /// Watch `kind` in the version `capi` talks (asking until discovery answers), waking `wakes`.
 fn watch_capi(capi: &Arc<Capi>, kind: CapiKind, wakes: Vec<Arc<Notify>>) -> JoinHandle<()> {

@@ -163,7 +163,7 @@ pub fn node_labels(
         .map(|l| parse_labels(l))
         .unwrap_or_default();
     let mut out = BTreeMap::new();
-    let instance_type = md.map_or("sim", |m| crate::object::name(m));
+    let instance_type = md.map_or("sim", |m| sim::object::name(m));
     out.insert(
         "node.kubernetes.io/instance-type".to_owned(),
         instance_type.to_owned(),
@@ -181,7 +181,7 @@ pub fn node_labels(
 
 /// The Node object for a Machine that got `provider_id`.
 pub fn node(machine: &Value, md: Option<&Value>, provider_id: &str, opts: &NodeOptions) -> Value {
-    let name = crate::object::name(machine);
+    let name = sim::object::name(machine);
     let md_annotations = md.map(annotations).unwrap_or_default();
     let mut taints = md_annotations
         .get(capacity::TAINTS)
@@ -200,7 +200,7 @@ pub fn node(machine: &Value, md: Option<&Value>, provider_id: &str, opts: &NodeO
         .get("kubernetes.io/arch")
         .cloned()
         .unwrap_or_default();
-    let now = crate::object::now_rfc3339();
+    let now = sim::object::now_rfc3339();
     json!({
         "apiVersion": "v1",
         "kind": "Node",
@@ -210,7 +210,7 @@ pub fn node(machine: &Value, md: Option<&Value>, provider_id: &str, opts: &NodeO
             "annotations": {
                 keys::NODE_MACHINE: name,
                 keys::NODE_CLUSTER_NAME: cluster,
-                keys::NODE_CLUSTER_NAMESPACE: crate::object::namespace(machine),
+                keys::NODE_CLUSTER_NAMESPACE: sim::object::namespace(machine),
                 "cluster.x-k8s.io/owner-kind": "MachineSet",
                 "cluster.x-k8s.io/owner-name": owner,
             },
@@ -229,8 +229,8 @@ pub fn node(machine: &Value, md: Option<&Value>, provider_id: &str, opts: &NodeO
                 {"type": "Hostname", "address": name},
             ],
             "nodeInfo": {
-                "machineID": crate::object::uid(machine), "systemUUID": crate::object::uid(machine),
-                "bootID": crate::object::uid(machine), "kernelVersion": "6.1.0-sim",
+                "machineID": sim::object::uid(machine), "systemUUID": sim::object::uid(machine),
+                "bootID": sim::object::uid(machine), "kernelVersion": "6.1.0-sim",
                 "osImage": "sim", "containerRuntimeVersion": "sim://1.0",
                 "kubeletVersion": version, "kubeProxyVersion": version,
                 "operatingSystem": "linux", "architecture": arch,

@@ -17,7 +17,7 @@
 
 pub mod capi;
 pub mod config;
-pub mod crds;
+pub use sim::crds;
 pub mod daemonsets;
 pub mod driver;
 pub mod fit;
@@ -36,7 +36,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 
-use crate::sim::Sim;
+use sim::Sim;
 
 pub use config::{CapiConfig, KubeletConfig, SchedulerConfig, WorkloadsConfig, WorldConfig};
 pub use driver::ControllerHealth;
@@ -54,10 +54,10 @@ pub enum WorldError {
     Json(#[from] serde_json::Error),
     /// The real control plane did not start.
     #[error("cannot start the real API server: {0}")]
-    Real(#[from] crate::realk8s::RealK8sError),
-    /// A CRD did not become Established.
-    #[error("the CustomResourceDefinition {0} did not become Established")]
-    NotEstablished(String),
+    Real(#[from] sim::realk8s::RealK8sError),
+    /// CRDs could not be installed.
+    #[error(transparent)]
+    Crd(#[from] sim::crds::CrdError),
     /// The management cluster serves neither `cluster.x-k8s.io/v1beta2` nor `v1beta1`.
     #[error("the management cluster does not serve cluster.x-k8s.io v1beta2 or v1beta1")]
     CapiNotServed,
@@ -184,7 +184,7 @@ enum Servers {
     /// One real control plane serving as both clusters (CAPI objects in the workload cluster,
     /// as when Cluster API manages itself), reached over TLS with a client certificate.
     Real {
-        cluster: crate::realk8s::RealCluster,
+        cluster: sim::realk8s::RealCluster,
         client: kube::Client,
     },
 }
@@ -212,7 +212,7 @@ impl std::fmt::Debug for Servers {
 pub enum Backend {
     /// Two in-process [`Sim`]s.
     Sim,
-    /// A real kube-apiserver ([`crate::realk8s`]) with kube-controller-manager (garbage
+    /// A real kube-apiserver ([`sim::realk8s`]) with kube-controller-manager (garbage
     /// collection, Deployments, ReplicaSets, PDB status) and the real kube-scheduler; the
     /// world simulates Cluster API, kubelets and DaemonSets.
     Real,
@@ -262,7 +262,7 @@ impl World {
     /// it. The real controller-manager and scheduler replace the world's workload controllers
     /// and kube-scheduler-lite, whatever `config` says of them.
     pub async fn start_real(mut config: WorldConfig) -> Result<World, WorldError> {
-        let cluster = crate::realk8s::RealCluster::start(crate::realk8s::RealConfig {
+        let cluster = sim::realk8s::RealCluster::start(sim::realk8s::RealConfig {
             controller_manager: true,
             scheduler: true,
             apiserver_args: Vec::new(),
@@ -316,7 +316,7 @@ impl World {
     }
 
     /// The real control plane, or `None` on `sim`.
-    pub fn real(&self) -> Option<&crate::realk8s::RealCluster> {
+    pub fn real(&self) -> Option<&sim::realk8s::RealCluster> {
         match &self.servers {
             Servers::Real { cluster, .. } => Some(cluster),
             Servers::Sim { .. } => None,
@@ -347,7 +347,7 @@ impl World {
 
 /// Declares each named `async fn NAME(backend: Backend)` as two tests, `NAME::sim` and
 /// `NAME::real` (multi-threaded tokio runtimes), so a suite runs against `sim` and against a
-/// real kube-apiserver. The real variants need the tools of [`crate::realk8s`].
+/// real kube-apiserver. The real variants need the tools of [`sim::realk8s`].
 ///
 /// `backend_tests!(paused: a, b)` runs the `sim` variants with paused tokio time
 /// (`start_paused`, delays pass instantly) and the `real` ones in real time.

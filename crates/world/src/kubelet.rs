@@ -32,13 +32,13 @@ use tokio::time::Instant;
 
 use api::well_known::taints::{NOT_READY, UNREACHABLE};
 
-use crate::world::config::annotations::{NODE_FAILURE, NOT_READY as FAILURE_NOT_READY};
+use crate::config::annotations::{NODE_FAILURE, NOT_READY as FAILURE_NOT_READY};
 use scheduling::taints::{Taint, TaintEffect};
 
-use crate::world::WorldError;
-use crate::world::config::KubeletConfig;
-use crate::world::driver::{PassResult, Reconciler};
-use crate::world::objects::{code, concurrently, condition, ignore_not_found, new_condition};
+use crate::WorldError;
+use crate::config::KubeletConfig;
+use crate::driver::{PassResult, Reconciler};
+use crate::objects::{code, concurrently, condition, ignore_not_found, new_condition};
 
 /// kubelet-lite.
 pub struct Kubelet {
@@ -159,14 +159,14 @@ impl Kubelet {
             "NodeStatusUnknown",
             "Kubelet stopped posting node status.",
         );
-        let map = crate::object::as_map(&mut ready);
+        let map = sim::object::as_map(&mut ready);
         map.insert("status".into(), json!("Unknown"));
         map.insert(
             "lastTransitionTime".into(),
-            json!(crate::object::now_rfc3339()),
+            json!(sim::object::now_rfc3339()),
         );
         let conditions = with_conditions(
-            crate::object::get_path(&obj, ".status.conditions"),
+            sim::object::get_path(&obj, ".status.conditions"),
             vec![ready],
         );
         let patch = json!({"status": {"conditions": conditions}});
@@ -205,7 +205,7 @@ impl Kubelet {
             }
         }
         let obj = serde_json::to_value(node)?;
-        let now = crate::object::now_rfc3339();
+        let now = sim::object::now_rfc3339();
         let mut ready = new_condition(
             condition(&obj, "Ready"),
             "Ready",
@@ -213,7 +213,7 @@ impl Kubelet {
             "KubeletReady",
             "kubelet is posting ready status",
         );
-        crate::object::as_map(&mut ready).insert("lastHeartbeatTime".into(), json!(now));
+        sim::object::as_map(&mut ready).insert("lastHeartbeatTime".into(), json!(now));
         let mut fresh = vec![ready];
         for (kind, reason) in [
             ("MemoryPressure", "KubeletHasSufficientMemory"),
@@ -228,8 +228,7 @@ impl Kubelet {
                 "",
             ));
         }
-        let conditions =
-            with_conditions(crate::object::get_path(&obj, ".status.conditions"), fresh);
+        let conditions = with_conditions(sim::object::get_path(&obj, ".status.conditions"), fresh);
         let patch =
             json!({"status": with_addresses(node, name, json!({"conditions": conditions}))});
         ignore_not_found(
@@ -244,7 +243,7 @@ impl Kubelet {
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let obj = serde_json::to_value(pod)?;
-        let now = crate::object::now_rfc3339();
+        let now = sim::object::now_rfc3339();
         let fresh = [
             "PodReadyToStartContainers",
             "Initialized",
@@ -254,8 +253,7 @@ impl Kubelet {
         .iter()
         .map(|k| new_condition(condition(&obj, k), k, true, "", ""))
         .collect();
-        let conditions =
-            with_conditions(crate::object::get_path(&obj, ".status.conditions"), fresh);
+        let conditions = with_conditions(sim::object::get_path(&obj, ".status.conditions"), fresh);
         let containers: Vec<Value> = pod
             .spec
             .iter()

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::server::{RunningServer, kubeconfig_yaml, serve_sim};
-use crate::sim::Sim;
+use sim::Sim;
+use sim::server::{RunningServer, kubeconfig_yaml, serve_sim};
 
 use super::config::WorldConfig;
 use super::driver::ControllerHealth;

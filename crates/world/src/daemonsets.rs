@@ -22,14 +22,14 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use scheduling::taints::TaintEffect;
 use serde_json::{Value, json};
 
-use crate::object;
-use crate::world::WorldError;
-use crate::world::driver::{PassResult, Reconciler};
-use crate::world::fit;
-use crate::world::objects::{
+use crate::WorldError;
+use crate::driver::{PassResult, Reconciler};
+use crate::fit;
+use crate::objects::{
     condition_true, controller_ref, controller_uid, ignore_not_found, patch_status_if_changed, text,
 };
-use crate::world::scheduler::node_info;
+use crate::scheduler::node_info;
+use sim::object;
 
 /// The DaemonSet controller.
 pub struct DaemonSets {
@@ -188,12 +188,12 @@ impl Reconciler for DaemonSets {
     }
 
     async fn pass(&mut self) -> PassResult {
-        let dss = crate::world::objects::list_values::<DaemonSet>(&self.client).await?;
+        let dss = crate::objects::list_values::<DaemonSet>(&self.client).await?;
         if dss.is_empty() {
             // Nothing to keep: no need to read every pod and node.
             return Ok(None);
         }
-        let pods = crate::world::objects::list_values::<Pod>(&self.client).await?;
+        let pods = crate::objects::list_values::<Pod>(&self.client).await?;
         let nodes = Api::<Node>::all(self.client.clone())
             .list(&ListParams::default())
             .await?

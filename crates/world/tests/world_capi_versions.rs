@@ -17,9 +17,9 @@ use capi_support::{machines_of, md_json, owned_by, wait_for};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 use sim::convert::capi::{CapiKind, CapiVersion};
-use sim::world::crds::CapiServing;
-use sim::world::objects::{capi_resource, machine_deployments, machine_sets, machines};
-use sim::{World, WorldConfig};
+use world::crds::CapiServing;
+use world::objects::{capi_resource, machine_deployments, machine_sets, machines};
+use world::{World, WorldConfig};
 
 #[tokio::test(start_paused = true)]
 async fn rollouts_make_v1beta2_machine_sets_with_the_deletion_order() {
@@ -176,7 +176,7 @@ async fn real_the_world_speaks_v1beta2_to_a_real_server() {
     config.capi.bootstrap_delay = fast;
     config.capi.provider_id_delay = fast;
     config.capi.node_join_delay = fast;
-    let world = World::start_on(sim::Backend::Real, config).await.unwrap();
+    let world = World::start_on(world::Backend::Real, config).await.unwrap();
     let mc = world.management_client();
     let groups = mc.list_api_groups().await.unwrap();
     let capi = groups

@@ -20,8 +20,8 @@ use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::world::WorldError;
-use crate::world::objects::code;
+use crate::WorldError;
+use crate::objects::code;
 
 /// How soon a drain that is not done looks again.
 const RETRY: Duration = Duration::from_secs(1);

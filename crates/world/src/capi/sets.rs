@@ -28,14 +28,14 @@ use serde_json::{Value, json};
 
 use super::client::Capi;
 use super::scaling;
-use crate::convert::capi::{CapiKind, CapiVersion};
-use crate::object;
-use crate::world::WorldError;
-use crate::world::driver::{PassResult, Reconciler};
-use crate::world::objects::{
+use crate::WorldError;
+use crate::driver::{PassResult, Reconciler};
+use crate::objects::{
     self as o, annotations, condition, condition_true, controller_ref, controller_uid, labels,
     selector_string, string_map, text,
 };
+use sim::convert::capi::{CapiKind, CapiVersion};
+use sim::object;
 
 /// The finalizer CAPI's Machine controller puts on Machines.
 pub const MACHINE_FINALIZER: &str = "machine.cluster.x-k8s.io";

@@ -13,10 +13,10 @@
 
 use serde_json::{Value, json};
 
-use crate::object;
-use crate::rng::Rng;
-use crate::world::config::{CapiConfig, annotations};
-use crate::world::objects::{self as o, condition, condition_with_status, new_condition};
+use crate::config::{CapiConfig, annotations};
+use crate::objects::{self as o, condition, condition_with_status, new_condition};
+use sim::object;
+use sim::rng::Rng;
 
 /// How a Machine's infrastructure fails, if it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

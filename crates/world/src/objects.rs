@@ -15,18 +15,9 @@ use kube::discovery::ApiResource;
 use serde_json::{Map, Value, json};
 
 use super::WorldError;
-use crate::convert::capi::{CapiKind, CapiVersion, GROUP};
-
-/// A Cluster API resource in a version.
-pub fn capi_resource(kind: CapiKind, version: CapiVersion) -> ApiResource {
-    ApiResource {
-        group: GROUP.to_owned(),
-        version: version.name().to_owned(),
-        api_version: version.api_version(),
-        kind: kind.kind().to_owned(),
-        plural: kind.plural().to_owned(),
-    }
-}
+pub use sim::convert::capi::capi_resource;
+use sim::convert::capi::{CapiKind, CapiVersion};
+pub use sim::object::{code, condition, condition_true};
 
 /// `cluster.x-k8s.io/v1beta2` MachineDeployments.
 pub fn machine_deployments() -> ApiResource {
@@ -128,12 +119,12 @@ where
 
 /// The string at a dotted path.
 pub fn text<'a>(obj: &'a Value, path: &str) -> Option<&'a str> {
-    crate::object::get_path(obj, path).and_then(Value::as_str)
+    sim::object::get_path(obj, path).and_then(Value::as_str)
 }
 
 /// The string map at a dotted path (labels, annotations, matchLabels).
 pub fn string_map(obj: &Value, path: &str) -> BTreeMap<String, String> {
-    crate::object::get_path(obj, path)
+    sim::object::get_path(obj, path)
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -155,7 +146,7 @@ pub fn annotations(obj: &Value) -> BTreeMap<String, String> {
 
 /// The uid of the owner reference marked `controller: true`, if any.
 pub fn controller_uid(obj: &Value) -> Option<String> {
-    crate::object::owner_refs(obj)
+    sim::object::owner_refs(obj)
         .into_iter()
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
         .and_then(|r| r.get("uid").and_then(Value::as_str).map(str::to_owned))
@@ -166,8 +157,8 @@ pub fn controller_ref(owner: &Value) -> Value {
     json!({
         "apiVersion": owner.get("apiVersion").cloned().unwrap_or(Value::Null),
         "kind": owner.get("kind").cloned().unwrap_or(Value::Null),
-        "name": crate::object::name(owner),
-        "uid": crate::object::uid(owner),
+        "name": sim::object::name(owner),
+        "uid": sim::object::uid(owner),
         "controller": true,
         "blockOwnerDeletion": true,
     })
@@ -212,12 +203,16 @@ pub fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
     }
 }
 
-/// The HTTP code of an API error.
-pub fn code(e: &kube::Error) -> Option<u16> {
-    match e {
-        kube::Error::Api(s) => Some(s.code),
-        _ => None,
-    }
+/// A merge patch setting `obj`'s finalizers to `finalizers` (none: the field removed), guarded
+/// by its resourceVersion.
+pub fn finalizers_patch(obj: &Value, finalizers: &[String]) -> Value {
+    let value = if finalizers.is_empty() {
+        Value::Null
+    } else {
+        json!(finalizers)
+    };
+    json!({"metadata": {"finalizers": value,
+        "resourceVersion": sim::object::resource_version(obj)}})
 }
 
 /// `Ok` for a 404 (the object is already gone), the error otherwise.
@@ -276,28 +271,12 @@ where
     }
     let patch = json!({"status": desired});
     api.patch_status(
-        crate::object::name(obj),
+        sim::object::name(obj),
         &kube::api::PatchParams::default(),
         &kube::api::Patch::Merge(&patch),
     )
     .await?;
     Ok(())
-}
-
-/// The status condition of a type, if present.
-pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
-    crate::object::get_path(obj, ".status.conditions")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
-}
-
-/// Whether a condition of that type is `True`.
-pub fn condition_true(obj: &Value, kind: &str) -> bool {
-    condition(obj, kind)
-        .and_then(|c| c.get("status"))
-        .and_then(Value::as_str)
-        == Some("True")
 }
 
 /// A condition, keeping the previous `lastTransitionTime` when the status did not change.
@@ -323,7 +302,7 @@ pub fn condition_with_status(
     let since = previous
         .filter(|p| p.get("status").and_then(Value::as_str) == Some(status))
         .and_then(|p| p.get("lastTransitionTime").cloned())
-        .unwrap_or_else(|| json!(crate::object::now_rfc3339()));
+        .unwrap_or_else(|| json!(sim::object::now_rfc3339()));
     json!({"type": kind, "status": status, "reason": reason, "message": message,
         "lastTransitionTime": since})
 }

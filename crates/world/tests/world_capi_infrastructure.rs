@@ -21,9 +21,9 @@ use capi_support::{md_json, scale, wait_for};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use serde_json::{Value, json};
-use sim::world::capi::infrastructure::{SIM_CLUSTER, SIM_CONTROL_PLANE, SIM_MACHINE};
-use sim::world::objects::{machine_deployments, machine_sets, machines};
-use sim::{World, WorldConfig};
+use world::capi::infrastructure::{SIM_CLUSTER, SIM_CONTROL_PLANE, SIM_MACHINE};
+use world::objects::{machine_deployments, machine_sets, machines};
+use world::{World, WorldConfig};
 
 fn infrastructure_only() -> WorldConfig {
     let mut config = WorldConfig::default();

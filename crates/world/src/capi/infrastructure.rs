@@ -35,15 +35,15 @@ use tokio::time::Instant;
 use super::client::Capi;
 use super::machines::Clock;
 use super::phases::failure;
-use crate::convert::capi::CapiKind;
-use crate::object;
-use crate::world::WorldError;
-use crate::world::config::{CapiConfig, annotations};
-use crate::world::driver::{PassResult, Reconciler};
-use crate::world::node_template;
-use crate::world::objects::{
+use crate::WorldError;
+use crate::config::{CapiConfig, annotations};
+use crate::driver::{PassResult, Reconciler};
+use crate::node_template;
+use crate::objects::{
     self as o, code, ignore_not_found, list_json, parse_duration, patch_status_if_changed, text,
 };
+use sim::convert::capi::CapiKind;
+use sim::object;
 
 /// The infrastructure provider's API group.
 pub const INFRASTRUCTURE_GROUP: &str = "infrastructure.sim.karpenter-capi.dev";
@@ -200,13 +200,7 @@ impl Infrastructure {
     }
 
     async fn set_finalizers(&self, m: &Value, finalizers: &[String]) -> Result<(), WorldError> {
-        let value = if finalizers.is_empty() {
-            Value::Null
-        } else {
-            json!(finalizers)
-        };
-        let patch = json!({"metadata": {"finalizers": value,
-            "resourceVersion": object::resource_version(m)}});
+        let patch = o::finalizers_patch(m, finalizers);
         let api = self.api(SIM_MACHINE, object::namespace(m));
         match api
             .patch(

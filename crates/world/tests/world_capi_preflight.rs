@@ -20,9 +20,9 @@ use capi_support::{machines_of, md_json, owned_by, scale, wait_for};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use sim::convert::capi::{CapiKind, CapiVersion};
-use sim::world::config::annotations::PREFLIGHT_HOLD;
-use sim::world::objects::{capi_resource, machine_deployments, machine_sets, machines};
-use sim::{World, WorldConfig};
+use world::config::annotations::PREFLIGHT_HOLD;
+use world::objects::{capi_resource, machine_deployments, machine_sets, machines};
+use world::{World, WorldConfig};
 
 const HOLD: &str =
     "KubeadmControlPlane default/cp is upgrading (\"ControlPlaneIsStable\" preflight check failed)";

@@ -15,8 +15,8 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use sim::world::CapiConfig;
-use sim::{World, WorldConfig};
+use world::CapiConfig;
+use world::{World, WorldConfig};
 
 async fn wait_for<T, F, Fut>(what: &str, bound: usize, mut check: F) -> T
 where

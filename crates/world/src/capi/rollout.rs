@@ -24,7 +24,7 @@
 
 use serde_json::Value;
 
-use crate::world::objects::text;
+use crate::objects::text;
 
 /// A deployment's rollout strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,7 +129,7 @@ impl SetView {
     pub fn of(ms: &Value) -> SetView {
         let int = |p: &str| ms.pointer(p).and_then(Value::as_i64).unwrap_or(0);
         SetView {
-            name: crate::object::name(ms).to_owned(),
+            name: sim::object::name(ms).to_owned(),
             created: text(ms, ".metadata.creationTimestamp")
                 .unwrap_or_default()
                 .to_owned(),

@@ -29,9 +29,9 @@
 use serde_json::{Value, json};
 
 use super::phases::knob;
-use crate::object;
-use crate::world::config::annotations;
-use crate::world::objects::condition_with_status;
+use crate::config::annotations;
+use crate::objects::condition_with_status;
+use sim::object;
 
 /// v1beta2 `ScalingUp`.
 pub const SCALING_UP: &str = "ScalingUp";

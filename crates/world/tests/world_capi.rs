@@ -18,9 +18,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
-use sim::world::config::annotations as knobs;
-use sim::world::objects::{machine_deployments, machines};
-use sim::{World, WorldConfig};
+use world::config::annotations as knobs;
+use world::objects::{machine_deployments, machines};
+use world::{World, WorldConfig};
 
 #[tokio::test(start_paused = true)]
 async fn machine_deployments_become_ready_nodes_and_scale_down_takes_the_marked_machine() {
@@ -343,17 +343,17 @@ async fn client_for(path: &std::path::Path) -> kube::Client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_world_serves_over_tcp_with_kubeconfigs() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = sim::ServeWorldConfig {
+    let mut config = world::ServeWorldConfig {
         management_kubeconfig: Some(dir.path().join("mgmt")),
         workload_kubeconfig: Some(dir.path().join("wl")),
-        ..sim::ServeWorldConfig::default()
+        ..world::ServeWorldConfig::default()
     };
     let fast = Duration::from_millis(50);
     config.world.capi.bootstrap_delay = fast;
     config.world.capi.provider_id_delay = fast;
     config.world.capi.node_join_delay = fast;
     config.world.kubelet.node_ready_delay = fast;
-    let running = sim::serve_world(config).await.unwrap();
+    let running = world::serve_world(config).await.unwrap();
     assert_eq!(running.management_kubeconfig(), dir.path().join("mgmt"));
     let mc = client_for(running.management_kubeconfig()).await;
     let wc = client_for(running.workload_kubeconfig()).await;
@@ -380,7 +380,7 @@ async fn the_world_runs_against_any_pair_of_clients() {
     let workload = sim::Sim::default();
     let mc = kube::Client::new(management.router(), "default");
     let wc = kube::Client::new(workload.router(), "default");
-    let run = tokio::spawn(sim::run_world_against(
+    let run = tokio::spawn(world::run_world_against(
         wc.clone(),
         mc.clone(),
         WorldConfig::default(),

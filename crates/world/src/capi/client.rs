@@ -4,7 +4,7 @@
 //! Responsibility: find out once, by discovery, whether the management cluster serves
 //! `v1beta2`. If it does (CAPI v1.11+, or v1beta2 alone on a real kube-apiserver), every call
 //! goes straight to it. If it serves `v1beta1` alone (CAPI ≤ v1.10), objects listed or read are
-//! converted up to v1beta2 ([`crate::convert::capi`]), creates are converted down whole, and a
+//! converted up to v1beta2 ([`sim::convert::capi`]), creates are converted down whole, and a
 //! patch is sent as the merge patch between the v1beta1 forms of the object before and after
 //! it (its `resourceVersion` precondition kept); a v1beta2 reference going down gets the
 //! `apiVersion` last seen on a v1beta1 reference to its group and kind (`<group>/v1beta1` if
@@ -19,10 +19,10 @@ use kube::discovery::ApiResource;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use crate::convert::capi::{self, CapiKind, CapiVersion, GROUP};
-use crate::object;
-use crate::world::WorldError;
-use crate::world::objects::{capi_resource, code, ignore_not_found, list_json, merge_diff};
+use crate::WorldError;
+use crate::objects::{capi_resource, code, ignore_not_found, list_json, merge_diff};
+use sim::convert::capi::{self, CapiKind, CapiVersion, GROUP};
+use sim::object;
 
 /// The management cluster's Cluster API, as v1beta2 JSON.
 pub struct Capi {
@@ -233,7 +233,7 @@ impl Capi {
         current: &Value,
         desired: Value,
     ) -> Result<(), WorldError> {
-        if !crate::world::objects::status_changed(current, &desired) {
+        if !crate::objects::status_changed(current, &desired) {
             return Ok(());
         }
         let patch = serde_json::json!({"status": desired});

@@ -33,15 +33,15 @@ use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::convert::capi::CapiKind;
-use crate::object;
-use crate::world::WorldError;
-use crate::world::config::{CapiConfig, annotations};
-use crate::world::driver::{PassResult, Reconciler};
-use crate::world::node_template;
-use crate::world::objects::{
+use crate::WorldError;
+use crate::config::{CapiConfig, annotations};
+use crate::driver::{PassResult, Reconciler};
+use crate::node_template;
+use crate::objects::{
     self as o, code, condition_true, ignore_not_found, parse_duration, text, world_code,
 };
+use sim::convert::capi::CapiKind;
+use sim::object;
 
 use super::client::Capi;
 use super::phases::{Facts, Failure, conditions, deleting, failure, knob, v1beta1_conditions};
@@ -133,13 +133,7 @@ impl Machines {
         m: &Value,
         finalizers: Vec<String>,
     ) -> Result<Option<Duration>, WorldError> {
-        let value = if finalizers.is_empty() {
-            Value::Null
-        } else {
-            json!(finalizers)
-        };
-        let patch = json!({"metadata": {"finalizers": value,
-            "resourceVersion": object::resource_version(m)}});
+        let patch = o::finalizers_patch(m, &finalizers);
         match self.capi.patch(MACHINE, m, &patch).await {
             Ok(()) => Ok(None),
             Err(e) if world_code(&e) == Some(409) => Ok(Some(Duration::from_millis(100))),
@@ -391,7 +385,7 @@ impl Reconciler for Machines {
         let now = Instant::now();
         let machines = self.capi.list(MACHINE).await?;
         let mds = self.capi.list(CapiKind::MachineDeployment).await?;
-        let nodes = crate::world::objects::list_values::<Node>(&self.workload).await?;
+        let nodes = crate::objects::list_values::<Node>(&self.workload).await?;
         let live: std::collections::HashSet<&str> = machines.iter().map(object::uid).collect();
         for clock in [&self.seen, &self.provisioned, &self.deleting] {
             clock.retain(&live);

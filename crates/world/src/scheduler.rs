@@ -27,11 +27,11 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::world::WorldError;
-use crate::world::config::SchedulerConfig;
-use crate::world::driver::{PassResult, Reconciler};
-use crate::world::fit::{self, NodeInfo};
-use crate::world::objects::{code, concurrently, condition, new_condition};
+use crate::WorldError;
+use crate::config::SchedulerConfig;
+use crate::driver::{PassResult, Reconciler};
+use crate::fit::{self, NodeInfo};
+use crate::objects::{code, concurrently, condition, new_condition};
 
 /// kube-scheduler-lite.
 pub struct Scheduler {
@@ -233,8 +233,8 @@ impl Scheduler {
         self.backoff
             .insert(uid, WriteBackoff::after_write(backoff, now));
         let mut cond = new_condition(previous, "PodScheduled", false, reason, message);
-        crate::object::as_map(&mut cond).insert("lastProbeTime".into(), Value::Null);
-        let mut conditions: Vec<Value> = crate::object::get_path(&obj, ".status.conditions")
+        sim::object::as_map(&mut cond).insert("lastProbeTime".into(), Value::Null);
+        let mut conditions: Vec<Value> = sim::object::get_path(&obj, ".status.conditions")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();

@@ -23,10 +23,23 @@ mod columns;
 
 use columns::{Column, columns};
 
-use super::WorldError;
-use super::objects::{code, condition_true};
 use crate::convert::capi::{CapiKind, CapiVersion, GROUP};
 use crate::object;
+use crate::object::{code, condition_true};
+
+/// Why installing CRDs failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    /// An API request failed.
+    #[error("API request failed: {0}")]
+    Kube(#[from] kube::Error),
+    /// An object could not be converted.
+    #[error("cannot convert an object: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A CRD did not become Established.
+    #[error("the CustomResourceDefinition {0} did not become Established")]
+    NotEstablished(String),
+}
 
 /// Which versions of the Cluster API kinds a management cluster serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +108,7 @@ fn version(kind: CapiKind, version: CapiVersion, storage: bool, deprecated: bool
 }
 
 /// The CRD of one Cluster API kind, served as `serving` says.
-fn capi_crd(kind: CapiKind, serving: CapiServing) -> Result<CustomResourceDefinition, WorldError> {
+fn capi_crd(kind: CapiKind, serving: CapiServing) -> Result<CustomResourceDefinition, CrdError> {
     let (short, singular) = match kind {
         CapiKind::MachineDeployment => ("md", "machinedeployment"),
         CapiKind::MachineSet => ("ms", "machineset"),
@@ -139,14 +152,12 @@ fn capi_crd(kind: CapiKind, serving: CapiServing) -> Result<CustomResourceDefini
 
 /// The MachineDeployment, MachineSet and Machine CRDs of a CAPI v1.11+ management cluster
 /// ([`CapiServing::WithConversion`]; for sim only).
-pub fn capi_crds() -> Result<Vec<CustomResourceDefinition>, WorldError> {
+pub fn capi_crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
     capi_crds_serving(CapiServing::WithConversion)
 }
 
 /// The MachineDeployment, MachineSet and Machine CRDs, served as `serving` says.
-pub fn capi_crds_serving(
-    serving: CapiServing,
-) -> Result<Vec<CustomResourceDefinition>, WorldError> {
+pub fn capi_crds_serving(serving: CapiServing) -> Result<Vec<CustomResourceDefinition>, CrdError> {
     CapiKind::ALL
         .into_iter()
         .map(|k| capi_crd(k, serving))
@@ -157,7 +168,7 @@ pub fn capi_crds_serving(
 pub async fn install(
     client: &kube::Client,
     crds: &[CustomResourceDefinition],
-) -> Result<(), WorldError> {
+) -> Result<(), CrdError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in crds {
         match api.create(&PostParams::default(), crd).await {
@@ -178,7 +189,7 @@ pub async fn install(
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         if !established {
-            return Err(WorldError::NotEstablished(name));
+            return Err(CrdError::NotEstablished(name));
         }
     }
     Ok(())
@@ -186,7 +197,7 @@ pub async fn install(
 
 /// Whether the server behind `client` is sim (its `/version` answer says so,
 /// [`crate::discovery::SIM_HEADER`]).
-pub async fn is_sim(client: &kube::Client) -> Result<bool, WorldError> {
+pub async fn is_sim(client: &kube::Client) -> Result<bool, CrdError> {
     let request = http::Request::get("/version")
         .body(kube::client::Body::empty())
         .map_err(|e| kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e)))?;
@@ -198,7 +209,7 @@ pub async fn is_sim(client: &kube::Client) -> Result<bool, WorldError> {
 
 /// How [`install_capi_crds`] serves the Cluster API kinds on this server: with conversion
 /// on sim, v1beta2 alone on any other (a real kube-apiserver has no CAPI webhook to call).
-pub async fn capi_serving_for(client: &kube::Client) -> Result<CapiServing, WorldError> {
+pub async fn capi_serving_for(client: &kube::Client) -> Result<CapiServing, CrdError> {
     Ok(if is_sim(client).await? {
         CapiServing::WithConversion
     } else {
@@ -208,7 +219,7 @@ pub async fn capi_serving_for(client: &kube::Client) -> Result<CapiServing, Worl
 
 /// Install the Cluster API CRDs into a management cluster, served as CAPI v1.14 serves them as
 /// far as the server allows ([`capi_serving_for`]).
-pub async fn install_capi_crds(management: &kube::Client) -> Result<(), WorldError> {
+pub async fn install_capi_crds(management: &kube::Client) -> Result<(), CrdError> {
     let serving = capi_serving_for(management).await?;
     install_capi_crds_serving(management, serving).await
 }
@@ -217,13 +228,13 @@ pub async fn install_capi_crds(management: &kube::Client) -> Result<(), WorldErr
 pub async fn install_capi_crds_serving(
     management: &kube::Client,
     serving: CapiServing,
-) -> Result<(), WorldError> {
+) -> Result<(), CrdError> {
     install(management, &capi_crds_serving(serving)?).await
 }
 
 /// Install our Karpenter CRDs (NodePool, NodeClaim, ClusterAPINodeClass) into a workload
 /// cluster.
-pub async fn install_karpenter_crds(workload: &kube::Client) -> Result<(), WorldError> {
+pub async fn install_karpenter_crds(workload: &kube::Client) -> Result<(), CrdError> {
     install(workload, &api::crd::all()).await
 }
 

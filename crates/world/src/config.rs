@@ -7,16 +7,16 @@
 
 use std::time::Duration;
 
-use crate::sim::SimConfig;
+use sim::SimConfig;
 
-use super::crds::CapiServing;
 use super::node_template::NodeOptions;
+use sim::crds::CapiServing;
 
 /// Annotations (on a Machine, or on its MachineDeployment) that steer the simulated
 /// infrastructure of that Machine. The Machine's own annotation wins. [`PREFLIGHT_HOLD`] goes
 /// on a MachineSet, or on its MachineDeployment (the MachineSet's own wins).
 ///
-/// [`PREFLIGHT_HOLD`]: crate::world::config::annotations::PREFLIGHT_HOLD
+/// [`PREFLIGHT_HOLD`]: crate::config::annotations::PREFLIGHT_HOLD
 pub mod annotations {
     /// `NoProviderID` (the instance never appears) or `Failed` (the Machine goes `Failed`
     /// with a failureReason and failureMessage).
@@ -74,7 +74,7 @@ pub struct CapiConfig {
     pub resync: Duration,
     /// How the world serves the Cluster API kinds when it installs their CRDs: `None` (the
     /// default) as CAPI v1.14 does as far as the server allows
-    /// ([`super::crds::install_capi_crds`]: with conversion on sim, v1beta2 alone on a real
+    /// ([`sim::crds::install_capi_crds`]: with conversion on sim, v1beta2 alone on a real
     /// kube-apiserver); `Some(CapiServing::V1beta1Only)` for a CAPI ≤ v1.10 management cluster.
     /// CRDs already there are left as they are. The controllers talk whichever version is
     /// served ([`super::capi::client`]).

@@ -22,13 +22,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use crate::object;
-use crate::world::WorldError;
-use crate::world::driver::{PassResult, Reconciler};
-use crate::world::objects::{
+use crate::WorldError;
+use crate::driver::{PassResult, Reconciler};
+use crate::objects::{
     code, concurrently, condition_true, controller_ref, controller_uid, ignore_not_found, labels,
     list_values, patch_status_if_changed, string_map, text,
 };
+use sim::object;
 
 /// The label that ties a ReplicaSet and its pods to one pod template.
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
