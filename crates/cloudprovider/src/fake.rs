@@ -195,7 +195,6 @@ impl FakeCloudProvider {
             labels,
             annotations: BTreeMap::new(),
             deleting: false,
-            instance_deleting: false,
         };
         state.launches.insert(name, launch.clone());
         Ok(launch)
