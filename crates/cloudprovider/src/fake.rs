@@ -195,6 +195,7 @@ impl FakeCloudProvider {
             labels,
             annotations: BTreeMap::new(),
             deleting: false,
+            instance_deleting: false,
         };
         state.launches.insert(name, launch.clone());
         Ok(launch)

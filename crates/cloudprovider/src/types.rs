@@ -87,6 +87,10 @@ pub struct Launch {
     pub annotations: BTreeMap<String, String>,
     /// Whether the instance is being terminated.
     pub deleting: bool,
+    /// Whether its owner already deletes the instance itself (for Cluster API: the Machine
+    /// has a deletionTimestamp — a rollout, a scale-down, a deletion by hand), as opposed to
+    /// a removal only asked for. Its Node may still be up and Ready while it drains.
+    pub instance_deleting: bool,
 }
 
 impl Launch {
@@ -105,6 +109,7 @@ impl Launch {
             labels: BTreeMap::new(),
             annotations: BTreeMap::new(),
             deleting: false,
+            instance_deleting: false,
         }
     }
 }

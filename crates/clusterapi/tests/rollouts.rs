@@ -329,6 +329,78 @@ async fn a_rolling_update_template_change_is_left_to_cluster_api() {
     assert_eq!(p.is_drifted(&fresh(&world, "a").await).await.unwrap(), None);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_create_during_a_rolling_update_claims_the_replacement_of_a_draining_machine() {
+    let world = support::world(WorldConfig::default()).await;
+    support::md("md").create(&world).await;
+    let p = provider(&world);
+    let old = p.create(&node_claim(&world, "a").await).await.unwrap();
+    // Something holds the old Machine while Cluster API deletes it (as a PodDisruptionBudget
+    // holds its drain): it stays deleting, still claimed by `a`.
+    let machines: Api<Machine> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
+    machines
+        .patch(
+            &old.machine.name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"finalizers": ["test/held"]}})),
+        )
+        .await
+        .unwrap();
+    support::patch_md(
+        &world,
+        "md",
+        json!({"spec": {"template": {"spec": {"version": "v1.34.0"}}}}),
+    )
+    .await;
+    let replacement = support::wait_for(
+        "the surge and the deletion",
+        Duration::from_secs(600),
+        || async {
+            let all = support::machines(&world, "md").await;
+            let draining = all
+                .iter()
+                .any(|m| name(m) == old.machine.name && m.metadata.deletion_timestamp.is_some());
+            let live = live(&world, "md").await;
+            (draining && live.len() == 1).then(|| live[0].clone())
+        },
+    )
+    .await;
+    assert_ne!(name(&replacement), old.machine.name);
+    // The pods of `a` need a new NodeClaim: the replica `a` held is free again, and the
+    // replacement Cluster API made for it is claimed instead of a second replica raised.
+    let launch = p.create(&node_claim(&world, "b").await).await.unwrap();
+    assert_eq!(launch.machine.name, name(&replacement));
+    assert_eq!(support::replicas(&world, "md").await, 1);
+    // Once the old Machine goes, nothing changes.
+    machines
+        .patch(
+            &old.machine.name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    support::wait_for("the old Machine gone", Duration::from_secs(600), || async {
+        support::machine(&world, &old.machine.name)
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let left: Vec<String> = support::machines(&world, "md")
+        .await
+        .iter()
+        .map(name)
+        .collect();
+    assert_eq!(left, vec![name(&replacement)]);
+    assert_eq!(support::replicas(&world, "md").await, 1);
+}
+
 /// The NodePool `default` of the `default` NodeClass.
 async fn node_pool(world: &World) {
     let pool: api::NodePool = serde_json::from_value(json!({

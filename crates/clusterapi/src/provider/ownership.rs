@@ -29,8 +29,9 @@
 //! unclaimed** when it is fresh (no claim, not terminating), of this MachineDeployment and not
 //! in the baseline, and only while `free > 0`: creates claim only such Machines, and the
 //! collector removes only such Machines (and at most `free` minus the creates waiting). A
-//! claimed Machine that someone else deletes gives its replica back to `free`; the MachineSet's
-//! replacement is then ours to reuse or collect.
+//! claimed Machine that someone else deletes gives its replica back to `free` as soon as it has
+//! a deletionTimestamp (while it drains); the MachineSet's replacement is then ours to reuse or
+//! collect.
 //!
 //! Limits (documented, accepted): while `free > 0`, a Machine created by someone else after the
 //! baseline was taken (a rollout or remediation replacement) is indistinguishable from ours;
@@ -160,7 +161,11 @@ impl Record {
 
     /// Replicas raised and not claimed: `raised` minus the Machines of `machines` (this
     /// MachineDeployment's) in use by `cluster` — claimed by it (or by this process, `local`)
-    /// or being removed by it — whose removal is not accounted for yet.
+    /// and not deleting, or being removed by it — whose removal is not accounted for yet. A
+    /// claimed Machine someone else deletes (a rollout, a deletion by hand: it has a
+    /// deletionTimestamp and no [`REMOVED_BY`] of ours) gives its replica back at once, not
+    /// when it is gone: the MachineSet already made or makes its replacement, which is then
+    /// ours to claim; counting both would raise a replica for a Machine that already exists.
     #[must_use]
     pub fn free<'a>(
         &self,
@@ -170,7 +175,11 @@ impl Record {
     ) -> usize {
         let in_use = machines
             .into_iter()
-            .filter(|m| claimed_by(m, cluster) || removed_by(m, cluster) || local(m))
+            .filter(|m| {
+                removed_by(m, cluster)
+                    || (m.metadata.deletion_timestamp.is_none()
+                        && (claimed_by(m, cluster) || local(m)))
+            })
             .filter(|m| self.removal_of(m).is_none())
             .count();
         usize::try_from(self.raised)
@@ -282,5 +291,32 @@ mod tests {
         assert_eq!(r.removal_of(&going), Some(Removed::ScaledDown));
         r.prune(|_| false);
         assert!(r.removed.is_empty());
+    }
+
+    #[test]
+    fn a_claimed_machine_someone_else_deletes_gives_its_replica_back_while_it_drains() {
+        let r = Record {
+            raised: 1,
+            ..Record::default()
+        };
+        let mut rolled = machine("rolled", Some("c1"));
+        assert_eq!(r.free([&rolled], "c1", |_| false), 0);
+        rolled.metadata.deletion_timestamp =
+            Some(serde_json::from_value(json!("2026-11-28T12:00:00Z")).unwrap());
+        assert_eq!(
+            r.free([&rolled], "c1", |_| true),
+            1,
+            "a rollout deletes it: its replacement takes the replica"
+        );
+        rolled
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(REMOVED_BY.to_owned(), "c1".to_owned());
+        assert_eq!(
+            r.free([&rolled], "c1", |_| false),
+            0,
+            "our own removal, not accounted for yet, still holds it"
+        );
     }
 }

@@ -39,6 +39,7 @@ pub(super) fn launch_of(
     launch.provider_id = m.spec.fields.provider_id.clone().filter(|p| !p.is_empty());
     launch.node_claim = annotation(&m.metadata, CLAIMED_BY).map(str::to_owned);
     launch.deleting = terminating(m);
+    launch.instance_deleting = m.metadata.deletion_timestamp.is_some();
     if let Some((entry, origin)) = described {
         launch.instance_type = entry.name().to_owned();
         launch.zone = Some(origin.zone.clone()).filter(|z| !z.is_empty());

@@ -3,7 +3,10 @@
 //! Responsibility: every [`GcConfig::interval`] (upstream: 2 min), delete each managed NodeClaim
 //! that is registered, not being deleted, whose providerID is no longer among the provider's
 //! live instances ([`CloudProvider::list`], entries being deleted count as absent) — unless its
-//! Node still exists and is Ready (the kubelet is alive, so the listing is what is wrong). The
+//! Node still exists and is Ready (the kubelet is alive, so the listing is what is wrong) and
+//! its instance is not one its owner is deleting ([`Launch::instance_deleting`]: Cluster API
+//! drains a Machine's Node, Ready all along, before the instance goes; waiting for the Node
+//! would leave its evicted pods waiting on a cordoned node Karpenter still counts). The
 //! deletion goes through the NodeClaim finalizer like any other (drain, then instance
 //! termination, which answers NotFound). Metric `nodeclaims_disrupted{reason=
 //! "garbage_collected"}`. A Machine deleted by hand therefore takes its NodeClaim along, and its
@@ -63,6 +66,12 @@ pub fn candidates<'a>(
         .filter_map(|l| l.provider_id.as_deref())
         .map(normalize_provider_id)
         .collect();
+    let going: BTreeSet<String> = launches
+        .iter()
+        .filter(|l| l.instance_deleting)
+        .filter_map(|l| l.provider_id.as_deref())
+        .map(normalize_provider_id)
+        .collect();
     let ready_nodes: BTreeMap<String, bool> = nodes
         .iter()
         .filter_map(|n| {
@@ -89,7 +98,8 @@ pub fn candidates<'a>(
             else {
                 return false;
             };
-            !live.contains(&id) && !ready_nodes.get(&id).copied().unwrap_or(false)
+            !live.contains(&id)
+                && (going.contains(&id) || !ready_nodes.get(&id).copied().unwrap_or(false))
         })
         .collect()
 }
@@ -233,6 +243,24 @@ mod tests {
         l.provider_id = Some(provider_id.to_owned());
         l.deleting = deleting;
         l
+    }
+
+    #[test]
+    fn an_instance_its_owner_deletes_takes_its_claim_even_with_its_node_ready() {
+        let ncs = vec![
+            nc("drained-by-capi", "sim:///z/a", true),
+            nc("only-asked", "sim:///z/b", true),
+        ];
+        let nodes = vec![node("sim:///z/a", true), node("sim:///z/b", true)];
+        let mut going = launch("sim:///z/a", true);
+        going.instance_deleting = true;
+        // `delete-machine` written but the Machine not deleting: the Node decides.
+        let asked = launch("sim:///z/b", true);
+        let names: Vec<String> = candidates(&ncs, &nodes, &[going, asked])
+            .iter()
+            .map(|n| n.name_any())
+            .collect();
+        assert_eq!(names, vec!["drained-by-capi"]);
     }
 
     #[test]
