@@ -135,9 +135,9 @@ pub enum BenchCommand {
     /// infrastructure: time until every pod runs, nodes, utilization, controller CPU and RSS.
     E2e(crate::bench_e2e::E2eArgs),
     /// The randomized safety suite: seeded rounds of scale-out, scale-in, deletions,
-    /// controller restarts, API faults, paused groups, MachineSet preflight holds and template
-    /// changes in `sim`, with the safety invariants checked after every round; prints the
-    /// invariant table, fails when one broke.
+    /// controller restarts, API faults, paused groups, MachineSet preflight holds, template
+    /// changes and Cluster API rollouts in `sim`, with the safety invariants checked after every
+    /// round; prints the invariant table, fails when one broke.
     Chaos(crate::bench_chaos::ChaosArgs),
     /// One full pass of the disruption methods' computation (candidates, budgets, emptiness,
     /// multi-node binary search, single-node simulations) over a synthetic underutilized

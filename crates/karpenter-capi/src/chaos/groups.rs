@@ -1,6 +1,6 @@
 //! The chaos rounds that act on Cluster API groups rather than on the workloads: paused
-//! MachineSets, MachineSet preflight holds, and template changes of `OnDelete`
-//! MachineDeployments.
+//! MachineSets, MachineSet preflight holds, template changes of `OnDelete` MachineDeployments,
+//! and rollouts Cluster API drives itself.
 //!
 //! Responsibility:
 //! - [`Action::PausedGroup`]: pause the MachineSets of every group we use while `burst` pods
@@ -17,10 +17,15 @@
 //!   random `OnDelete` group (preferring one with our Machines). The provider reports those
 //!   NodeClaims drifted (`KubernetesVersionChanged`) and Karpenter replaces them within the
 //!   NodePool's disruption budget; [`DriftWatch`] follows that while the round settles
-//!   ([`Invariant::DriftReplaced`]). `RollingUpdate` groups never get a template change:
-//!   Cluster API would roll their Machines out itself, and Karpenter does not (yet) adopt the
-//!   Machines Cluster API creates for its own rollout, so "every Machine claimed by a live
-//!   NodeClaim" would fail by design.
+//!   ([`Invariant::DriftReplaced`]).
+//! - [`Action::Rollout`]: with two `rolled` pods running on the `RollingUpdate` group `m2-r`
+//!   (one per node), bump its Kubernetes version. Cluster API surges a new Machine, drains an
+//!   old one through the Eviction API and deletes it, and so on; the evicted pods' launches
+//!   claim the new Machines (or the collector adopts them), the old NodeClaims end with their
+//!   Nodes. [`RolloutWatch`] keeps the round settling until no Machine of the old template is
+//!   left ([`Invariant::RolledOut`]); the other invariants say the rest (every Machine claimed
+//!   once, replicas equal Machines, every pod Running). The other `RollingUpdate` groups hold
+//!   Machines that are not ours, which a rollout would replace: they never get one.
 //!
 //! Inputs: the [`Runner`]'s clients and draws. Outputs: object writes, samples, [`DriftWatch`].
 
@@ -32,7 +37,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::invariants::{self, CLAIMED_BY_CLUSTER, Invariant, Snapshot, Violation};
-use super::world::{self, BURST, CHEAPEST, CLUSTER_ID, MANAGED, ON_DELETE};
+use super::world::{self, BURST, CHEAPEST, CLUSTER_ID, MANAGED, ON_DELETE, ROLLED, ROLLING};
 use super::{Action, Runner, text};
 
 /// The failing preflight check a [`Action::PreflightHold`] round reports (as CAPI words a
@@ -228,6 +233,93 @@ impl Runner {
         tracing::info!(group, %version, "chaos template change");
         self.drift = Some(DriftWatch::new(group, &version));
         Ok(())
+    }
+}
+
+impl Runner {
+    pub(super) async fn rollout(&mut self) -> anyhow::Result<()> {
+        self.scale(ROLLED, 2).await?;
+        let running_on_ours = |s: &Snapshot| {
+            let ours = s
+                .machines
+                .iter()
+                .filter(|m| invariants::group_of(m) == ROLLING && !invariants::deleting(m))
+                .filter(|m| invariants::annotation(m, CLAIMED_BY_CLUSTER) == Some(CLUSTER_ID))
+                .count();
+            let running = s
+                .pods
+                .iter()
+                .filter(|p| invariants::text(p, "/metadata/labels/app") == ROLLED)
+                .filter(|p| invariants::text(p, "/status/phase") == "Running")
+                .count();
+            ours >= 2 && running >= 2
+        };
+        let had_ours = self
+            .wait_until(Duration::from_secs(30), running_on_ours)
+            .await?;
+        let mds = world::list(&self.mgmt, &::world::objects::machine_deployments()).await?;
+        let Some(md) = mds.iter().find(|md| invariants::name(md) == ROLLING) else {
+            anyhow::bail!("MachineDeployment {ROLLING} is gone");
+        };
+        let version = bump_patch(invariants::text(md, "/spec/template/spec/version"));
+        Api::<DynamicObject>::namespaced_with(
+            self.mgmt.clone(),
+            "default",
+            &::world::objects::machine_deployments(),
+        )
+        .patch(
+            ROLLING,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": {"spec": {"version": version}}}})),
+        )
+        .await
+        .with_context(|| format!("cannot change the template of {ROLLING}"))?;
+        tracing::info!(group = ROLLING, %version, "chaos rollout");
+        self.rollout = Some(RolloutWatch {
+            version,
+            had_ours,
+            done: false,
+        });
+        Ok(())
+    }
+}
+
+/// A rollout in flight: the version the group moved to, and whether it got there.
+#[derive(Debug, Clone)]
+pub(super) struct RolloutWatch {
+    version: String,
+    /// Our Machines ran the `rolled` pods when the template changed.
+    had_ours: bool,
+    /// No live Machine of the old template was left at a sample.
+    done: bool,
+}
+
+impl RolloutWatch {
+    /// What is still to roll out at this sample, as the violation a settle waits on.
+    pub(super) fn observe(&mut self, s: &Snapshot) -> Vec<Violation> {
+        let old: Vec<&str> = s
+            .machines
+            .iter()
+            .filter(|m| invariants::group_of(m) == ROLLING && !invariants::deleting(m))
+            .filter(|m| invariants::text(m, "/spec/version") != self.version)
+            .map(invariants::name)
+            .collect();
+        if old.is_empty() {
+            self.done = true;
+            return Vec::new();
+        }
+        vec![Violation {
+            invariant: Invariant::RolledOut,
+            detail: format!(
+                "{ROLLING} still runs {} Machine(s) of the old template: {old:?}",
+                old.len()
+            ),
+        }]
+    }
+
+    /// Whether the round did what it aims at: a rollout of our Machines that ended.
+    pub(super) fn reached(&self) -> bool {
+        self.had_ours && self.done
     }
 }
 

@@ -15,10 +15,11 @@
 //!   exists;
 //! - [`Invariant::PodsRunning`]: every pod of the workloads is Running, as many as asked for.
 //!
-//! [`Invariant::PdbRespected`], [`Invariant::NoRunaway`] and [`Invariant::DriftReplaced`] are
-//! checked over time by the round runner (a pod watch; the replicas of a paused or held group;
-//! the replacement of a group's Machines after its template changed, within the disruption
-//! budget) and only named here.
+//! [`Invariant::PdbRespected`], [`Invariant::NoRunaway`], [`Invariant::DriftReplaced`] and
+//! [`Invariant::RolledOut`] are checked over time by the round runner (a pod watch; the
+//! replicas of a paused or held group; the replacement of a group's Machines after its
+//! template changed, within the disruption budget; the end of a rollout Cluster API drives)
+//! and only named here.
 //! Inputs: [`Snapshot`], [`Protected`]. Outputs: [`Violation`]s.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,11 +50,14 @@ pub enum Invariant {
     /// After a template change, our Machines of the old template are replaced, never more
     /// NodeClaims at once than the disruption budget allows.
     DriftReplaced,
+    /// A `RollingUpdate` template change ends: Cluster API replaced every Machine, and the new
+    /// ones are claimed (the other invariants) without Karpenter replacing them too.
+    RolledOut,
 }
 
 impl Invariant {
     /// Every invariant.
-    pub const ALL: [Invariant; 8] = [
+    pub const ALL: [Invariant; 9] = [
         Invariant::ForeignUntouched,
         Invariant::ReplicasMatchMachines,
         Invariant::MachinesClaimedOrRemoved,
@@ -62,6 +66,7 @@ impl Invariant {
         Invariant::PdbRespected,
         Invariant::NoRunaway,
         Invariant::DriftReplaced,
+        Invariant::RolledOut,
     ];
 
     /// Its name in the report.
@@ -76,6 +81,7 @@ impl Invariant {
             Invariant::PdbRespected => "no PDB violated, no pod deleted directly",
             Invariant::NoRunaway => "no replica runaway on a stuck group",
             Invariant::DriftReplaced => "drifted Machines replaced within budget",
+            Invariant::RolledOut => "rollouts end with every Machine claimed",
         }
     }
 }

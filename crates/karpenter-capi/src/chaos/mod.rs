@@ -101,11 +101,15 @@ pub enum Action {
     /// A failing MachineSet preflight check holds one group's scale-ups while pods that need
     /// new nodes wait; then it passes.
     PreflightHold,
+    /// Bump the Kubernetes version of the `RollingUpdate` group while pods run on it: Cluster
+    /// API rolls its Machines out itself (surge, drain, delete); Karpenter claims or adopts
+    /// the new Machines and ends the old NodeClaims, replacing nothing a second time.
+    Rollout,
 }
 
 impl Action {
     /// The old actions keep their weights; the newer ones are added with small ones.
-    const WEIGHTS: [(Action, u64); 11] = [
+    const WEIGHTS: [(Action, u64); 12] = [
         (Action::ScaleOut, 20),
         (Action::ScaleIn, 12),
         (Action::DeleteNodeClaim, 14),
@@ -117,6 +121,7 @@ impl Action {
         (Action::PausedGroup, 8),
         (Action::TemplateChange, 6),
         (Action::PreflightHold, 6),
+        (Action::Rollout, 5),
     ];
 
     fn draw(rng: &mut Rng) -> Action {
@@ -374,6 +379,10 @@ struct Runner {
     exercised: BTreeMap<String, Exercised>,
     /// The template change of this round, while its replacements settle.
     drift: Option<groups::DriftWatch>,
+    /// `rolled`'s replicas.
+    rolled: usize,
+    /// The rollout of this round, while it settles.
+    rollout: Option<groups::RolloutWatch>,
 }
 
 /// How often a round reached the state it aims at.
@@ -465,7 +474,7 @@ impl Runner {
                     .labels
                     .as_ref()
                     .and_then(|l| l.get("app"))
-                    .is_some_and(|a| a == WEB || a == GUARDED || a == BURST)
+                    .is_some_and(|a| a == WEB || a == GUARDED || a == BURST || a == world::ROLLED)
             })
             .map(|p| serde_json::to_value(p).context("pod"))
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -475,13 +484,15 @@ impl Runner {
             machines: world::list(&self.mgmt, &::world::objects::machines()).await?,
             node_claims: world::list(&self.wl, &node_claims_resource()).await?,
             pods,
-            pods_wanted: self.web + GUARDED_REPLICAS + self.burst,
+            pods_wanted: self.web + GUARDED_REPLICAS + self.burst + self.rolled,
         })
     }
 
     async fn scale(&mut self, deployment: &str, replicas: usize) -> anyhow::Result<()> {
         if deployment == BURST {
             self.burst = replicas;
+        } else if deployment == world::ROLLED {
+            self.rolled = replicas;
         } else {
             self.web = replicas;
         }
@@ -653,6 +664,7 @@ impl Runner {
             Action::PausedGroup => self.paused_group().await,
             Action::TemplateChange => self.template_change().await,
             Action::PreflightHold => self.preflight_hold().await,
+            Action::Rollout => self.rollout().await,
         }
     }
 
@@ -771,6 +783,9 @@ impl Runner {
         if let Some(watch) = self.drift.take() {
             self.reached(Action::TemplateChange, watch.drift_seen);
         }
+        if let Some(watch) = self.rollout.take() {
+            self.reached(Action::Rollout, watch.reached());
+        }
         result
     }
 
@@ -804,6 +819,9 @@ impl Runner {
                 return Ok(Err(found));
             }
             found.extend(pending);
+            if let Some(watch) = self.rollout.as_mut() {
+                found.extend(watch.observe(&snapshot));
+            }
             if found.is_empty() {
                 clean += 1;
                 if clean >= 2 {
@@ -860,6 +878,7 @@ fn checks(action: Action, invariant: Invariant) -> bool {
     match invariant {
         Invariant::NoRunaway => matches!(action, Action::PausedGroup | Action::PreflightHold),
         Invariant::DriftReplaced => action == Action::TemplateChange,
+        Invariant::RolledOut => action == Action::Rollout,
         _ => true,
     }
 }
@@ -873,7 +892,7 @@ pub const TEMPLATE_CHANGE_EXTRA_SETTLE: Duration = Duration::from_secs(120);
 
 /// How long a round of `action` may take to settle.
 fn settle_timeout(config: &ChaosConfig, action: Action) -> Duration {
-    if action == Action::TemplateChange {
+    if matches!(action, Action::TemplateChange | Action::Rollout) {
         config.settle_timeout + TEMPLATE_CHANGE_EXTRA_SETTLE
     } else {
         config.settle_timeout
@@ -915,6 +934,8 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<ChaosReport> {
         runaway: Vec::new(),
         exercised: BTreeMap::new(),
         drift: None,
+        rolled: 0,
+        rollout: None,
     };
     runner.start_operator();
 

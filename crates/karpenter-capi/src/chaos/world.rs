@@ -5,15 +5,17 @@
 //! - MachineDeployments the controller may use (selected by the NodeClass with the label
 //!   `chaos=ours`): `m4-a` and `m8-b` (empty, rollout strategy `OnDelete`: a template change
 //!   leaves replacing their Machines to Karpenter), `legacy-c` (a member that already runs two
-//!   Machines: the cluster-autoscaler migration path) and `shared-a` (whose one Machine is
-//!   claimed by a NodeClaim of another workload cluster, `chaos-b`); every one's template runs
-//!   Kubernetes `v1.33.0`;
+//!   Machines: the cluster-autoscaler migration path), `shared-a` (whose one Machine is
+//!   claimed by a NodeClaim of another workload cluster, `chaos-b`) and `m2-r` (empty,
+//!   `RollingUpdate`, priced so that only the pods pinned to its shape use it: Cluster API rolls
+//!   it out itself); every one's template runs Kubernetes `v1.33.0`;
 //! - MachineDeployments it was never asked to manage: `static` (not a member) and `other`
 //!   (a member of another Cluster, not selected);
 //! - the workloads: `web` (1 CPU pods, scaled by the rounds) and `guarded` (four 500m pods
 //!   under a PodDisruptionBudget of `minAvailable: 3`), both pinned to the NodePool
 //!   `default`; `burst` (no pods until a round asks) is pinned to the NodePool `burst`,
-//!   whose nodes nothing else uses, so every pod of it needs a launch;
+//!   whose nodes nothing else uses, so every pod of it needs a launch; `rolled` (no pods until
+//!   a rollout round asks) runs in that NodePool on `m2-r`'s shape alone;
 //! - the [`Protected`] record of what existed before the controller ever ran.
 //!
 //! Inputs: the seed. Outputs: a running [`::world::World`], fault-free clients for the checks, and
@@ -37,11 +39,15 @@ pub const CLUSTER_ID: &str = "chaos-a";
 /// The other workload cluster sharing the management cluster.
 pub const OTHER_CLUSTER_ID: &str = "chaos-b";
 /// The MachineDeployments the NodeClass selects.
-pub const MANAGED: [&str; 4] = ["m4-a", "m8-b", "legacy-c", "shared-a"];
+pub const MANAGED: [&str; 5] = ["m4-a", "m8-b", "legacy-c", "shared-a", ROLLING];
 /// The cheapest managed MachineDeployment: where a launch goes first.
 pub const CHEAPEST: &str = "m4-a";
 /// The managed MachineDeployments whose rollout strategy is `OnDelete`.
 pub const ON_DELETE: [&str; 2] = ["m4-a", "m8-b"];
+/// The managed `RollingUpdate` MachineDeployment only [`ROLLED`]'s pods use.
+pub const ROLLING: &str = "m2-r";
+/// The workload pinned to [`ROLLING`]'s shape (`c2m8`), in the NodePool [`BURST`].
+pub const ROLLED: &str = "rolled";
 /// The MachineDeployments nobody asked us to manage.
 pub const UNMANAGED: [&str; 2] = ["static", "other"];
 /// The scaled workload.
@@ -133,6 +139,7 @@ fn machine_deployments() -> Vec<Value> {
         md(&group("m8-b", 8, 32, "zone-b", "0.35", 0)),
         md(&group("legacy-c", 4, 16, "zone-c", "0.25", 2)),
         md(&group("shared-a", 4, 16, "zone-a", "0.30", 1)),
+        md(&group(ROLLING, 2, 8, "zone-a", "0.60", 0)),
         md(&Md {
             labels: json!({}),
             ..group("static", 4, 16, "zone-a", "0.10", 1)
@@ -160,6 +167,18 @@ pub fn deployment_in(pool: &str, name: &str, replicas: usize, cpu: &str, memory:
     })
 }
 
+/// [`ROLLED`]: pods of 1.5 CPU (one per `c2m8` node) pinned to [`ROLLING`]'s shape.
+fn rolled() -> Value {
+    let mut d = deployment_in(BURST, ROLLED, 0, "1500m", "1Gi");
+    if let Some(selector) = d
+        .pointer_mut("/spec/template/spec/nodeSelector")
+        .and_then(Value::as_object_mut)
+    {
+        selector.insert("node.kubernetes.io/instance-type".into(), json!("c2m8"));
+    }
+    d
+}
+
 fn deployment(name: &str, replicas: usize, cpu: &str, memory: &str) -> Value {
     deployment_in("default", name, replicas, cpu, memory)
 }
@@ -180,6 +199,7 @@ fn workload_objects(web: usize) -> Vec<Value> {
         deployment(WEB, web, "1", "1Gi"),
         deployment(GUARDED, GUARDED_REPLICAS, "500m", "512Mi"),
         deployment_in(BURST, BURST, 0, "1", "1Gi"),
+        rolled(),
         json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": GUARDED, "namespace": "default"},
             "spec": {"minAvailable": GUARDED_MIN_AVAILABLE,
