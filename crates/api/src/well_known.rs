@@ -58,6 +58,10 @@ pub mod taints {
     pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
     /// See [`NOT_READY`].
     pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+    /// `node.kubernetes.io/unschedulable:NoSchedule`: the node is cordoned (`spec.unschedulable`);
+    /// the node lifecycle controller sets it, and kube-scheduler refuses a cordoned node to a pod
+    /// that does not tolerate it even before the taint is there.
+    pub const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
     /// Set until the cloud controller manager initialized the node.
     pub const CLOUD_PROVIDER_UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized";
     /// Prefix of readiness taints (any key under it is ephemeral).

@@ -16,7 +16,9 @@
 //! - a pod bound to a node that no longer exists is force-deleted (pod GC);
 //! - a node annotated `sim.karpenter-capi.dev/node-failure: NotReady` is lost: `Ready=Unknown`
 //!   (`NodeStatusUnknown`) and tainted `node.kubernetes.io/unreachable` NoSchedule + NoExecute,
-//!   as the node lifecycle controller does; without the annotation it recovers like a new node.
+//!   as the node lifecycle controller does; without the annotation it recovers like a new node;
+//! - a cordoned node (`spec.unschedulable`) gets `node.kubernetes.io/unschedulable:NoSchedule`
+//!   and an uncordoned one loses it, as the node lifecycle controller does.
 //!
 //! A pass decides for every node and pod first, then writes concurrently.
 //! Inputs: Pods and Nodes (fresh lists). Outputs: node and pod status patches, node taint
@@ -30,7 +32,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use api::well_known::taints::{NOT_READY, UNREACHABLE};
+use api::well_known::taints::{NOT_READY, UNREACHABLE, UNSCHEDULABLE};
 
 use crate::config::annotations::{NODE_FAILURE, NOT_READY as FAILURE_NOT_READY};
 use scheduling::taints::{Taint, TaintEffect};
@@ -175,6 +177,37 @@ impl Kubelet {
                 .await,
         )?;
         Ok(None)
+    }
+
+    /// Add `node.kubernetes.io/unschedulable:NoSchedule` to a cordoned node, remove it from
+    /// one that is not (compare-and-set on the resourceVersion; a conflict retries soon).
+    async fn sync_cordon(&self, node: &Node) -> Result<Option<Duration>, WorldError> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let mut taints: Vec<Value> = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+            .filter(|t| t.key != UNSCHEDULABLE)
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()?;
+        if cordoned(node) {
+            taints.push(json!({"key": UNSCHEDULABLE, "effect": "NoSchedule",
+                "timeAdded": sim::object::now_rfc3339()}));
+        }
+        let patch = json!({"metadata": {"resourceVersion": node.metadata.resource_version},
+            "spec": {"taints": if taints.is_empty() { Value::Null } else { Value::Array(taints) }}});
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(None),
+            Err(e) if code(&e) == Some(409) => Ok(Some(Duration::from_millis(100))),
+            Err(e) if code(&e) == Some(404) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     async fn make_ready(&self, node: &Node) -> Result<Option<Duration>, WorldError> {
@@ -400,6 +433,8 @@ enum NodeAction {
     Lost,
     /// Make it Ready.
     Ready,
+    /// Add or remove the unschedulable taint to match `spec.unschedulable`.
+    Cordon,
 }
 
 impl Kubelet {
@@ -494,6 +529,9 @@ impl Reconciler for Kubelet {
                 .as_ref()
                 .and_then(|a| a.get(NODE_FAILURE))
                 .is_some_and(|v| v == FAILURE_NOT_READY);
+            if cordon_out_of_step(node) {
+                node_actions.push((i, NodeAction::Cordon));
+            }
             if lost {
                 // A healed node counts as new: it becomes Ready a delay after it heals.
                 self.nodes_seen.remove(&uid(&node.metadata));
@@ -536,6 +574,7 @@ impl Reconciler for Kubelet {
             match action {
                 NodeAction::Lost => this.make_lost(node).await,
                 NodeAction::Ready => this.make_ready(node).await,
+                NodeAction::Cordon => this.sync_cordon(node).await,
             }
         })
         .await
@@ -589,6 +628,27 @@ impl Reconciler for Kubelet {
         }
         first_error.map_or(Ok(next), Err)
     }
+}
+
+/// Whether `node` is cordoned (`spec.unschedulable`).
+fn cordoned(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false)
+}
+
+/// Whether `node`'s unschedulable taint disagrees with `spec.unschedulable`.
+fn cordon_out_of_step(node: &Node) -> bool {
+    let tainted = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|ts| {
+            ts.iter()
+                .any(|t| t.key == UNSCHEDULABLE && t.effect == "NoSchedule")
+        });
+    tainted != cordoned(node)
 }
 
 /// `status` with the node's addresses added when it reports none: a kubelet reports its

@@ -482,3 +482,62 @@ async fn a_lost_node_goes_unknown_loses_its_pods_and_recovers() {
     })
     .await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cordoned_node_is_tainted_unschedulable_until_it_is_uncordoned() {
+    let world = world().await;
+    let nodes: Api<Node> = Api::all(world.workload_client());
+    node(
+        &nodes,
+        "n1",
+        "z1",
+        "4",
+        json!([{"key": "team", "value": "a", "effect": "NoSchedule"}]),
+    )
+    .await;
+    let keys = |n: &Node| -> Vec<String> {
+        n.spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|t| format!("{}:{}", t.key, t.effect))
+            .collect()
+    };
+    let cordon = |on: bool| {
+        let nodes = nodes.clone();
+        async move {
+            nodes
+                .patch(
+                    "n1",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"unschedulable": on}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    cordon(true).await;
+    let tainted = wait_for("the unschedulable taint", 400, || async {
+        let n = nodes.get("n1").await.unwrap();
+        let k = keys(&n);
+        k.contains(&"node.kubernetes.io/unschedulable:NoSchedule".to_owned())
+            .then_some(k)
+    })
+    .await;
+    assert_eq!(
+        tainted,
+        vec![
+            "team:NoSchedule",
+            "node.kubernetes.io/unschedulable:NoSchedule"
+        ],
+        "the user's taint stays"
+    );
+    cordon(false).await;
+    let open = wait_for("the taint gone", 400, || async {
+        let k = keys(&nodes.get("n1").await.unwrap());
+        (k.len() == 1).then_some(k)
+    })
+    .await;
+    assert_eq!(open, vec!["team:NoSchedule"]);
+}

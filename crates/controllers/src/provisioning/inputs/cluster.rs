@@ -2,7 +2,9 @@
 //!
 //! Responsibility (spec §3.4 item 11, §3.10):
 //! - **existing nodes**: Nodes not being deleted and not tainted `karpenter.sh/disrupted`, with
-//!   labels, taints, allocatable and capacity. `initialized` = label
+//!   labels, taints, allocatable and capacity; a cordoned Node (`spec.unschedulable`) carries
+//!   `node.kubernetes.io/unschedulable:NoSchedule` even before the node lifecycle controller
+//!   writes it, as kube-scheduler refuses it. `initialized` = label
 //!   `karpenter.sh/initialized=true`, or the Node is not managed (no `karpenter.sh/nodepool`
 //!   label and no NodeClaim naming it in `status.nodeName`). For a managed, uninitialized Node, resources it does not report yet come from its
 //!   NodeClaim's status, and its NodeClaim's startup taints and the known ephemeral taints are
@@ -38,7 +40,7 @@ use scheduling::labels::{NODE_INITIALIZED, NODE_POOL};
 use scheduling::pod::{Labels, Pod};
 use scheduling::resources::Resources;
 use scheduling::scheduler::{Cluster, ExistingNode};
-use scheduling::taints::{Taint, is_known_ephemeral};
+use scheduling::taints::{Taint, TaintEffect, is_known_ephemeral};
 
 /// The objects the cluster is built from.
 #[derive(Clone, Copy, Debug, Default)]
@@ -187,6 +189,20 @@ fn existing_node(node: &core::Node, claims: &[NodeClaim]) -> Result<Option<Exist
         .flatten()
     {
         taints.push(scheduling::k8s::taint(t).map_err(|e| format!("{object} skipped: {e}"))?);
+    }
+    let cordoned = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false);
+    let cordon = Taint::new(
+        api::well_known::taints::UNSCHEDULABLE,
+        "",
+        TaintEffect::NoSchedule,
+    );
+    if cordoned && !taints.iter().any(|t| t.matches(&cordon)) {
+        // kube-scheduler's NodeUnschedulable: only pods tolerating the taint land on it.
+        taints.push(cordon);
     }
     if taints
         .iter()

@@ -304,3 +304,40 @@ fn bad_quantities_skip_the_object_with_a_warning() {
     assert!(warnings[0].contains("Node bad"), "{warnings:?}");
     assert!(warnings[0].contains("status.allocatable"), "{warnings:?}");
 }
+
+#[test]
+fn a_cordoned_node_carries_the_unschedulable_taint_once() {
+    let mut cordoned = node("cordoned", json!({}), json!([]));
+    let mut tainted = node(
+        "tainted",
+        json!({}),
+        json!([{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]),
+    );
+    for n in [&mut cordoned, &mut tainted] {
+        n.spec.get_or_insert_with(Default::default).unschedulable = Some(true);
+    }
+    let nodes = [cordoned, tainted, node("open", json!({}), json!([]))];
+    let cluster = run(&ClusterObjects {
+        nodes: &nodes,
+        ..ClusterObjects::default()
+    });
+    let taints: Vec<(String, Vec<String>)> = cluster
+        .nodes
+        .iter()
+        .map(|n| {
+            (
+                n.name.to_string(),
+                n.taints.iter().map(ToString::to_string).collect(),
+            )
+        })
+        .collect();
+    let cordon = || vec!["node.kubernetes.io/unschedulable:NoSchedule".to_owned()];
+    assert_eq!(
+        taints,
+        vec![
+            ("cordoned".to_owned(), cordon()),
+            ("tainted".to_owned(), cordon()),
+            ("open".to_owned(), vec![]),
+        ]
+    );
+}
