@@ -591,7 +591,7 @@ fn deployment(name: &str, replicas: i32, cpu: &str, memory: &str) -> Value {
     })
 }
 
-/// [`karpenter_capi::chaos::fast_operator_config`] with e2e.rs's quick disruption loop and a
+/// [`karpenter_capi::chaos::fast_operator_config`] with the e2e tests' quick disruption loop and a
 /// frequent Machine GC.
 fn disruptive_operator() -> OperatorConfig {
     let mut config = karpenter_capi::chaos::fast_operator_config();

@@ -288,8 +288,13 @@ pub(crate) fn failed(m: &Machine) -> bool {
 
 /// Whether `m` is a fresh Machine of `md` nobody claimed (and not failed).
 pub(crate) fn claimable(m: &Machine, md: &MachineDeploymentRef) -> bool {
-    deployment_of(m).as_ref() == Some(md)
-        && !terminating(m)
+    deployment_of(m).as_ref() == Some(md) && unclaimed(m)
+}
+
+/// `m` could be claimed by a create, whatever its MachineDeployment: not terminating, not
+/// failed, not a static member, claimed by no NodeClaim.
+pub(crate) fn unclaimed(m: &Machine) -> bool {
+    !terminating(m)
         && !failed(m)
         && !has_label(&m.metadata, KARPENTER_MEMBER)
         && annotation(&m.metadata, CLAIMED_BY_UID).is_none()
@@ -545,9 +550,12 @@ impl ClusterApiProvider {
         cluster: &str,
     ) -> usize {
         let machines = self.machines_of(md);
-        record.free(machines.iter().map(AsRef::as_ref), cluster, |m| {
-            self.claimed_locally(&cache::machine_ref(m))
-        })
+        record.free(
+            machines.iter().map(AsRef::as_ref),
+            cluster,
+            |m| self.claimed_locally(&cache::machine_ref(m)),
+            self.reserved(md),
+        )
     }
 
     /// `md`'s min-size annotation (absent: 0; malformed: an error naming it).

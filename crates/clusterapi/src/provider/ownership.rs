@@ -29,9 +29,9 @@
 //! unclaimed** when it is fresh (no claim, not terminating), of this MachineDeployment and not
 //! in the baseline, and only while `free > 0`: creates claim only such Machines, and the
 //! collector removes only such Machines (and at most `free` minus the creates waiting). A
-//! claimed Machine that someone else deletes gives its replica back to `free` as soon as it has
-//! a deletionTimestamp (while it drains); the MachineSet's replacement is then ours to reuse or
-//! collect.
+//! claimed Machine that someone else deletes gives its replica back to `free` once it is gone,
+//! or while it drains if an unclaimed replacement already stands ([`Record::free`]); the
+//! MachineSet's replacement is then ours to reuse or collect.
 //!
 //! Limits (documented, accepted): while `free > 0`, a Machine created by someone else after the
 //! baseline was taken (a rollout or remediation replacement) is indistinguishable from ours;
@@ -46,7 +46,7 @@ use api::{Machine, MachineDeployment};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{annotation, claimed_by};
+use super::{annotation, claimed_by, unclaimed};
 
 /// Machine annotation written with `delete-machine`: the identity of the workload cluster
 /// removing it.
@@ -160,31 +160,44 @@ impl Record {
     }
 
     /// Replicas raised and not claimed: `raised` minus the Machines of `machines` (this
-    /// MachineDeployment's) in use by `cluster` — claimed by it (or by this process, `local`)
-    /// and not deleting, or being removed by it — whose removal is not accounted for yet. A
-    /// claimed Machine someone else deletes (a rollout, a deletion by hand: it has a
-    /// deletionTimestamp and no [`REMOVED_BY`] of ours) gives its replica back at once, not
-    /// when it is gone: the MachineSet already made or makes its replacement, which is then
-    /// ours to claim; counting both would raise a replica for a Machine that already exists.
+    /// MachineDeployment's) in use by `cluster` — claimed by it (or by this process, `local`),
+    /// or being removed by it — whose removal is not accounted for yet.
+    ///
+    /// A claimed Machine someone else deletes (a rollout, a deletion by hand: a
+    /// deletionTimestamp and no [`REMOVED_BY`] of ours) still holds its replica, except where a
+    /// replacement already stands: as many of them as there are unclaimed newborn Machines
+    /// beyond the `waiting` creates' give their replicas back. In a rollout Cluster API makes
+    /// the new Machine before it deletes the old one, and a create claims it instead of raising
+    /// a second replica; a MachineSet replaces a Machine deleted by hand only once it is gone,
+    /// and a create for the pods its drain evicts raises a replica instead of waiting for a
+    /// drain that may need those very pods running elsewhere (a PodDisruptionBudget).
     #[must_use]
     pub fn free<'a>(
         &self,
         machines: impl IntoIterator<Item = &'a Machine>,
         cluster: &str,
         local: impl Fn(&Machine) -> bool,
+        waiting: usize,
     ) -> usize {
-        let in_use = machines
-            .into_iter()
-            .filter(|m| {
-                removed_by(m, cluster)
-                    || (m.metadata.deletion_timestamp.is_none()
-                        && (claimed_by(m, cluster) || local(m)))
-            })
-            .filter(|m| self.removal_of(m).is_none())
-            .count();
+        let (mut held, mut draining, mut fresh) = (0_usize, 0_usize, 0_usize);
+        for m in machines {
+            let ours = removed_by(m, cluster);
+            let claimed = claimed_by(m, cluster) || local(m);
+            if (ours || claimed) && self.removal_of(m).is_some() {
+                continue;
+            }
+            if ours || (claimed && m.metadata.deletion_timestamp.is_none()) {
+                held += 1;
+            } else if claimed {
+                draining += 1;
+            } else if unclaimed(m) && self.newborn(m) {
+                fresh += 1;
+            }
+        }
+        let replaced = draining.min(fresh.saturating_sub(waiting));
         usize::try_from(self.raised)
             .unwrap_or(0)
-            .saturating_sub(in_use)
+            .saturating_sub(held + draining - replaced)
     }
 }
 
@@ -257,15 +270,15 @@ mod tests {
             machine("theirs", Some("c2")),
             machine("new", None),
         ];
-        assert_eq!(r.free(&ms, "c1", |_| false), 2);
+        assert_eq!(r.free(&ms, "c1", |_| false, 0), 2);
         assert_eq!(
-            r.free(&ms, "c1", |m| m.metadata.name.as_deref() == Some("new")),
+            r.free(&ms, "c1", |m| m.metadata.name.as_deref() == Some("new"), 0),
             1
         );
         assert!(!r.newborn(&ms[0]));
         assert!(r.newborn(&ms[3]));
         let none = Record::default();
-        assert_eq!(none.free(&ms, "c1", |_| false), 0);
+        assert_eq!(none.free(&ms, "c1", |_| false, 0), 0);
     }
 
     #[test]
@@ -277,14 +290,14 @@ mod tests {
             ..Record::default()
         };
         assert_eq!(
-            r.free([&going], "c1", |_| false),
+            r.free([&going], "c1", |_| false, 0),
             1,
             "interrupted: still ours"
         );
         r.raised = 1;
         r.removed.insert("going".into(), Removed::ScaledDown);
         assert_eq!(
-            r.free([&going], "c1", |_| false),
+            r.free([&going], "c1", |_| false, 0),
             1,
             "accounted: raised went down"
         );
@@ -294,19 +307,39 @@ mod tests {
     }
 
     #[test]
-    fn a_claimed_machine_someone_else_deletes_gives_its_replica_back_while_it_drains() {
+    fn a_claimed_machine_someone_else_deletes_holds_its_replica_until_a_replacement_stands() {
         let r = Record {
             raised: 1,
             ..Record::default()
         };
         let mut rolled = machine("rolled", Some("c1"));
-        assert_eq!(r.free([&rolled], "c1", |_| false), 0);
+        assert_eq!(r.free([&rolled], "c1", |_| false, 0), 0);
         rolled.metadata.deletion_timestamp =
             Some(serde_json::from_value(json!("2026-11-28T12:00:00Z")).unwrap());
         assert_eq!(
-            r.free([&rolled], "c1", |_| true),
+            r.free([&rolled], "c1", |_| false, 0),
+            0,
+            "deleted by hand: no replacement until it is gone"
+        );
+        let replacement = machine("replacement", None);
+        assert_eq!(
+            r.free([&rolled, &replacement], "c1", |_| false, 0),
             1,
-            "a rollout deletes it: its replacement takes the replica"
+            "a rollout made the replacement first: it takes the replica"
+        );
+        assert_eq!(
+            r.free([&rolled, &replacement], "c1", |_| false, 1),
+            0,
+            "a waiting create already counts on that replacement"
+        );
+        let baseline = Record {
+            baseline: ["replacement".to_owned()].into(),
+            ..r.clone()
+        };
+        assert_eq!(
+            baseline.free([&rolled, &replacement], "c1", |_| false, 0),
+            0,
+            "a Machine of the baseline replaces nothing of ours"
         );
         rolled
             .metadata
@@ -314,7 +347,7 @@ mod tests {
             .get_or_insert_with(BTreeMap::new)
             .insert(REMOVED_BY.to_owned(), "c1".to_owned());
         assert_eq!(
-            r.free([&rolled], "c1", |_| false),
+            r.free([&rolled, &replacement], "c1", |_| false, 0),
             0,
             "our own removal, not accounted for yet, still holds it"
         );

@@ -548,9 +548,10 @@ impl ClusterApiProvider {
                 .map_err(|e| transient("list Machines", e))?
                 .items;
             let local = |m: &Machine| self.claimed_locally(&cache::machine_ref(m));
+            let reserved = self.reserved(md);
             let spare = record
-                .free(&listed, cluster, local)
-                .saturating_sub(self.reserved(md));
+                .free(&listed, cluster, local, reserved)
+                .saturating_sub(reserved);
             let born = listed
                 .iter()
                 .filter(|m| claimable(m, md) && record.newborn(m) && !local(m))

@@ -1,0 +1,634 @@
+//! Disruption end to end: emptiness, consolidation (Balanced too), drift, expiry, what blocks
+//! disruption (PDBs, do-not-disrupt, budgets, min sizes), restarts in the middle of a replacement.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use karpenter_capi::scenario;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use serde_json::json;
+use std::time::Duration;
+use world::Backend;
+
+use super::support::*;
+
+/// Emptiness: after a scale-in, the empty nodes go (drained, their exact Machines deleted,
+/// replicas lowered) and the busy one stays.
+async fn empty_nodes_are_removed_after_a_scale_in(backend: Backend) {
+    let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 3, "3", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 3, Duration::from_secs(90)).await;
+    assert_eq!(nodes(&world).await.len(), 3);
+    scale(&world, "app", 1).await;
+    node_count(&world, 1, Duration::from_secs(90)).await;
+    let pods = all_running(&world, 1, Duration::from_secs(30)).await;
+    let node = &nodes(&world).await[0];
+    assert_eq!(
+        pods[0].spec.as_ref().unwrap().node_name.as_deref(),
+        Some(node.name_any().as_str()),
+        "the busy node stays"
+    );
+    assert_eq!(replicas(&world).await, 1);
+    let records = operator.disruptions();
+    assert!(
+        records
+            .iter()
+            .all(|r| r.method == controllers::disruption::methods::Method::Emptiness),
+        "{records:?}"
+    );
+    assert_eq!(
+        records.iter().map(|r| r.nodes.len()).sum::<usize>(),
+        2,
+        "{records:?}"
+    );
+}
+
+/// Two nodes each left with one small pod become one: one node is deleted, its pod moves.
+async fn a_half_empty_pair_is_consolidated_into_one_node(backend: Backend) {
+    let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let _operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("big", 2, "3", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(90)).await;
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("small", 2, "500m", "256Mi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 4, Duration::from_secs(60)).await;
+    assert_eq!(
+        nodes(&world).await.len(),
+        2,
+        "the small pods fit beside the big ones"
+    );
+    scale(&world, "big", 0).await;
+    node_count(&world, 1, Duration::from_secs(120)).await;
+    let pods = all_running(&world, 2, Duration::from_secs(60)).await;
+    let node = nodes(&world).await[0].name_any();
+    assert!(
+        pods.iter()
+            .all(|p| p.spec.as_ref().unwrap().node_name.as_deref() == Some(node.as_str()))
+    );
+    assert_eq!(replicas(&world).await, 1);
+}
+
+/// A node whose pods would fit on a cheaper MachineDeployment is replaced: the replacement is
+/// launched and initialized first, then the old node drains and its Machine goes.
+async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
+    let world = setup_consolidating(
+        backend,
+        &[
+            md("big", 8, 32, "zone-a", 0.8),
+            md("small", 2, 8, "zone-a", 0.2),
+        ],
+    )
+    .await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("huge", 1, "6", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("tiny", 1, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(60)).await;
+    let before = nodes(&world).await;
+    assert_eq!(before.len(), 1);
+    assert_eq!(label(&before[0], "node.kubernetes.io/instance-type"), "big");
+    scale(&world, "huge", 0).await;
+    wait_for(
+        "the tiny pod on a small node",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            let pods = pods(&world).await;
+            (nodes.len() == 1
+                && label(&nodes[0], "node.kubernetes.io/instance-type") == "small"
+                && pods.len() == 1
+                && running(&pods[0])
+                && pods[0].spec.as_ref().unwrap().node_name.as_deref()
+                    == Some(nodes[0].name_any().as_str()))
+            .then_some(())
+        },
+    )
+    .await;
+    node_count(&world, 1, Duration::from_secs(60)).await;
+    let records = operator.disruptions();
+    assert!(
+        records.iter().any(
+            |r| r.decision == controllers::disruption::methods::Decision::Replace
+                && r.replacements == ["small"]
+        ),
+        "{records:?}"
+    );
+}
+
+/// `consolidationPolicy: Balanced`: two NodePools alike but for the policy, each with one
+/// `big` node ($1.0/h) left holding one 1-cpu pod that a `medium` node ($0.9/h) could take.
+/// Replacing it saves 10 % of the pool's cost for all of its disruption (a score of 0.1, below
+/// 0.5): the Balanced pool keeps its node, the WhenEmptyOrUnderutilized pool replaces it. Once
+/// a `small` MachineDeployment ($0.2/h) appears, the move saves 80 % (a score of 0.8) and the
+/// Balanced pool takes it, with a `ConsolidationApproved` Event on the node.
+async fn a_balanced_pool_keeps_a_node_a_marginal_replacement_would_save_little_on(
+    backend: Backend,
+) {
+    let disruption =
+        |policy: &str| json!({"consolidateAfter": "0s", "consolidationPolicy": policy});
+    let world = setup_pools(
+        backend,
+        &[
+            md("big", 8, 32, "zone-a", 1.0),
+            md("medium", 4, 16, "zone-a", 0.9),
+        ],
+        &[
+            ("balanced", disruption("Balanced")),
+            ("standard", disruption("WhenEmptyOrUnderutilized")),
+        ],
+    )
+    .await;
+    let operator = start_disruptive(&world);
+    let pinned = |pool: &str| json!({"nodeSelector": {"karpenter.sh/nodepool": pool}});
+    for pool in ["balanced", "standard"] {
+        scenario::apply(
+            &world.workload_client(),
+            &[deployment(
+                &format!("{pool}-huge"),
+                1,
+                "6",
+                "1Gi",
+                pinned(pool),
+            )],
+        )
+        .await
+        .unwrap();
+    }
+    all_running(&world, 2, Duration::from_secs(90)).await;
+    for pool in ["balanced", "standard"] {
+        scenario::apply(
+            &world.workload_client(),
+            &[deployment(
+                &format!("{pool}-tiny"),
+                1,
+                "1",
+                "1Gi",
+                pinned(pool),
+            )],
+        )
+        .await
+        .unwrap();
+    }
+    all_running(&world, 4, Duration::from_secs(60)).await;
+    let before = nodes(&world).await;
+    assert_eq!(before.len(), 2, "each tiny pod beside its pool's huge one");
+    let kept = before
+        .iter()
+        .find(|n| label(n, "karpenter.sh/nodepool") == "balanced")
+        .unwrap()
+        .name_any();
+    scale(&world, "balanced-huge", 0).await;
+    scale(&world, "standard-huge", 0).await;
+    let metrics = operator.metrics();
+    let moves = |decision: &str, pool: &str, policy: &str| {
+        metrics
+            .consolidation_moves
+            .get_or_create(&controllers::metrics::ScoreLabels {
+                decision: decision.into(),
+                nodepool: pool.into(),
+                policy: policy.into(),
+            })
+            .get()
+    };
+    wait_for(
+        "the standard pool's node replaced by a medium one, the balanced move rejected",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            let standard: Vec<&Node> = nodes
+                .iter()
+                .filter(|n| label(n, "karpenter.sh/nodepool") == "standard")
+                .collect();
+            (standard.len() == 1
+                && label(standard[0], "node.kubernetes.io/instance-type") == "medium"
+                && machines(&world).await.len() == 2
+                && moves("rejected", "balanced", "Balanced") >= 1)
+                .then_some(())
+        },
+    )
+    .await;
+    // Then the loop settles with nothing more to do: the Balanced pool's node stays.
+    let (passes, _) = operator.disruption_passes();
+    wait_for(
+        "the disruption loop idle",
+        Duration::from_secs(60),
+        || async {
+            let (now, idle) = operator.disruption_passes();
+            (now >= passes + 3 && idle >= 3).then_some(())
+        },
+    )
+    .await;
+    assert!(untouched(&world, &kept).await, "{kept} was disrupted");
+    let node = Api::<Node>::all(world.workload_client())
+        .get(&kept)
+        .await
+        .unwrap();
+    assert_eq!(label(&node, "node.kubernetes.io/instance-type"), "big");
+    assert_eq!(moves("approved", "balanced", "Balanced"), 0);
+    assert!(moves("approved", "standard", "WhenEmptyOrUnderutilized") >= 1);
+    let records = operator.disruptions();
+    assert!(
+        records.iter().all(|r| !r.nodes.contains(&kept)),
+        "{records:?}"
+    );
+    assert!(
+        records.iter().any(|r| r.replacements == ["medium"]),
+        "{records:?}"
+    );
+
+    scenario::apply(
+        &world.management_client(),
+        &[md("small", 2, 8, "zone-a", 0.2)],
+    )
+    .await
+    .unwrap();
+    wait_for(
+        "the balanced pool's node replaced by a small one",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            let balanced: Vec<&Node> = nodes
+                .iter()
+                .filter(|n| label(n, "karpenter.sh/nodepool") == "balanced")
+                .collect();
+            (balanced.len() == 1
+                && label(balanced[0], "node.kubernetes.io/instance-type") == "small")
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(moves("approved", "balanced", "Balanced") >= 1);
+    let events = Api::<k8s_openapi::api::events::v1::Event>::all(world.workload_client());
+    let note = wait_for(
+        "a ConsolidationApproved Event on the balanced pool's old node",
+        Duration::from_secs(30),
+        || async {
+            events
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .find(|e| {
+                    e.reason.as_deref() == Some("ConsolidationApproved")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref())
+                            == Some(kept.as_str())
+                })
+                .and_then(|e| e.note)
+        },
+    )
+    .await;
+    assert!(
+        note.starts_with("Balanced score 0.80 is at least 0.5"),
+        "{note}"
+    );
+}
+
+/// Emptiness never takes a MachineDeployment below its min size (a Machine removed there would
+/// only be recreated by Cluster API): of three empty nodes with min size 2, one goes and the
+/// other two stay untouched until the min size is lowered.
+async fn emptiness_stops_at_the_machine_deployment_min_size(backend: Backend) {
+    let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 3, "3", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 3, Duration::from_secs(90)).await;
+    assert_eq!(replicas(&world).await, 3);
+    min_size(&world, "m-zone-a", "2").await;
+    scale(&world, "app", 0).await;
+    node_count(&world, 2, Duration::from_secs(90)).await;
+    assert_eq!(replicas(&world).await, 2);
+    for node in nodes(&world).await {
+        hold(&world, &node.name_any(), "at the min size").await;
+    }
+    assert_eq!(node_count_now(&world).await, 2);
+    let removed: usize = operator.disruptions().iter().map(|r| r.nodes.len()).sum();
+    assert_eq!(removed, 1, "{:?}", operator.disruptions());
+    min_size(&world, "m-zone-a", "1").await;
+    node_count(&world, 1, Duration::from_secs(90)).await;
+    assert_eq!(replicas(&world).await, 1);
+}
+
+/// crash in the middle of a command would leave it) is removed.
+async fn pdbs_do_not_disrupt_and_budgets_block_until_lifted(backend: Backend) {
+    let world = setup_consolidating(
+        backend,
+        &[
+            md("m", 4, 16, "zone-a", 0.2),
+            md("tiny", 1, 4, "zone-a", 0.05),
+        ],
+    )
+    .await;
+    let _operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("big", 2, "3", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(90)).await;
+    scenario::apply(
+        &world.workload_client(),
+        &[
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "guarded", "namespace": "default"},
+                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}}}),
+            deployment("guarded", 1, "500m", "256Mi", json!({})),
+        ],
+    )
+    .await
+    .unwrap();
+    let running_pods = all_running(&world, 3, Duration::from_secs(60)).await;
+    let guarded = running_pods
+        .iter()
+        .find(|p| p.labels().get("app").map(String::as_str) == Some("guarded"))
+        .unwrap()
+        .clone();
+    let node = guarded.spec.as_ref().unwrap().node_name.clone().unwrap();
+    assert_eq!(
+        nodes(&world).await.len(),
+        2,
+        "the small pod fits beside a big one"
+    );
+    scale(&world, "big", 0).await;
+    // The other node is empty and goes; this one would be replaced by a "tiny" one.
+    node_count(&world, 1, Duration::from_secs(90)).await;
+    hold(&world, &node, "a PDB allowing no disruption").await;
+    // A taint left behind on a blocked node is cleaned up.
+    Api::<Node>::all(world.workload_client())
+        .patch(
+            &node,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}})),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        "the leftover taint removed",
+        Duration::from_secs(30),
+        || async { untouched(&world, &node).await.then_some(()) },
+    )
+    .await;
+    // do-not-disrupt on the pod holds it once the PDB is gone.
+    let pod_api = Api::<Pod>::namespaced(world.workload_client(), "default");
+    pod_api
+        .patch(
+            &guarded.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    Api::<k8s_openapi::api::policy::v1::PodDisruptionBudget>::namespaced(
+        world.workload_client(),
+        "default",
+    )
+    .delete("guarded", &DeleteParams::default())
+    .await
+    .unwrap();
+    hold(&world, &node, "a do-not-disrupt pod").await;
+    // A budget of 0 holds it once the annotation is gone.
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"disruption": {"budgets": [{"nodes": "0"}]}}}),
+    )
+    .await;
+    pod_api
+        .patch(
+            &guarded.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": null}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    hold(&world, &node, "a budget of 0").await;
+    // Lifted: the node is replaced by a cheaper one and the pod moves there.
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"disruption": {"budgets": [{"nodes": "100%"}]}}}),
+    )
+    .await;
+    wait_for(
+        "the pod on a tiny node",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            let pods = pods(&world).await;
+            (nodes.len() == 1
+                && label(&nodes[0], "node.kubernetes.io/instance-type") == "tiny"
+                && pods.len() == 1
+                && running(&pods[0]))
+            .then_some(())
+        },
+    )
+    .await;
+}
+
+/// Drift: after the NodePool's template changes (a new label), the node is replaced — the
+/// replacement launched and initialized first, carrying the new label — and the old one drains.
+async fn a_node_pool_template_change_replaces_the_drifted_node(backend: Backend) {
+    let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 1, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    let old = node_of(&world, "app").await.unwrap();
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}),
+    )
+    .await;
+    wait_for(
+        "the pod on a new node labelled team=blue",
+        Duration::from_secs(120),
+        || async {
+            let node = node_of(&world, "app").await?;
+            let nodes = nodes(&world).await;
+            let n = nodes.iter().find(|n| n.name_any() == node)?;
+            (node != old && label(n, "team") == "blue" && nodes.len() == 1).then_some(())
+        },
+    )
+    .await;
+    node_count(&world, 1, Duration::from_secs(60)).await;
+    let records = operator.disruptions();
+    assert!(
+        records.iter().any(
+            |r| r.method == controllers::disruption::methods::Method::Drift
+                && r.nodes == [old.clone()]
+                && r.decision == controllers::disruption::methods::Decision::Replace
+        ),
+        "{records:?}"
+    );
+}
+
+/// Expiration: a NodeClaim past the NodePool's `expireAfter` is deleted (no budget, no
+/// replacement first); its pod comes back on a new node.
+async fn an_expired_node_claim_is_deleted_and_its_pod_comes_back(backend: Backend) {
+    let world = setup_with_disruption(
+        backend,
+        &[md("m", 4, 16, "zone-a", 0.2)],
+        json!({"consolidateAfter": "Never"}),
+    )
+    .await;
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"template": {"spec": {"expireAfter": "20s"}}}}),
+    )
+    .await;
+    let _operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 1, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    let first = node_claims(&world).await;
+    assert_eq!(first.len(), 1);
+    let first = first[0].name_any();
+    wait_for(
+        "the expired NodeClaim gone",
+        Duration::from_secs(90),
+        || async {
+            (!node_claims(&world)
+                .await
+                .iter()
+                .any(|n| n.name_any() == first))
+            .then_some(())
+        },
+    )
+    .await;
+    wait_for(
+        "the pod Running on another NodeClaim's node",
+        Duration::from_secs(90),
+        || async {
+            let node = node_of(&world, "app").await?;
+            let ncs = node_claims(&world).await;
+            ncs.iter()
+                .any(|nc| {
+                    nc.name_any() != first
+                        && nc.status.as_ref().and_then(|s| s.node_name.as_deref())
+                            == Some(node.as_str())
+                })
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+/// A restart in the middle of a replacement: the controller stops right after it tainted the
+/// node; the next one removes the leftover mark, and the cluster still converges to one cheap
+/// node with no tainted node and no Machine left over.
+async fn a_restart_in_the_middle_of_a_replacement_leaves_nothing_behind(backend: Backend) {
+    let world = setup_consolidating(
+        backend,
+        &[
+            md("big", 8, 32, "zone-a", 0.8),
+            md("small", 2, 8, "zone-a", 0.2),
+        ],
+    )
+    .await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("huge", 1, "6", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("tiny", 1, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(60)).await;
+    let big = nodes(&world).await[0].name_any();
+    scale(&world, "huge", 0).await;
+    wait_for(
+        "the big node tainted by a command",
+        Duration::from_secs(60),
+        || async { (!untouched(&world, &big).await).then_some(()) },
+    )
+    .await;
+    drop(operator);
+    let _operator = start_disruptive(&world);
+    wait_for(
+        "one small node, the pod on it, nothing tainted",
+        Duration::from_secs(180),
+        || async {
+            let nodes = nodes(&world).await;
+            let pods = pods(&world).await;
+            let machines = machines(&world).await;
+            let ncs = node_claims(&world).await;
+            let tainted = nodes.iter().any(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .is_some_and(|t| t.iter().any(|t| t.key == "karpenter.sh/disrupted"))
+            });
+            (nodes.len() == 1
+                && machines.len() == 1
+                && ncs.len() == 1
+                && !tainted
+                && label(&nodes[0], "node.kubernetes.io/instance-type") == "small"
+                && pods.len() == 1
+                && running(&pods[0]))
+            .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(replicas(&world).await, 1);
+}
+
+world::backend_tests!(
+    a_restart_in_the_middle_of_a_replacement_leaves_nothing_behind,
+    a_node_pool_template_change_replaces_the_drifted_node,
+    an_expired_node_claim_is_deleted_and_its_pod_comes_back,
+    empty_nodes_are_removed_after_a_scale_in,
+    a_half_empty_pair_is_consolidated_into_one_node,
+    a_node_is_replaced_by_a_cheaper_machine_deployment,
+    pdbs_do_not_disrupt_and_budgets_block_until_lifted,
+    emptiness_stops_at_the_machine_deployment_min_size,
+    a_balanced_pool_keeps_a_node_a_marginal_replacement_would_save_little_on,
+);
