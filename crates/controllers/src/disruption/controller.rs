@@ -356,7 +356,9 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         {
             return true;
         }
-        if cands.is_empty() {
+        // Drift runs on the eventual class (below): nothing gracefully disruptable — every
+        // node held by a PDB, a do-not-disrupt pod or a min size — does not stop it.
+        if cands.is_empty() && !drifted {
             return false;
         }
 

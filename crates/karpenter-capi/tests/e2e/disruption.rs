@@ -500,6 +500,63 @@ async fn a_node_pool_template_change_replaces_the_drifted_node(backend: Backend)
     );
 }
 
+/// Drift runs when nothing is gracefully disruptable: the only node is held by a PDB that
+/// allows no disruption, yet the NodePool's `terminationGracePeriod` makes its drifted
+/// NodeClaim eventually disruptable, so it goes. As upstream, no capacity is made ahead for a
+/// pod a fully blocking PDB holds (nobody knows when it will leave): the decision is a
+/// delete, and the pod gets its new node when the grace period ends the drain.
+async fn a_drifted_node_held_by_a_pdb_is_replaced_within_its_termination_grace_period(
+    backend: Backend,
+) {
+    let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"template": {"spec": {"terminationGracePeriod": "20s"}}}}),
+    )
+    .await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "app", "namespace": "default"},
+                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "app"}}}}),
+            deployment("app", 1, "1", "1Gi", json!({})),
+        ],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    let old = node_of(&world, "app").await.unwrap();
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}),
+    )
+    .await;
+    wait_for(
+        "the pod on a new node labelled team=blue, the old node gone",
+        Duration::from_secs(150),
+        || async {
+            let node = node_of(&world, "app").await?;
+            let nodes = nodes(&world).await;
+            let n = nodes.iter().find(|n| n.name_any() == node)?;
+            (node != old && label(n, "team") == "blue" && nodes.len() == 1).then_some(())
+        },
+    )
+    .await;
+    let records = operator.disruptions();
+    assert!(
+        records.iter().any(
+            |r| r.method == controllers::disruption::methods::Method::Drift
+                && r.nodes == [old.clone()]
+                && r.decision == controllers::disruption::methods::Decision::Delete
+        ),
+        "{records:?}"
+    );
+}
+
 /// Expiration: a NodeClaim past the NodePool's `expireAfter` is deleted (no budget, no
 /// replacement first); its pod comes back on a new node.
 async fn an_expired_node_claim_is_deleted_and_its_pod_comes_back(backend: Backend) {
@@ -624,6 +681,7 @@ async fn a_restart_in_the_middle_of_a_replacement_leaves_nothing_behind(backend:
 world::backend_tests!(
     a_restart_in_the_middle_of_a_replacement_leaves_nothing_behind,
     a_node_pool_template_change_replaces_the_drifted_node,
+    a_drifted_node_held_by_a_pdb_is_replaced_within_its_termination_grace_period,
     an_expired_node_claim_is_deleted_and_its_pod_comes_back,
     empty_nodes_are_removed_after_a_scale_in,
     a_half_empty_pair_is_consolidated_into_one_node,
