@@ -18,7 +18,10 @@ use scheduling::instance_type::InstanceType;
 use crate::instance_types::MachineDeploymentRef;
 
 use super::scale::{Attempts, MdWrite, max_size, too_many_conflicts};
-use super::{ClusterApiProvider, bound_machine, claimed_by, launch_of, transient};
+use super::{
+    ClusterApiProvider, bound_machine, claimed_by, launch_of, legacy_binding, not_claimed_by,
+    transient,
+};
 
 /// Create batching state of one MachineDeployment.
 #[derive(Debug, Default)]
@@ -186,6 +189,15 @@ impl ClusterApiProvider {
                         "the Machine {r} bound to NodeClaim {name} no longer exists"
                     ))
                 })?;
+            // Restored from a backup or re-applied: the Machine may be another NodeClaim's.
+            // As for a Machine that is gone, this NodeClaim never launches: it is deleted (its
+            // removal leaves the Machine alone) and its pods provisioned again.
+            let cluster = self.cluster_id().await?;
+            if let Some(why) = not_claimed_by(&m, nc, cluster, legacy_binding(nc)) {
+                return Err(CloudProviderError::InsufficientCapacity(format!(
+                    "the Machine {r} bound to NodeClaim {name} is not its: {why}"
+                )));
+            }
             let spec = self.spec_of(nc).await;
             return Ok(Some(self.launch_for(&m, spec.as_ref()).await));
         }

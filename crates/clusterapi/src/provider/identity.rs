@@ -34,6 +34,44 @@ pub(crate) fn claimed_by(m: &Machine, cluster: &str) -> bool {
     claim_cluster(m) == Some(cluster)
 }
 
+/// Why the Machine `m`, which the NodeClaim `nc` names as its own, is not that NodeClaim's to
+/// resume or remove, if it is not: a claim of another workload cluster, or of another
+/// NodeClaim (UID, else name); or no claim at all, unless `nc` was bound by the upstream
+/// provider (`cluster.x-k8s.io/machine`), whose Machines carry none. After a backup restore or
+/// a GitOps re-apply, two NodeClaims may name one Machine: only the one whose UID its claim
+/// carries may use or delete it.
+pub(crate) fn not_claimed_by(
+    m: &Machine,
+    nc: &api::NodeClaim,
+    cluster: &str,
+    legacy: bool,
+) -> Option<String> {
+    let name = nc.metadata.name.as_deref().unwrap_or_default();
+    let uid = nc.metadata.uid.as_deref().unwrap_or_default();
+    if let Some(other) = claim_cluster(m)
+        && other != cluster
+    {
+        return Some(format!(
+            "it is claimed by workload cluster {other}, not this one"
+        ));
+    }
+    match (
+        annotation(&m.metadata, super::CLAIMED_BY_UID),
+        annotation(&m.metadata, super::CLAIMED_BY),
+    ) {
+        (Some(other), _) if other != uid => Some(format!(
+            "it is claimed by another NodeClaim (UID {other}), not by {name} (UID {uid})"
+        )),
+        (Some(_), _) => None,
+        (None, Some(other)) if other != name => {
+            Some(format!("it is claimed by NodeClaim {other}, not by {name}"))
+        }
+        (None, Some(_)) => None,
+        (None, None) if legacy => None,
+        (None, None) => Some(format!("it carries no claim of NodeClaim {name}")),
+    }
+}
+
 /// Whether `id` can be part of an annotation key: 1–54 characters of `[A-Za-z0-9._-]`,
 /// starting and ending alphanumeric (a UID is 36).
 fn valid(id: &str) -> bool {
@@ -84,7 +122,46 @@ impl ClusterApiProvider {
 
 #[cfg(test)]
 mod tests {
-    use super::valid;
+    use super::{not_claimed_by, valid};
+    use serde_json::json;
+
+    fn machine(annotations: serde_json::Value) -> api::Machine {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+            "metadata": {"name": "m", "namespace": "ns", "annotations": annotations},
+            "spec": {"clusterName": "c", "bootstrap": {}, "infrastructureRef": {"kind": "T", "name": "t"}},
+        }))
+        .unwrap_or_else(|e| unreachable!("{e}"))
+    }
+
+    #[test]
+    fn only_the_node_claim_whose_claim_a_machine_carries_may_use_or_remove_it() {
+        let nc: api::NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "a", "uid": "u-a"},
+            "spec": {"nodeClassRef": {"group": "g", "kind": "K", "name": "n"}, "requirements": []},
+        }))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        let ours = json!({"karpenter.cluster.x-k8s.io/cluster": "c1",
+            "karpenter.cluster.x-k8s.io/nodeclaim": "a", "karpenter.cluster.x-k8s.io/nodeclaim-uid": "u-a"});
+        assert_eq!(not_claimed_by(&machine(ours), &nc, "c1", false), None);
+        let restored = json!({"karpenter.cluster.x-k8s.io/cluster": "c1",
+            "karpenter.cluster.x-k8s.io/nodeclaim": "a", "karpenter.cluster.x-k8s.io/nodeclaim-uid": "u-old"});
+        let why = not_claimed_by(&machine(restored), &nc, "c1", false).unwrap_or_default();
+        assert!(why.contains("UID u-old"), "{why}");
+        let theirs = json!({"karpenter.cluster.x-k8s.io/cluster": "c2",
+            "karpenter.cluster.x-k8s.io/nodeclaim": "a", "karpenter.cluster.x-k8s.io/nodeclaim-uid": "u-a"});
+        let why = not_claimed_by(&machine(theirs), &nc, "c1", false).unwrap_or_default();
+        assert!(why.contains("workload cluster c2"), "{why}");
+        let by_name = json!({"karpenter.cluster.x-k8s.io/nodeclaim": "b"});
+        assert!(not_claimed_by(&machine(by_name), &nc, "c1", false).is_some());
+        assert!(not_claimed_by(&machine(json!({})), &nc, "c1", false).is_some());
+        assert_eq!(
+            not_claimed_by(&machine(json!({})), &nc, "c1", true),
+            None,
+            "bound by the upstream provider: its Machines carry no claim"
+        );
+    }
 
     #[test]
     fn identities_fit_in_an_annotation_key() {

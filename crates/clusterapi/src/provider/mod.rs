@@ -127,7 +127,7 @@ pub use adopt::ADOPTED;
 pub use cache::MachineCache;
 use create::Batches;
 pub use identity::CLAIMED_BY_CLUSTER;
-pub(crate) use identity::{claim_cluster, claimed_by};
+pub(crate) use identity::{claim_cluster, claimed_by, not_claimed_by};
 pub use objects::ObjectCache;
 use reads::launch_of;
 pub(crate) use removal::Removal;
@@ -298,6 +298,13 @@ pub(crate) fn unclaimed(m: &Machine) -> bool {
         && !failed(m)
         && !has_label(&m.metadata, KARPENTER_MEMBER)
         && annotation(&m.metadata, CLAIMED_BY_UID).is_none()
+}
+
+/// Whether the NodeClaim is bound by the upstream provider's key only (its Machines carry no
+/// claim annotations).
+fn legacy_binding(nc: &NodeClaim) -> bool {
+    annotation(&nc.metadata, MACHINE).is_none()
+        && annotation(&nc.metadata, LEGACY_MACHINE).is_some()
 }
 
 /// The NodeClaim's binding annotation (ours, else the legacy key).

@@ -28,8 +28,8 @@ use super::machinesets::ScaleDownTarget;
 use super::ownership::{REMOVED_BY, Record, Removed, removed_by};
 use super::scale::{Attempts, MdWrite, min_size, too_many_conflicts};
 use super::{
-    CLAIMED_BY_UID, ClusterApiProvider, annotation, cache, claimable, deployment_of, status_code,
-    terminating, transient,
+    ClusterApiProvider, cache, claimable, deployment_of, legacy_binding, not_claimed_by,
+    status_code, terminating, transient,
 };
 
 /// Machines of one batch read and annotated at once.
@@ -93,15 +93,15 @@ impl ClusterApiProvider {
             let Some(found) = self.find_machine(nc).await? else {
                 return Err(not_found());
             };
-            // Only a Machine claimed by this NodeClaim (or by nobody: a legacy binding) is its
-            // to remove; one claimed by another NodeClaim since is not.
-            let uid = nc.metadata.uid.as_deref().unwrap_or_default();
-            if let Some(other) = annotation(&found.metadata, CLAIMED_BY_UID)
-                && !uid.is_empty()
-                && other != uid
-            {
+            // Only a Machine claimed by this NodeClaim (or by nobody, under the upstream
+            // provider's binding) is its to remove; one claimed by another NodeClaim, another
+            // workload cluster or nobody is not: the NodeClaim goes, the Machine stays.
+            let cluster = self.cluster_id().await?;
+            if let Some(why) = not_claimed_by(&found, nc, cluster, legacy_binding(nc)) {
+                tracing::warn!(nodeclaim = %name, machine = %cache::machine_ref(&found), %why,
+                    "not removing a Machine this NodeClaim does not own");
                 return Err(CloudProviderError::NodeClaimNotFound(format!(
-                    "Machine {} is claimed by another NodeClaim (UID {other}), not by {name}",
+                    "Machine {} is not NodeClaim {name}'s: {why}",
                     cache::machine_ref(&found)
                 )));
             }
