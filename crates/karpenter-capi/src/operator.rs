@@ -206,6 +206,10 @@ impl Operator {
             Arc::clone(&metrics),
             config.disruption.clone(),
             stamp,
+        )
+        .with_policies(
+            config.provisioner.preference_policy,
+            config.provisioner.min_values_policy,
         );
         let mut static_config = config.static_capacity.clone();
         let static_enabled = static_config.enabled;

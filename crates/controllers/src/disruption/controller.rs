@@ -45,8 +45,9 @@ use cloudprovider::CloudProvider;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use scheduling::instance_type::InstanceType;
+use scheduling::instance_type::{InstanceType, MinValuesPolicy};
 use scheduling::labels::{NODE_POOL, WellKnownLabels};
+use scheduling::scheduler::PreferencePolicy;
 use state::{ClusterState, Snapshot};
 use tokio::time::Instant;
 
@@ -136,6 +137,9 @@ pub struct Disruption<P> {
     unchanged: Mutex<Option<u64>>,
     /// The provider's last drift answer per NodeClaim UID, and when it was asked.
     provider_drift: Mutex<BTreeMap<String, (Instant, Option<String>)>>,
+    /// The provisioner's scheduling policies: a simulation here must place pods as the
+    /// provisioner would (`--preference-policy`, `--min-values-policy`).
+    policies: (PreferencePolicy, MinValuesPolicy),
 }
 
 impl<P> std::fmt::Debug for Disruption<P> {
@@ -244,7 +248,21 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             transient: std::sync::atomic::AtomicBool::default(),
             unchanged: Mutex::default(),
             provider_drift: Mutex::default(),
+            policies: (PreferencePolicy::Respect, MinValuesPolicy::Strict),
         }
+    }
+
+    /// Simulate with the provisioner's policies (default: Respect, Strict): with
+    /// `MinValuesPolicy::BestEffort`, a pool the provisioner can launch for is also one
+    /// consolidation and drift can replace into.
+    #[must_use]
+    pub fn with_policies(
+        mut self,
+        preference: PreferencePolicy,
+        min_values: MinValuesPolicy,
+    ) -> Self {
+        self.policies = (preference, min_values);
+        self
     }
 
     /// Every decision so far (shared handle).
@@ -623,6 +641,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             },
             &self.well_known,
         )
+        .with_policies(self.policies.0, self.policies.1)
     }
 
     fn candidates(

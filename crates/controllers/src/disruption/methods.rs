@@ -333,7 +333,16 @@ fn cheaper(
         return Err("Can't replace with a cheaper node".into());
     }
     if let Err(e) = satisfies_min_values(&options, &replacement.requirements) {
-        return Err(format!("Filtering by price: {e}"));
+        // `--min-values-policy BestEffort`: as many values as the cheaper options have, the
+        // replacement marked relaxed, as a launch would be.
+        if !world.min_values_best_effort() {
+            return Err(format!("Filtering by price: {e}"));
+        }
+        for short in &e.unsatisfied {
+            replacement.min_values_relaxed |= replacement
+                .requirements
+                .relax_min_values(&short.key, short.available);
+        }
     }
     let may_be_on_demand = replacement
         .requirements

@@ -191,6 +191,12 @@ impl World {
         self
     }
 
+    /// Whether minValues may be relaxed (`MinValuesPolicy::BestEffort`).
+    #[must_use]
+    pub fn min_values_best_effort(&self) -> bool {
+        self.options.min_values_policy == MinValuesPolicy::BestEffort
+    }
+
     /// The well-known labels.
     #[must_use]
     pub fn well_known(&self) -> &WellKnownLabels {

@@ -139,6 +139,67 @@ async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
     );
 }
 
+/// The provisioner's `--min-values-policy BestEffort` holds for disruption too: a pool asking
+/// for two instance types (`minValues: 2`) where a pod fits only one was provisioned with the
+/// requirement relaxed, and its node is replaced by the cheaper MachineDeployment — one type,
+/// relaxed again — instead of never being consolidated.
+async fn best_effort_min_values_are_relaxed_for_consolidation_as_for_provisioning(
+    backend: Backend,
+) {
+    let world = setup_consolidating(
+        backend,
+        &[
+            md("big", 8, 32, "zone-a", 0.8),
+            md("small", 2, 8, "zone-a", 0.2),
+        ],
+    )
+    .await;
+    patch_pool(
+        &world,
+        "default",
+        json!({"spec": {"template": {"spec": {"requirements": [{
+            "key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 2}]}}}}),
+    )
+    .await;
+    let mut config = disruptive_operator();
+    config.provisioner.min_values_policy = scheduling::instance_type::MinValuesPolicy::BestEffort;
+    let operator = start_with(&world, config);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("huge", 1, "6", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("tiny", 1, "1", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(60)).await;
+    scale(&world, "huge", 0).await;
+    wait_for(
+        "the tiny pod alone on a small node",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            (nodes.len() == 1 && label(&nodes[0], "node.kubernetes.io/instance-type") == "small")
+                .then_some(())
+        },
+    )
+    .await;
+    all_running(&world, 1, Duration::from_secs(60)).await;
+    let records = operator.disruptions();
+    assert!(
+        records.iter().any(
+            |r| r.decision == controllers::disruption::methods::Decision::Replace
+                && r.replacements == ["small"]
+        ),
+        "{records:?}"
+    );
+}
+
 /// `consolidationPolicy: Balanced`: two NodePools alike but for the policy, each with one
 /// `big` node ($1.0/h) left holding one 1-cpu pod that a `medium` node ($0.9/h) could take.
 /// Replacing it saves 10 % of the pool's cost for all of its disruption (a score of 0.1, below
@@ -686,6 +747,7 @@ world::backend_tests!(
     empty_nodes_are_removed_after_a_scale_in,
     a_half_empty_pair_is_consolidated_into_one_node,
     a_node_is_replaced_by_a_cheaper_machine_deployment,
+    best_effort_min_values_are_relaxed_for_consolidation_as_for_provisioning,
     pdbs_do_not_disrupt_and_budgets_block_until_lifted,
     emptiness_stops_at_the_machine_deployment_min_size,
     a_balanced_pool_keeps_a_node_a_marginal_replacement_would_save_little_on,

@@ -1,6 +1,5 @@
 //! Static NodePools end to end.
 
-use karpenter_capi::operator::Operator;
 use karpenter_capi::scenario;
 use kube::ResourceExt;
 use serde_json::json;
@@ -28,7 +27,7 @@ async fn a_static_node_pool_keeps_its_replica_count(backend: Backend) {
     .unwrap();
     let mut config = disruptive_operator();
     config.static_capacity.enabled = true;
-    let operator = Operator::start(world.workload_client(), world.management_client(), config);
+    let operator = start_with(&world, config);
     node_count(&world, 2, Duration::from_secs(90)).await;
     for node in nodes(&world).await {
         assert_eq!(label(&node, "karpenter.sh/nodepool"), "fixed");

@@ -121,17 +121,18 @@ pub(crate) async fn setup_pools(backend: Backend, mds: &[Value], pools: &[(&str,
 }
 
 pub(crate) fn start(world: &World) -> Operator {
+    start_with(world, fast_operator())
+}
+
+/// The operator with `config`; `E2E_LOG` (an env filter) turns its logs on.
+pub(crate) fn start_with(world: &World, config: OperatorConfig) -> Operator {
     if let Ok(filter) = std::env::var("E2E_LOG") {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
             .with_test_writer()
             .try_init();
     }
-    Operator::start(
-        world.workload_client(),
-        world.management_client(),
-        fast_operator(),
-    )
+    Operator::start(world.workload_client(), world.management_client(), config)
 }
 
 pub(crate) async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
@@ -236,17 +237,7 @@ pub(crate) fn disruptive_operator() -> OperatorConfig {
 }
 
 pub(crate) fn start_disruptive(world: &World) -> Operator {
-    if let Ok(filter) = std::env::var("E2E_LOG") {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .with_test_writer()
-            .try_init();
-    }
-    Operator::start(
-        world.workload_client(),
-        world.management_client(),
-        disruptive_operator(),
-    )
+    start_with(world, disruptive_operator())
 }
 
 pub(crate) async fn scale(world: &World, deployment: &str, replicas: i32) {
