@@ -48,6 +48,12 @@ const RUN_ENV: &[&str] = &[
     "LEADER_ELECTION_NAMESPACE",
     "KUBE_CLIENT_QPS",
     "KUBE_CLIENT_BURST",
+    "LAUNCH_TIMEOUT",
+    "REGISTRATION_TIMEOUT",
+    "MACHINE_CLAIM_TIMEOUT",
+    "MACHINE_REMOVAL_ESCALATION",
+    "REPLACEMENT_TIMEOUT",
+    "UNCLAIMED_MACHINE_GRACE",
     "FEATURE_GATES",
 ];
 
@@ -77,6 +83,12 @@ const RUN_FLAGS: &[&str] = &[
     "--leader-election-namespace",
     "--kube-client-qps",
     "--kube-client-burst",
+    "--launch-timeout",
+    "--registration-timeout",
+    "--machine-claim-timeout",
+    "--machine-removal-escalation",
+    "--replacement-timeout",
+    "--unclaimed-machine-grace",
     "--feature-gates",
 ];
 
@@ -261,6 +273,8 @@ fn matrix() -> Vec<(&'static str, Vec<&'static str>)> {
                 "settings.batchIdleDuration=2s",
                 "--set",
                 "settings.kubeClientQPS=50",
+                "--set",
+                "settings.registrationTimeout=45m",
                 "--set",
                 "settings.featureGates.staticCapacity=true",
                 "--set",
@@ -894,6 +908,8 @@ fn settings_map_to_runs_environment() {
         ("MIN_VALUES_POLICY", "Strict"),
         ("KUBE_CLIENT_QPS", "50"),
         ("KUBE_CLIENT_BURST", "300"),
+        ("REGISTRATION_TIMEOUT", "45m"),
+        ("LAUNCH_TIMEOUT", "5m"),
     ] {
         assert_eq!(env_value(&objects, key).as_deref(), Some(value), "{key}");
     }
@@ -949,6 +965,7 @@ fn known_settings_match_run_cmd() {
     for structure in [
         "pub struct ClusterArgs {",
         "pub struct LeaderElectionArgs {",
+        "pub struct TimeoutArgs {",
         "pub struct RunArgs {",
     ] {
         let start = source.find(structure).expect("the struct in run_cmd.rs");

@@ -191,6 +191,8 @@ pub struct RunArgs {
     pub health_probe_port: u16,
     #[command(flatten)]
     pub leader_election: LeaderElectionArgs,
+    #[command(flatten)]
+    pub timeouts: TimeoutArgs,
     /// Upstream's feature gates, e.g. `StaticCapacity=true` (static NodePools); unknown names
     /// and gates this binary does not implement are refused.
     #[arg(long, env = "FEATURE_GATES", default_value = "", value_name = "LIST")]
@@ -204,6 +206,83 @@ pub struct RunArgs {
     #[arg(long, env = "KUBE_CLIENT_BURST", default_value_t = 300,
         value_parser = clap::value_parser!(u32).range(1..))]
     pub kube_client_burst: u32,
+}
+
+/// How long launches, registrations, claims, removals and replacements may take: the defaults
+/// suit cloud providers; bare-metal Cluster API providers boot for longer.
+#[derive(Debug, Clone, Args)]
+pub struct TimeoutArgs {
+    /// A NodeClaim not Launched this long (since its condition last changed) is deleted and
+    /// its pods provisioned again (upstream's 5 min). At least `--machine-claim-timeout`.
+    #[arg(long, env = "LAUNCH_TIMEOUT", default_value = "5m", value_parser = duration)]
+    pub launch_timeout: Duration,
+    /// A launched NodeClaim whose Node has not registered this long is deleted (upstream's
+    /// 15 min): the time a Machine may take to boot and join.
+    #[arg(long, env = "REGISTRATION_TIMEOUT", default_value = "15m", value_parser = duration)]
+    pub registration_timeout: Duration,
+    /// How long a launch waits for the MachineSet to create the Machine it claims; then the
+    /// MachineDeployment's offering is unavailable for a while and the launch fails.
+    #[arg(long, env = "MACHINE_CLAIM_TIMEOUT", default_value = "2m", value_parser = duration)]
+    pub machine_claim_timeout: Duration,
+    /// A Machine scaled down with `delete-machine` that Cluster API has not started deleting
+    /// this long later (a rollout scaled another MachineSet) is deleted directly.
+    #[arg(long, env = "MACHINE_REMOVAL_ESCALATION", default_value = "10m", value_parser = duration)]
+    pub machine_removal_escalation: Duration,
+    /// How long a disruption's replacements may take to initialize before the command is
+    /// rolled back (its nodes untainted, the replacements deleted).
+    #[arg(long, env = "REPLACEMENT_TIMEOUT", default_value = "10m", value_parser = duration)]
+    pub replacement_timeout: Duration,
+    /// How long a Machine made for a replica we raised may stay unclaimed before the collector
+    /// removes it (or, once its Node joined, gives it a NodeClaim).
+    #[arg(long, env = "UNCLAIMED_MACHINE_GRACE", default_value = "10m", value_parser = duration)]
+    pub unclaimed_machine_grace: Duration,
+}
+
+impl TimeoutArgs {
+    /// Refuses zero timeouts and a claim wait longer than the launch may take.
+    ///
+    /// # Errors
+    /// Names the flag and its environment variable.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        for (flag, env, value) in [
+            ("--launch-timeout", "LAUNCH_TIMEOUT", self.launch_timeout),
+            (
+                "--registration-timeout",
+                "REGISTRATION_TIMEOUT",
+                self.registration_timeout,
+            ),
+            (
+                "--machine-claim-timeout",
+                "MACHINE_CLAIM_TIMEOUT",
+                self.machine_claim_timeout,
+            ),
+            (
+                "--machine-removal-escalation",
+                "MACHINE_REMOVAL_ESCALATION",
+                self.machine_removal_escalation,
+            ),
+            (
+                "--replacement-timeout",
+                "REPLACEMENT_TIMEOUT",
+                self.replacement_timeout,
+            ),
+            (
+                "--unclaimed-machine-grace",
+                "UNCLAIMED_MACHINE_GRACE",
+                self.unclaimed_machine_grace,
+            ),
+        ] {
+            anyhow::ensure!(!value.is_zero(), "{flag} ({env}) must be longer than 0s");
+        }
+        anyhow::ensure!(
+            self.machine_claim_timeout <= self.launch_timeout,
+            "--machine-claim-timeout ({:?}) is longer than --launch-timeout ({:?}): the NodeClaim \
+             would be deleted while its launch still waits for a Machine",
+            self.machine_claim_timeout,
+            self.launch_timeout
+        );
+        Ok(())
+    }
 }
 
 impl RunArgs {
@@ -381,6 +460,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 async fn run_async(args: RunArgs) -> anyhow::Result<()> {
+    args.timeouts.validate()?;
     let workload = workload_client(&args.clusters, Some(args.rate_limit()), None).await?;
     let management =
         management_client(&args.clusters, &workload, Some(args.rate_limit()), None).await?;
@@ -402,6 +482,21 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         },
         provider: clusterapi::provider::ProviderConfig {
             scope: args.clusters.scope(),
+            claim_timeout: args.timeouts.machine_claim_timeout,
+            removal_escalation: args.timeouts.machine_removal_escalation,
+            ..Default::default()
+        },
+        lifecycle: controllers::nodeclaim::LifecycleConfig {
+            launch_timeout: args.timeouts.launch_timeout,
+            registration_timeout: args.timeouts.registration_timeout,
+            ..Default::default()
+        },
+        disruption: controllers::disruption::DisruptionConfig {
+            replacement_timeout: args.timeouts.replacement_timeout,
+            ..Default::default()
+        },
+        gc: clusterapi::gc::GcConfig {
+            grace: args.timeouts.unclaimed_machine_grace,
             ..Default::default()
         },
         instance: std::env::var("HOSTNAME").ok(),

@@ -98,6 +98,38 @@ fn run_rejects_a_bad_batch_duration_from_the_environment() {
 }
 
 #[test]
+fn run_refuses_timeouts_that_cannot_work_before_connecting() {
+    for (env, value, named) in [
+        (
+            "REGISTRATION_TIMEOUT",
+            "0s",
+            "--registration-timeout (REGISTRATION_TIMEOUT)",
+        ),
+        (
+            "MACHINE_CLAIM_TIMEOUT",
+            "10m",
+            "longer than --launch-timeout",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+            .args([
+                "run",
+                "--kubeconfig",
+                "/nonexistent/kubeconfig",
+                "--log-format",
+                "plain",
+            ])
+            .env(env, value)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(named), "{env}={value}: {stderr}");
+        assert!(!stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+    }
+}
+
+#[test]
 fn simulate_runs_the_built_in_scenario_to_every_pod_running() {
     let dir = std::env::temp_dir().join(format!("kc-simulate-{}", std::process::id()));
     let out = karpenter_capi(&[
