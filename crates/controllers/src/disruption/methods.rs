@@ -252,7 +252,7 @@ pub fn consolidation(
     method: Method,
 ) -> Result<Command, String> {
     let started = Instant::now();
-    let sim = world.simulate(candidates);
+    let sim = world.simulate_consolidation(candidates);
     if !sim.all_moved() {
         return Err(sim.why_not());
     }

@@ -11,6 +11,10 @@
 //! not fit before either), which moved pods would land on an uninitialized node, and the new
 //! NodeClaims needed.
 //!
+//! A consolidation's simulation ([`World::simulate_consolidation`]) also keeps the moved pods
+//! off nodes still inside their NodePool's `consolidateAfter` window (pending pods and the
+//! pods of leaving nodes may still land there), as upstream's `IsConsolidationSimulation`.
+//!
 //! The world also keeps every managed node's price and disruption cost from the same snapshot
 //! (the denominators of Balanced scoring, [`super::balanced`]).
 //!
@@ -23,8 +27,9 @@ use std::sync::Arc;
 use api::NodePool;
 use k8s_openapi::jiff::Timestamp;
 use scheduling::instance_type::{InstanceType, MinValuesPolicy};
-use scheduling::labels::WellKnownLabels;
+use scheduling::labels::{NODE_POOL, WellKnownLabels};
 use scheduling::scheduler::{Cluster, Options, PodError, PreferencePolicy, Results, Scheduler};
+use scheduling::taints::{Taint, TaintEffect, Toleration, TolerationOperator};
 
 use super::balanced::{NodeCost, node_costs};
 use super::candidates::Candidate;
@@ -47,6 +52,11 @@ pub struct Objects<'a> {
     pub now: Timestamp,
 }
 
+/// The taint a consolidation simulation puts on nodes still inside their `consolidateAfter`
+/// window (and the toleration pending pods get): only moved pods stay off them. Never written
+/// to a cluster.
+const SETTLING: &str = "karpenter-capi.internal/consolidate-after-window";
+
 /// One snapshot, converted once for many simulations.
 #[derive(Debug, Clone)]
 pub struct World {
@@ -56,6 +66,9 @@ pub struct World {
     options: Options,
     /// Pods of candidates that cannot move (by UID): do-not-disrupt or a fully blocking PDB.
     immovable: BTreeSet<String>,
+    /// Nodes still inside their NodePool's `consolidateAfter` window (a pod came or went
+    /// lately): no destination for the pods a consolidation moves (spec §5.8).
+    settling: BTreeSet<String>,
     /// Every node of a NodePool with its price and disruption cost (Balanced scoring).
     costs: Vec<NodeCost>,
     /// Warnings from the conversion (objects skipped).
@@ -158,6 +171,7 @@ impl World {
             .filter(|p| do_not_disrupt(p).is_active(p, objects.now) || pdbs.fully_blocks(p))
             .filter_map(|p| p.metadata.uid.clone())
             .collect();
+        let settling = settling(objects);
         Self {
             cluster,
             pools,
@@ -169,6 +183,7 @@ impl World {
                 ..Options::default()
             },
             immovable,
+            settling,
             costs: node_costs(
                 objects.cluster.nodes,
                 objects.cluster.pods,
@@ -203,9 +218,21 @@ impl World {
         &self.options.well_known
     }
 
-    /// Schedules everything as if `candidates` were gone.
+    /// Schedules everything as if `candidates` were gone (drift, explanations).
     #[must_use]
     pub fn simulate(&self, candidates: &[&Candidate]) -> Simulation {
+        self.run(candidates, false)
+    }
+
+    /// [`Self::simulate`] for a consolidation: the candidates' pods do not move onto nodes
+    /// still inside their `consolidateAfter` window (pending pods and the pods of leaving nodes
+    /// may), so a node that just emptied is left to emptiness instead of being filled again.
+    #[must_use]
+    pub fn simulate_consolidation(&self, candidates: &[&Candidate]) -> Simulation {
+        self.run(candidates, true)
+    }
+
+    fn run(&self, candidates: &[&Candidate], consolidation: bool) -> Simulation {
         self.count
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let gone: BTreeSet<&str> = candidates.iter().map(|c| c.node.as_str()).collect();
@@ -215,6 +242,27 @@ impl World {
             .pods
             .retain(|p| p.node_name.as_deref().is_none_or(|n| !gone.contains(n)));
         let mut pods = self.pending.clone();
+        if consolidation && !self.settling.is_empty() {
+            let taint = Taint::new(SETTLING, "", TaintEffect::NoSchedule);
+            let mut any = false;
+            for n in &mut cluster.nodes {
+                if self.settling.contains(&*n.name) {
+                    n.taints.push(taint.clone());
+                    any = true;
+                }
+            }
+            if any {
+                for p in &mut pods {
+                    p.tolerations.push(Toleration {
+                        key: SETTLING.to_owned(),
+                        operator: TolerationOperator::Exists,
+                        value: String::new(),
+                        effect: Some(TaintEffect::NoSchedule),
+                        toleration_seconds: None,
+                    });
+                }
+            }
+        }
         let mut moved: BTreeSet<Arc<str>> = BTreeSet::new();
         let mut unscheduled = Vec::new();
         for c in candidates {
@@ -306,4 +354,28 @@ impl World {
     pub fn pools(&self) -> &[scheduling::scheduler::NodePool] {
         &self.pools
     }
+}
+
+/// The nodes of `objects` whose NodeClaim is initialized but quiet for less than its
+/// NodePool's `consolidateAfter` (reference: `status.lastPodEventTime`, else initialization).
+fn settling(objects: &Objects<'_>) -> BTreeSet<String> {
+    objects
+        .cluster
+        .node_claims
+        .iter()
+        .filter(|nc| nc.metadata.deletion_timestamp.is_none())
+        .filter_map(|nc| {
+            let node = nc.status.as_ref()?.node_name.clone()?;
+            let pool_name = nc.metadata.labels.as_ref()?.get(NODE_POOL)?;
+            let pool = objects
+                .node_pools
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(pool_name))?;
+            matches!(
+                super::consolidatable::evaluate(nc, pool, None, objects.now),
+                super::consolidatable::Consolidation::NotYet(_)
+            )
+            .then_some(node)
+        })
+        .collect()
 }

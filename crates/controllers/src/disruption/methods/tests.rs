@@ -540,3 +540,56 @@ fn multi_node_takes_a_prefix_only_with_the_balanced_pool_s_approval() {
     f.policy("p", ConsolidationPolicy::Balanced);
     assert!(multi_node(&f.world(), &c, &f.node_pools, &b).is_none());
 }
+
+/// Spec §5.8: a consolidation does not move pods onto a node still inside its
+/// `consolidateAfter` window — a node that just emptied is emptiness's, not a destination
+/// (against Cluster API, the last pod of a scale-in was moved onto a node that had just emptied
+/// so that its own node could go).
+#[test]
+fn consolidation_moves_no_pod_onto_a_node_inside_its_consolidate_after_window() {
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    f.node_pools[0]
+        .spec
+        .disruption
+        .as_mut()
+        .unwrap()
+        .consolidate_after = api::common::NillableDuration("30s".into());
+    f.node("busy", "default", &big)
+        .node("emptied", "default", &big);
+    f.pod("a", Some("busy"), "1");
+    let ago = |secs: i64| {
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            now()
+                .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(secs))
+                .unwrap(),
+        ))
+    };
+    let set_last_event = |f: &mut Fixture, node: &str, secs: i64| {
+        for nc in &mut f.node_claims {
+            let status = nc.status.as_mut().unwrap();
+            if status.node_name.as_deref() == Some(node) {
+                status.last_pod_event_time = ago(secs);
+            }
+        }
+    };
+    set_last_event(&mut f, "busy", 600);
+    set_last_event(&mut f, "emptied", 10);
+    let busy = |f: &Fixture| -> Vec<Candidate> {
+        let (c, _) = f.candidates(Class::Graceful);
+        c.into_iter().filter(|c| c.node == "busy").collect()
+    };
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let world = f.world();
+    let (cmd, reasons) = single_node(&world, &busy(&f), &f.node_pools, &b);
+    assert!(cmd.is_none(), "{cmd:?}");
+    assert!(!reasons.is_empty());
+    // Once the window has passed, the pod may move there (and its node go).
+    set_last_event(&mut f, "emptied", 60);
+    let world = f.world();
+    let (cmd, _) = single_node(&world, &busy(&f), &f.node_pools, &b);
+    let cmd = cmd.unwrap();
+    assert_eq!(names(&cmd), ["busy"]);
+    assert_eq!(cmd.decision(), Decision::Delete);
+}
