@@ -330,10 +330,13 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let snapshot = self.state.snapshot();
         let now = Timestamp::now();
         self.clean_up(&snapshot).await;
-        self.expire(&snapshot, now).await;
+        let expired = self.expire(&snapshot, now).await;
         let its = self.instance_types(&snapshot.node_pools).await;
         self.write_conditions(&snapshot, &its, now).await;
-        let in_flight = lock(&self.orchestrator.in_flight).clone();
+        // The nodes of NodeClaims just expired count as in flight: this snapshot does not show
+        // them deleting yet, and drift or consolidation must not take them a second time.
+        let mut in_flight = lock(&self.orchestrator.in_flight).clone();
+        in_flight.extend(expired);
         let floors = self.floors(&snapshot, &in_flight).await;
         let (cands, blocked) = self.candidates(&snapshot, &its, &in_flight, &floors, now);
         // A static pool's nodes are only ever replaced when drifted (StaticDrift, below).
@@ -367,6 +370,19 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 .as_ref()
                 .is_some_and(|s| s.conditions.is_true(api::well_known::conditions::DRIFTED))
         });
+        // Upstream's order: emptiness (nothing to move), static drift, drift, consolidation.
+        if !cands.is_empty() {
+            let mut budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Empty, now);
+            budgets.groups.clone_from(floors.rooms());
+            let started = Instant::now();
+            let empty = methods::emptiness(&cands, &mut budgets);
+            self.observe("emptiness", Method::Emptiness, started);
+            if let Some(cmd) = empty {
+                return self
+                    .validate_and_start(cmd, snapshot.node_pools.clone())
+                    .await;
+            }
+        }
         if drifted
             && self
                 .static_drift(&snapshot, &its, &in_flight, &floors, now)
@@ -378,18 +394,6 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         // node held by a PDB, a do-not-disrupt pod or a min size — does not stop it.
         if cands.is_empty() && !drifted {
             return false;
-        }
-
-        // Emptiness.
-        let mut budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Empty, now);
-        budgets.groups.clone_from(floors.rooms());
-        let started = Instant::now();
-        let empty = methods::emptiness(&cands, &mut budgets);
-        self.observe("emptiness", Method::Emptiness, started);
-        if let Some(cmd) = empty {
-            return self
-                .validate_and_start(cmd, snapshot.node_pools.clone())
-                .await;
         }
 
         // Drift (eventual: pod-level blocks do not hold NodeClaims with a terminationGracePeriod;
@@ -1030,8 +1034,10 @@ impl<P: CloudProvider + 'static> Disruption<P> {
 
     /// Deletes NodeClaims past `spec.expireAfter` (spec §4.9: forceful, no budgets, no
     /// replacement first; the drain still respects PDBs unless a terminationGracePeriod ends it).
-    async fn expire(&self, snapshot: &Snapshot, now: Timestamp) {
+    /// Returns the nodes of the NodeClaims it deleted.
+    async fn expire(&self, snapshot: &Snapshot, now: Timestamp) -> BTreeSet<String> {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let mut expired = BTreeSet::new();
         for nc in &snapshot.node_claims {
             if nc.metadata.deletion_timestamp.is_some() || !is_ours(nc) {
                 continue;
@@ -1057,6 +1063,9 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             match api.delete(&nc.name_any(), &params).await {
                 Ok(_) => {
                     tracing::info!(nodeclaim = %nc.name_any(), expired_at = %at, "deleting expired nodeclaim");
+                    if let Some(node) = nc.status.as_ref().and_then(|s| s.node_name.clone()) {
+                        expired.insert(node);
+                    }
                     self.metrics
                         .nodeclaims_disrupted
                         .get_or_create(&crate::metrics::DisruptedLabels {
@@ -1076,6 +1085,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 }
             }
         }
+        expired
     }
 
     /// Writes `Consolidatable` and `lastPodEventTime` where they changed.
