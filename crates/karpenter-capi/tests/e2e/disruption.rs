@@ -7,7 +7,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 use std::time::Duration;
-use world::Backend;
+use world::{Backend, World};
 
 use super::support::*;
 
@@ -82,32 +82,55 @@ async fn a_half_empty_pair_is_consolidated_into_one_node(backend: Backend) {
     assert_eq!(replicas(&world).await, 1);
 }
 
-/// A node whose pods would fit on a cheaper MachineDeployment is replaced: the replacement is
-/// launched and initialized first, then the old node drains and its Machine goes.
-async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
-    let world = setup_consolidating(
+/// Two MachineDeployments, `big` (8 cpu, $0.8/h) and `small` (2 cpu, $0.2/h), in a
+/// consolidating world.
+async fn big_and_small(backend: Backend) -> World {
+    setup_consolidating(
         backend,
         &[
             md("big", 8, 32, "zone-a", 0.8),
             md("small", 2, 8, "zone-a", 0.2),
         ],
     )
-    .await;
-    let operator = start_disruptive(&world);
+    .await
+}
+
+/// A `huge` pod (6 cpu: only `big` takes it) and a `tiny` one (1 cpu) beside it, all Running.
+async fn huge_and_tiny(world: &World) {
     scenario::apply(
         &world.workload_client(),
         &[deployment("huge", 1, "6", "1Gi", json!({}))],
     )
     .await
     .unwrap();
-    all_running(&world, 1, Duration::from_secs(90)).await;
+    all_running(world, 1, Duration::from_secs(90)).await;
     scenario::apply(
         &world.workload_client(),
         &[deployment("tiny", 1, "1", "1Gi", json!({}))],
     )
     .await
     .unwrap();
-    all_running(&world, 2, Duration::from_secs(60)).await;
+    all_running(world, 2, Duration::from_secs(60)).await;
+}
+
+/// Asserts that a consolidation replaced a node by one `small` node.
+fn replaced_by_small(operator: &karpenter_capi::operator::Operator) {
+    let records = operator.disruptions();
+    assert!(
+        records.iter().any(
+            |r| r.decision == controllers::disruption::methods::Decision::Replace
+                && r.replacements == ["small"]
+        ),
+        "{records:?}"
+    );
+}
+
+/// A node whose pods would fit on a cheaper MachineDeployment is replaced: the replacement is
+/// launched and initialized first, then the old node drains and its Machine goes.
+async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
+    let world = big_and_small(backend).await;
+    let operator = start_disruptive(&world);
+    huge_and_tiny(&world).await;
     let before = nodes(&world).await;
     assert_eq!(before.len(), 1);
     assert_eq!(label(&before[0], "node.kubernetes.io/instance-type"), "big");
@@ -129,14 +152,7 @@ async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
     )
     .await;
     node_count(&world, 1, Duration::from_secs(60)).await;
-    let records = operator.disruptions();
-    assert!(
-        records.iter().any(
-            |r| r.decision == controllers::disruption::methods::Decision::Replace
-                && r.replacements == ["small"]
-        ),
-        "{records:?}"
-    );
+    replaced_by_small(&operator);
 }
 
 /// The provisioner's `--min-values-policy BestEffort` holds for disruption too: a pool asking
@@ -146,14 +162,7 @@ async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
 async fn best_effort_min_values_are_relaxed_for_consolidation_as_for_provisioning(
     backend: Backend,
 ) {
-    let world = setup_consolidating(
-        backend,
-        &[
-            md("big", 8, 32, "zone-a", 0.8),
-            md("small", 2, 8, "zone-a", 0.2),
-        ],
-    )
-    .await;
+    let world = big_and_small(backend).await;
     patch_pool(
         &world,
         "default",
@@ -164,20 +173,7 @@ async fn best_effort_min_values_are_relaxed_for_consolidation_as_for_provisionin
     let mut config = disruptive_operator();
     config.provisioner.min_values_policy = scheduling::instance_type::MinValuesPolicy::BestEffort;
     let operator = start_with(&world, config);
-    scenario::apply(
-        &world.workload_client(),
-        &[deployment("huge", 1, "6", "1Gi", json!({}))],
-    )
-    .await
-    .unwrap();
-    all_running(&world, 1, Duration::from_secs(90)).await;
-    scenario::apply(
-        &world.workload_client(),
-        &[deployment("tiny", 1, "1", "1Gi", json!({}))],
-    )
-    .await
-    .unwrap();
-    all_running(&world, 2, Duration::from_secs(60)).await;
+    huge_and_tiny(&world).await;
     scale(&world, "huge", 0).await;
     wait_for(
         "the tiny pod alone on a small node",
@@ -190,14 +186,7 @@ async fn best_effort_min_values_are_relaxed_for_consolidation_as_for_provisionin
     )
     .await;
     all_running(&world, 1, Duration::from_secs(60)).await;
-    let records = operator.disruptions();
-    assert!(
-        records.iter().any(
-            |r| r.decision == controllers::disruption::methods::Decision::Replace
-                && r.replacements == ["small"]
-        ),
-        "{records:?}"
-    );
+    replaced_by_small(&operator);
 }
 
 /// `consolidationPolicy: Balanced`: two NodePools alike but for the policy, each with one
