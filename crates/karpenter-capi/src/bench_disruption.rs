@@ -279,6 +279,7 @@ pub fn run(args: &DisruptionArgs) -> anyhow::Result<Report> {
                 pdbs: &[],
                 instance_types: &its,
                 now,
+                last_pod_event: None,
             },
             &well_known,
         );

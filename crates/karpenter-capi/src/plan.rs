@@ -164,6 +164,7 @@ pub fn disruption(dump: &Dump, scope: &Scope, now: Timestamp) -> Explanation {
             pdbs: &dump.pdbs,
             instance_types: &its,
             now,
+            last_pod_event: None,
         },
         &well_known,
     )

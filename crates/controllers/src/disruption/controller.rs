@@ -629,6 +629,8 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
         now: Timestamp,
     ) -> World {
+        let state = &self.state;
+        let last = move |n: &str| state.last_pod_event(n);
         World::new(
             &Objects {
                 cluster: ClusterObjects {
@@ -642,6 +644,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 pdbs: &snapshot.pdbs,
                 instance_types: its,
                 now,
+                last_pod_event: Some(&last),
             },
             &self.well_known,
         )

@@ -37,8 +37,11 @@ use super::pdb::Pdbs;
 use crate::provisioning::inputs::{self, ClusterObjects};
 use crate::termination::do_not_disrupt::do_not_disrupt;
 
+/// The last pod event this process saw on a node (by name).
+pub type LastPodEvent<'a> = dyn Fn(&str) -> Option<Timestamp> + Sync + 'a;
+
 /// What a simulation is built from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Objects<'a> {
     /// The cluster's objects.
     pub cluster: ClusterObjects<'a>,
@@ -50,12 +53,26 @@ pub struct Objects<'a> {
     pub instance_types: &'a BTreeMap<String, Vec<Arc<InstanceType>>>,
     /// Now.
     pub now: Timestamp,
+    /// The last pod event this process saw on a node, newer than `status.lastPodEventTime`
+    /// may be (`None`: the status alone).
+    pub last_pod_event: Option<&'a LastPodEvent<'a>>,
 }
 
 /// The taint a consolidation simulation puts on nodes still inside their `consolidateAfter`
 /// window (and the toleration pending pods get): only moved pods stay off them. Never written
 /// to a cluster.
 const SETTLING: &str = "karpenter-capi.internal/consolidate-after-window";
+
+impl std::fmt::Debug for Objects<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Objects")
+            .field("cluster", &self.cluster)
+            .field("node_pools", &self.node_pools.len())
+            .field("pdbs", &self.pdbs.len())
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
+}
 
 /// One snapshot, converted once for many simulations.
 #[derive(Debug, Clone)]
@@ -357,7 +374,8 @@ impl World {
 }
 
 /// The nodes of `objects` whose NodeClaim is initialized but quiet for less than its
-/// NodePool's `consolidateAfter` (reference: `status.lastPodEventTime`, else initialization).
+/// NodePool's `consolidateAfter` (reference: the last pod event seen, `status.lastPodEventTime`
+/// or initialization, whichever is latest).
 fn settling(objects: &Objects<'_>) -> BTreeSet<String> {
     objects
         .cluster
@@ -371,8 +389,9 @@ fn settling(objects: &Objects<'_>) -> BTreeSet<String> {
                 .node_pools
                 .iter()
                 .find(|p| p.metadata.name.as_deref() == Some(pool_name))?;
+            let last = objects.last_pod_event.and_then(|f| f(&node));
             matches!(
-                super::consolidatable::evaluate(nc, pool, None, objects.now),
+                super::consolidatable::evaluate(nc, pool, last, objects.now),
                 super::consolidatable::Consolidation::NotYet(_)
             )
             .then_some(node)

@@ -200,6 +200,7 @@ impl Fixture {
             pdbs: &self.pdbs,
             instance_types: &self.instance_types,
             now: now(),
+            last_pod_event: None,
         }
     }
 

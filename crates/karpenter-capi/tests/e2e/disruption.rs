@@ -48,6 +48,54 @@ async fn empty_nodes_are_removed_after_a_scale_in(backend: Backend) {
     );
 }
 
+/// #23 item 3, found against Cluster API: after a 3→1 scale-in, the busy node — quiet for
+/// longer than `consolidateAfter` — was consolidated by moving its pod onto a node that had
+/// just emptied. A node inside its `consolidateAfter` window is no destination for moved pods:
+/// the two emptied nodes go by emptiness once their window ends, and the pod stays where it is.
+async fn after_a_scale_in_the_emptied_nodes_go_and_the_running_pod_stays(backend: Backend) {
+    let world = setup_with_disruption(
+        backend,
+        &[md("m", 4, 16, "zone-a", 0.2)],
+        json!({"consolidateAfter": "5s"}),
+    )
+    .await;
+    let operator = start_disruptive(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("app", 3, "3", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 3, Duration::from_secs(90)).await;
+    // Every node quiet past its window: the one left busy is a consolidation candidate at once.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    scale(&world, "app", 1).await;
+    let busy = wait_for("one pod left", Duration::from_secs(30), || async {
+        let pods = pods(&world).await;
+        (pods.len() == 1).then(|| pods[0].spec.as_ref()?.node_name.clone())?
+    })
+    .await;
+    node_count(&world, 1, Duration::from_secs(90)).await;
+    assert_eq!(
+        nodes(&world).await[0].name_any(),
+        busy,
+        "the busy node stays"
+    );
+    let pods = all_running(&world, 1, Duration::from_secs(30)).await;
+    assert_eq!(
+        pods[0].spec.as_ref().unwrap().node_name.as_deref(),
+        Some(busy.as_str()),
+        "the pod was not moved"
+    );
+    let records = operator.disruptions();
+    assert!(
+        records
+            .iter()
+            .all(|r| r.method == controllers::disruption::methods::Method::Emptiness),
+        "{records:?}"
+    );
+}
+
 /// Two nodes each left with one small pod become one: one node is deleted, its pod moves.
 async fn a_half_empty_pair_is_consolidated_into_one_node(backend: Backend) {
     let world = setup_consolidating(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
@@ -734,6 +782,7 @@ world::backend_tests!(
     a_drifted_node_held_by_a_pdb_is_replaced_within_its_termination_grace_period,
     an_expired_node_claim_is_deleted_and_its_pod_comes_back,
     empty_nodes_are_removed_after_a_scale_in,
+    after_a_scale_in_the_emptied_nodes_go_and_the_running_pod_stays,
     a_half_empty_pair_is_consolidated_into_one_node,
     a_node_is_replaced_by_a_cheaper_machine_deployment,
     best_effort_min_values_are_relaxed_for_consolidation_as_for_provisioning,
