@@ -567,32 +567,48 @@ async fn a_node_pool_template_change_replaces_the_drifted_node(backend: Backend)
     )
     .await
     .unwrap();
-    all_running(&world, 1, Duration::from_secs(90)).await;
-    let old = node_of(&world, "app").await.unwrap();
-    patch_pool(
+    drifts_to_team_blue(
         &world,
+        &operator,
+        controllers::disruption::methods::Decision::Replace,
+    )
+    .await;
+    node_count(&world, 1, Duration::from_secs(60)).await;
+}
+
+/// The `app` pod's node, once the NodePool's template gains the label `team: blue`, is
+/// disrupted by drift (decided `decision`) and the pod ends up on a new, alone, `team=blue`
+/// node.
+async fn drifts_to_team_blue(
+    world: &World,
+    operator: &karpenter_capi::operator::Operator,
+    decision: controllers::disruption::methods::Decision,
+) {
+    all_running(world, 1, Duration::from_secs(90)).await;
+    let old = node_of(world, "app").await.unwrap();
+    patch_pool(
+        world,
         "default",
         json!({"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}),
     )
     .await;
     wait_for(
-        "the pod on a new node labelled team=blue",
-        Duration::from_secs(120),
+        "the pod on a new node labelled team=blue, alone",
+        Duration::from_secs(150),
         || async {
-            let node = node_of(&world, "app").await?;
-            let nodes = nodes(&world).await;
+            let node = node_of(world, "app").await?;
+            let nodes = nodes(world).await;
             let n = nodes.iter().find(|n| n.name_any() == node)?;
             (node != old && label(n, "team") == "blue" && nodes.len() == 1).then_some(())
         },
     )
     .await;
-    node_count(&world, 1, Duration::from_secs(60)).await;
     let records = operator.disruptions();
     assert!(
         records.iter().any(
             |r| r.method == controllers::disruption::methods::Method::Drift
                 && r.nodes == [old.clone()]
-                && r.decision == controllers::disruption::methods::Decision::Replace
+                && r.decision == decision
         ),
         "{records:?}"
     );
@@ -625,34 +641,12 @@ async fn a_drifted_node_held_by_a_pdb_is_replaced_within_its_termination_grace_p
     )
     .await
     .unwrap();
-    all_running(&world, 1, Duration::from_secs(90)).await;
-    let old = node_of(&world, "app").await.unwrap();
-    patch_pool(
+    drifts_to_team_blue(
         &world,
-        "default",
-        json!({"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}),
+        &operator,
+        controllers::disruption::methods::Decision::Delete,
     )
     .await;
-    wait_for(
-        "the pod on a new node labelled team=blue, the old node gone",
-        Duration::from_secs(150),
-        || async {
-            let node = node_of(&world, "app").await?;
-            let nodes = nodes(&world).await;
-            let n = nodes.iter().find(|n| n.name_any() == node)?;
-            (node != old && label(n, "team") == "blue" && nodes.len() == 1).then_some(())
-        },
-    )
-    .await;
-    let records = operator.disruptions();
-    assert!(
-        records.iter().any(
-            |r| r.method == controllers::disruption::methods::Method::Drift
-                && r.nodes == [old.clone()]
-                && r.decision == controllers::disruption::methods::Decision::Delete
-        ),
-        "{records:?}"
-    );
 }
 
 /// Expiration: a NodeClaim past the NodePool's `expireAfter` is deleted (no budget, no
