@@ -93,7 +93,8 @@ pub struct ClusterAPINodeClassSpec {
     /// (`karpenter.cluster.x-k8s.io/price`, or the legacy `cluster.x-k8s.io/machine-current-price`).
     /// An entry applies to an offering when every criterion it sets matches; of the entries that
     /// apply, one naming the MachineDeployment wins, then the one setting the most criteria, then
-    /// the first listed. No entry applies: price 0.
+    /// the first listed. No entry applies: the offering is unpriced (launched only when no priced
+    /// one fits, never a cheaper replacement).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxItems" = 1000, "x-kubernetes-list-type" = "atomic"))]
     pub prices: Option<Vec<PriceEntry>>,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use api::NodeClaim;
 use api::common::NodeSelectorOperator;
-use scheduling::instance_type::InstanceType;
+use scheduling::instance_type::{InstanceType, PriceRank};
 use scheduling::labels::WellKnownLabels;
 use scheduling::requirements::{Operator, Requirements, SelectorRequirement};
 use scheduling::resources::Resources;
@@ -73,7 +73,7 @@ pub fn requests_of(node_claim: &NodeClaim) -> Result<Resources, CloudProviderErr
 }
 
 /// A launchable choice: instance type `instance_type` (index into the input) through its
-/// offering `offering` (index into its offerings), at `price`.
+/// offering `offering` (index into its offerings), at `price` (0 when unpriced).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Choice {
     /// Index of the instance type.
@@ -82,10 +82,13 @@ pub struct Choice {
     pub offering: usize,
     /// The offering's price.
     pub price: f64,
+    /// Where it stands cheapest-first (unpriced after every priced offering).
+    pub rank: PriceRank,
 }
 
 /// Every available offering that satisfies `requirements` and whose instance type fits
-/// `requests`, cheapest first (ties: instance type name, then offering order).
+/// `requests`, cheapest first by [`PriceRank`] (unpriced offerings after every priced one;
+/// ties: instance type name, then offering order).
 #[must_use]
 pub fn compatible_offerings(
     instance_types: &[Arc<InstanceType>],
@@ -107,13 +110,14 @@ pub fn compatible_offerings(
                     instance_type: i,
                     offering: o,
                     price: offering.price,
+                    rank: offering.rank(),
                 });
             }
         }
     }
     choices.sort_by(|a, b| {
-        a.price
-            .total_cmp(&b.price)
+        a.rank
+            .cmp(&b.rank)
             .then_with(|| {
                 let name = |c: &Choice| instance_types.get(c.instance_type).map(|it| it.name());
                 name(a).cmp(&name(b))
@@ -154,5 +158,30 @@ mod tests {
             ["other"],
         ));
         assert!(compatible_offerings(&[it], &reqs, &Resources::new(), &wk).is_empty());
+    }
+
+    #[test]
+    fn a_launch_takes_a_priced_offering_before_an_unpriced_one() {
+        let free = Arc::new(
+            FakeInstanceType::new("a-free")
+                .offering(Offering::unpriced("on-demand", "z1"))
+                .build()
+                .unwrap(),
+        );
+        let priced = Arc::new(
+            FakeInstanceType::new("b-priced")
+                .offering(Offering::new("on-demand", "z1", 3.0))
+                .build()
+                .unwrap(),
+        );
+        let wk = WellKnownLabels::default();
+        let choices = compatible_offerings(
+            &[free, priced],
+            &Requirements::new(),
+            &Resources::new(),
+            &wk,
+        );
+        let order: Vec<usize> = choices.iter().map(|c| c.instance_type).collect();
+        assert_eq!(order, [1, 0], "unpriced is not cheaper than 3.0");
     }
 }

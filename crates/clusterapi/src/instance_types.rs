@@ -24,8 +24,9 @@
 //! - **offering**: zone = the zone label, else `spec.template.spec.failureDomain`, else `""` (no
 //!   zone); capacity type = the `karpenter.sh/capacity-type` label (`on-demand` or `spot`), else
 //!   `on-demand`; price = our annotation `karpenter.cluster.x-k8s.io/price`, else the legacy
-//!   `cluster.x-k8s.io/machine-current-price`, else the NodeClass table, else 0 — recorded as a
-//!   [`PriceSource`]; unavailable while paused, deleting, `Failed` or its scale-up is blocked
+//!   `cluster.x-k8s.io/machine-current-price`, else the NodeClass table, else unpriced (not
+//!   cheaper than anything: ranked after every priced offering, never a cheaper replacement) —
+//!   recorded as a [`PriceSource`]; unavailable while paused, deleting, `Failed` or its scale-up is blocked
 //!   (the `ScalingUp` condition: preflight checks), after a failed launch
 //!   (for the unavailable-offering TTL), or once `spec.replicas` + in-flight
 //!   increments reach the max-size annotation ([`Unavailable`]);
@@ -178,8 +179,9 @@ pub enum PriceSource {
         /// Index into `spec.prices`.
         entry: usize,
     },
-    /// Nothing priced it: 0.
-    Default,
+    /// Nothing priced it: an unpriced offering (price 0, ranked after every priced one; see
+    /// [`scheduling::instance_type::PriceRank`]).
+    Unpriced,
 }
 
 /// Why an offering cannot be launched now.

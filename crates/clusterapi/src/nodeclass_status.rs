@@ -36,6 +36,12 @@
 //!   otherwise; absent when nothing is selected. A warning too: a Warning Event
 //!   `UnhealthyMachineDeployment` when it turns False or its message changes.
 //!
+//! - `status.conditions[type=MachineDeploymentsPriced]` ([`pricing`]): False (reason
+//!   `Unpriced`, or `NoPrices` when none has a price) while a selected MachineDeployment has no
+//!   price, naming them: unpriced offerings rank after every priced one and are never a
+//!   cheaper replacement. True (reason `Priced`); absent without instance types. A warning too:
+//!   a Warning Event `UnpricedMachineDeployment` when it turns False or its message changes.
+//!
 //! Both are written with one JSON merge patch on `/status`, and only when they differ from what
 //! is there (so our own write does not loop). For each excluded MachineDeployment a Warning
 //! Event `InvalidMachineDeployment` is published on the NodeClass, once per distinct message.
@@ -73,8 +79,9 @@ use crate::watch_errors::WatchErrors;
 mod advisories;
 
 pub use advisories::{
-    MACHINE_DEPLOYMENTS_HEALTHY, REASON_INCOMPATIBLE_ROLLOUT_STRATEGY,
-    REASON_UNHEALTHY_MACHINE_DEPLOYMENT, ROLLOUT_STRATEGY_COMPATIBLE, health, rollout,
+    MACHINE_DEPLOYMENTS_HEALTHY, MACHINE_DEPLOYMENTS_PRICED, REASON_INCOMPATIBLE_ROLLOUT_STRATEGY,
+    REASON_UNHEALTHY_MACHINE_DEPLOYMENT, REASON_UNPRICED_MACHINE_DEPLOYMENT,
+    ROLLOUT_STRATEGY_COMPATIBLE, health, pricing, rollout,
 };
 
 /// Reason of a True `Ready`.
@@ -157,6 +164,8 @@ pub struct Observed {
     pub instance_types: Vec<InstanceTypeStatus>,
     /// The MachineDeployments excluded for bad input (one per problem).
     pub problems: Vec<InvalidMachineDeployment>,
+    /// The `MachineDeploymentsPriced` condition ([`pricing`]); `None` without instance types.
+    pub pricing: Option<advisories::Advisory>,
 }
 
 impl Observed {
@@ -167,6 +176,7 @@ impl Observed {
             message,
             instance_types: Vec::new(),
             problems: Vec::new(),
+            pricing: None,
         }
     }
 }
@@ -272,6 +282,7 @@ pub fn observe_with_templates(
         message: String::new(),
         instance_types: catalogue.status(),
         problems,
+        pricing: pricing(&catalogue),
     }
 }
 
@@ -424,6 +435,11 @@ impl Context {
                 MACHINE_DEPLOYMENTS_HEALTHY,
                 REASON_UNHEALTHY_MACHINE_DEPLOYMENT,
                 health(nodeclass, &mds.items, &sets.items, &self.config.scope),
+            ),
+            (
+                MACHINE_DEPLOYMENTS_PRICED,
+                REASON_UNPRICED_MACHINE_DEPLOYMENT,
+                observed.pricing.clone(),
             ),
         ];
         let mut warnings = Vec::new();

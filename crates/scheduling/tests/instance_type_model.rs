@@ -175,6 +175,7 @@ fn construction_rejects_empty_names_offerings_without_zone_or_capacity_type_and_
         missing.offerings.push(Offering {
             requirements: offering_requirements,
             price: 1.0,
+            priced: true,
             available: true,
             reservation_capacity: 0,
         });

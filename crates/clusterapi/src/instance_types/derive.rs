@@ -198,7 +198,7 @@ pub(super) fn derive(
         Some(p) => (p.price, PriceSource::LegacyAnnotation),
         None => prices
             .lookup(&facts)
-            .map_or((0.0, PriceSource::Default), |(price, entry)| {
+            .map_or((0.0, PriceSource::Unpriced), |(price, entry)| {
                 (price, PriceSource::NodeClass { entry })
             }),
     };

@@ -18,7 +18,7 @@ use scheduling::instance_type::{InstanceType, InstanceTypeSpec, Offering};
 use scheduling::requirements::{Requirement, Requirements};
 
 use super::derive::DerivedMd;
-use super::{CatalogueEntry, InvalidMachineDeployment, NodeOverhead};
+use super::{CatalogueEntry, InvalidMachineDeployment, NodeOverhead, PriceSource};
 
 /// Builds the entries of `derived`.
 pub(super) fn merge(
@@ -114,8 +114,12 @@ fn build(
     let offerings = group
         .iter()
         .map(|md| {
-            Offering::new(&md.origin.capacity_type, &md.origin.zone, md.price)
-                .with_available(md.origin.unavailable.is_none())
+            let offering = if md.origin.price_source == PriceSource::Unpriced {
+                Offering::unpriced(&md.origin.capacity_type, &md.origin.zone)
+            } else {
+                Offering::new(&md.origin.capacity_type, &md.origin.zone, md.price)
+            };
+            offering.with_available(md.origin.unavailable.is_none())
         })
         .collect();
     let spec = InstanceTypeSpec {

@@ -85,7 +85,7 @@ fn price_precedence_is_our_annotation_then_legacy_then_nodeclass_then_zero() {
     );
     assert_eq!(
         price_of(&bare_nodeclass(), sized("md")),
-        (0.0, PriceSource::Default)
+        (0.0, PriceSource::Unpriced)
     );
 }
 
@@ -432,4 +432,31 @@ fn invalid_overhead_makes_the_nodeclass_unusable() {
         let error = build_catalogue(&nodeclass, &[]).unwrap_err();
         assert_eq!(error.field, field);
     }
+}
+
+#[test]
+fn an_unpriced_machine_deployment_is_an_unpriced_offering_and_the_priced_condition_names_it() {
+    use crate::nodeclass_status::pricing;
+    use api::common::ConditionStatus;
+    let priced = sized("priced").annotation(capi::PRICE, "0.50").build();
+    let unpriced = sized("free").build();
+    let catalogue = catalogue_of(&bare_nodeclass(), &[priced.clone(), unpriced.clone()]);
+    let offerings: Vec<(bool, f64)> = catalogue
+        .entries()
+        .iter()
+        .flat_map(|e| e.offerings())
+        .map(|(o, _)| (o.priced, o.price))
+        .collect();
+    assert!(offerings.contains(&(false, 0.0)), "{offerings:?}");
+    assert!(offerings.contains(&(true, 0.5)), "{offerings:?}");
+    let (status, reason, message) = pricing(&catalogue).unwrap();
+    assert_eq!((status, reason), (ConditionStatus::False, "Unpriced"));
+    assert!(
+        message.starts_with("MachineDeployment default/free has no price"),
+        "{message}"
+    );
+    let none = catalogue_of(&bare_nodeclass(), &[unpriced]);
+    assert_eq!(pricing(&none).unwrap().1, "NoPrices");
+    let all = catalogue_of(&bare_nodeclass(), &[priced]);
+    assert_eq!(pricing(&all).unwrap().0, ConditionStatus::True);
 }

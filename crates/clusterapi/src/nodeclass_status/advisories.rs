@@ -13,6 +13,11 @@
 //!   `ScaleUpBlocked`: MachineSet preflight checks, missing templates;
 //!   [`crate::scale_up::blocked`]), naming them and why; those offerings are unavailable meanwhile. True (reason
 //!   `Healthy`) otherwise.
+//! - [`pricing`]: `MachineDeploymentsPriced` — False while a selected MachineDeployment's
+//!   offerings have no price (reason `Unpriced` when some have one, `NoPrices` when none has),
+//!   naming them and what that means for provisioning and consolidation; True (reason
+//!   `Priced`) when every one has a price. Read off the catalogue, so it is absent too when
+//!   no instance type could be built.
 //!
 //! Both are `None` when the NodeClass selects nothing (or its selector is invalid).
 //! Inputs: the NodeClass, the MachineDeployments (and their MachineSets), the scope. Outputs: (status, reason, message).
@@ -20,7 +25,7 @@
 use api::common::ConditionStatus;
 use api::{ClusterAPINodeClass, MachineDeployment, MachineSet};
 
-use crate::instance_types::MachineDeploymentRef;
+use crate::instance_types::{Catalogue, MachineDeploymentRef, PriceSource};
 use crate::selection::{Scope, select};
 
 /// Condition type: whether the selected MachineDeployments leave replacing Machines to
@@ -33,6 +38,10 @@ pub const REASON_INCOMPATIBLE_ROLLOUT_STRATEGY: &str = "IncompatibleRolloutStrat
 pub const MACHINE_DEPLOYMENTS_HEALTHY: &str = "MachineDeploymentsHealthy";
 /// Event reason when a selected MachineDeployment is Failed or cannot scale up.
 pub const REASON_UNHEALTHY_MACHINE_DEPLOYMENT: &str = "UnhealthyMachineDeployment";
+/// Condition type: whether every selected MachineDeployment has a price.
+pub const MACHINE_DEPLOYMENTS_PRICED: &str = "MachineDeploymentsPriced";
+/// Event reason when a selected MachineDeployment has no price.
+pub const REASON_UNPRICED_MACHINE_DEPLOYMENT: &str = "UnpricedMachineDeployment";
 /// How many MachineDeployments a message names.
 const NAMED: usize = 3;
 
@@ -202,6 +211,55 @@ pub fn health(
             named(&failed, "; ")
         ),
     ))
+}
+
+/// The `MachineDeploymentsPriced` condition for the instance types `catalogue` holds, or
+/// `None` when it holds none. Pure.
+#[must_use]
+pub fn pricing(catalogue: &Catalogue) -> Option<Advisory> {
+    let mut unpriced = Vec::new();
+    let mut priced = 0usize;
+    for (_, origin) in catalogue.entries().iter().flat_map(|e| e.offerings()) {
+        if origin.price_source == PriceSource::Unpriced {
+            unpriced.push(origin.machine_deployment.to_string());
+        } else {
+            priced += 1;
+        }
+    }
+    if unpriced.is_empty() {
+        return (priced > 0).then(|| {
+            (
+                ConditionStatus::True,
+                "Priced",
+                "every selected MachineDeployment has a price".into(),
+            )
+        });
+    }
+    unpriced.sort();
+    unpriced.dedup();
+    let how = format!(
+        "annotate them with {} (per hour) or add spec.prices",
+        api::well_known::capi::PRICE
+    );
+    Some(if priced == 0 {
+        (
+            ConditionStatus::False,
+            "NoPrices",
+            format!(
+                "no selected MachineDeployment has a price: provisioning cannot prefer the cheapest (equal ranks go by instance-type name), and consolidation removes nodes but never replaces one with a cheaper one; {how}"
+            ),
+        )
+    } else {
+        (
+            ConditionStatus::False,
+            "Unpriced",
+            format!(
+                "MachineDeployment {} {} no price: unpriced is not cheaper than anything, so they launch only when no priced MachineDeployment fits, and consolidation neither replaces their nodes nor replaces a node with them; {how}",
+                named(&unpriced, ", "),
+                if unpriced.len() == 1 { "has" } else { "have" }
+            ),
+        )
+    })
 }
 
 #[cfg(test)]

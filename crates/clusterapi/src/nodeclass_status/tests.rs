@@ -20,6 +20,7 @@ fn observed(status: ConditionStatus, reason: &str) -> Observed {
         message: String::new(),
         instance_types: Vec::new(),
         problems: Vec::new(),
+        pricing: None,
     }
 }
 

@@ -80,7 +80,8 @@ pub fn node_costs(
                     it,
                     labels.get(TOPOLOGY_ZONE).map(String::as_str),
                     labels.get(CAPACITY_TYPE).map(String::as_str),
-                ),
+                )
+                .unwrap_or(0.0),
                 disruption: 1.0 + disruption.get(name).copied().unwrap_or_default(),
             })
         })
@@ -342,6 +343,7 @@ mod tests {
             zone: None,
             capacity_type: None,
             price,
+            priced: true,
             reschedulable: Vec::new(),
             disruption_cost: disruption,
             consolidation: Consolidation::Consolidatable,

@@ -7,7 +7,9 @@
 //! (nodepool label), both Initialized and neither being deleted nor tainted
 //! `karpenter.sh/disrupted`; it is not nominated, and its NodeClaim was not created for pods
 //! that are still unbound (for [`PLANNED_WINDOW`] after it initialized: the scheduler may bind
-//! them a moment after the node turns Ready, and an empty-looking node is not empty); neither carries
+//! them a moment after the node turns Ready, and an empty-looking node is not empty) or, as a
+//! disruption replacement, for pods still on the nodes it replaces (until they are evicted:
+//! a fresh replacement is not empty, it waits for them); neither carries
 //! `karpenter.sh/do-not-disrupt: "true"`; its NodePool exists and offers instance types; and,
 //! unless the class is eventual and the NodeClaim has a `terminationGracePeriod`, no active pod
 //! on it has an active do-not-disrupt annotation and every evictable pod could be evicted now
@@ -27,7 +29,7 @@ use api::{NodeClaim, NodePool};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
-use scheduling::instance_type::InstanceType;
+use scheduling::instance_type::{InstanceType, Offering, OfferingIterExt};
 use scheduling::labels::{CAPACITY_TYPE, INSTANCE_TYPE, NODE_POOL, TOPOLOGY_ZONE};
 
 use super::consolidatable::{self, Consolidation};
@@ -111,6 +113,9 @@ pub struct Candidate {
     pub capacity_type: Option<String>,
     /// Its price per hour (0 when unknown).
     pub price: f64,
+    /// Whether its price is known. Consolidation replaces only priced nodes, with priced
+    /// ones; an unpriced node can still be removed outright.
+    pub priced: bool,
     /// Pods that must find a new home (`namespace/name` and the pod).
     pub reschedulable: Vec<Pod>,
     /// 1 + the positive eviction costs of the reschedulable pods.
@@ -245,30 +250,36 @@ fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-/// The price of the node's offering: the instance type's offering in its zone (any zone when
-/// it has no zone label) with its capacity type; 0 when unknown.
+/// The price of the offering a node runs on (by instance type, zone, capacity type): the
+/// cheapest matching one by [`scheduling::instance_type::PriceRank`]. `None` when no offering
+/// matches or it is unpriced.
 pub(super) fn offering_price(
     it: Option<&Arc<InstanceType>>,
     zone: Option<&str>,
     capacity_type: Option<&str>,
-) -> f64 {
+) -> Option<f64> {
     it.into_iter()
         .flat_map(|it| it.offerings().iter())
         .filter(|o| zone.is_none_or(|z| o.zone() == Some(z)))
         .filter(|o| capacity_type.is_none_or(|c| o.capacity_type() == Some(c)))
-        .map(|o| o.price)
-        .fold(None, |best: Option<f64>, p| {
-            Some(best.map_or(p, |b| b.min(p)))
-        })
-        .unwrap_or(0.0)
+        .cheapest()
+        .and_then(Offering::known_price)
 }
 
-/// Whether `nc` initialized less than [`PLANNED_WINDOW`] ago and a pod it was created for
-/// is still unbound (not on any node, not finished, not being deleted).
-fn awaits_planned_pods(inputs: &Inputs<'_>, nc: &NodeClaim) -> bool {
+/// Whether `nc` still waits for a pod it was created for: one that is unbound (not on any
+/// node, not finished, not being deleted) while `nc` initialized less than
+/// [`PLANNED_WINDOW`] ago, or — a disruption replacement, made for the pods of the nodes it
+/// replaces — one still on a node that is leaving (in a command in flight, tainted
+/// `karpenter.sh/disrupted`, or deleting), however long its drain takes: the node's pods come
+/// to the replacement only when they are evicted.
+fn awaits_planned_pods(inputs: &Inputs<'_>, nc: &NodeClaim, leaving: &BTreeSet<&str>) -> bool {
     let Some(name) = nc.metadata.name.as_deref() else {
         return false;
     };
+    let planned = (inputs.planned)(name);
+    if planned.is_empty() {
+        return false;
+    }
     let initialized_at = nc
         .status
         .as_ref()
@@ -282,17 +293,26 @@ fn awaits_planned_pods(inputs: &Inputs<'_>, nc: &NodeClaim) -> bool {
                 .try_into()
                 .is_ok_and(|d: std::time::Duration| d < PLANNED_WINDOW)
     });
-    if !recent {
-        return false;
-    }
-    let planned = (inputs.planned)(name);
-    !planned.is_empty()
-        && inputs.pods.iter().any(|p| {
-            p.metadata.uid.as_ref().is_some_and(|u| planned.contains(u))
-                && p.spec.as_ref().is_none_or(|s| s.node_name.is_none())
-                && p.metadata.deletion_timestamp.is_none()
-                && !is_terminal(p)
-        })
+    inputs.pods.iter().any(|p| {
+        if !p.metadata.uid.as_ref().is_some_and(|u| planned.contains(u)) || is_terminal(p) {
+            return false;
+        }
+        match p.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+            None => recent && p.metadata.deletion_timestamp.is_none(),
+            Some(node) => leaving.contains(node),
+        }
+    })
+}
+
+/// The nodes whose pods are leaving them: in a command in flight, tainted
+/// `karpenter.sh/disrupted`, or being deleted (the Node or its NodeClaim).
+fn leaving_nodes<'a>(inputs: &Inputs<'a>) -> BTreeSet<&'a str> {
+    let mut out = crate::provisioning::inputs::deleting_nodes(inputs.nodes, inputs.node_claims);
+    out.extend(inputs.nodes.iter().filter_map(|n| {
+        let name = n.metadata.name.as_deref()?;
+        (inputs.in_flight.contains(name) || super::writes::is_tainted(n)).then_some(name)
+    }));
+    out
 }
 
 /// Every candidate and every managed node that is not one.
@@ -313,6 +333,7 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
             Some((node, nc))
         })
         .collect();
+    let leaving = leaving_nodes(inputs);
     let mut out = Vec::new();
     let mut blocked = Vec::new();
     for node in inputs.nodes {
@@ -360,7 +381,7 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
             blocked.push(passing("node is not initialized", false));
             continue;
         }
-        if (inputs.nominated)(&name) || awaits_planned_pods(inputs, nc) {
+        if (inputs.nominated)(&name) || awaits_planned_pods(inputs, nc, &leaving) {
             blocked.push(passing("node is nominated for a pending pod", true));
             continue;
         }
@@ -445,12 +466,14 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
                 .iter()
                 .map(|p| eviction_cost(p).max(0.0))
                 .sum::<f64>();
+        let price = offering_price(
+            instance_type.as_ref(),
+            zone.as_deref(),
+            capacity_type.as_deref(),
+        );
         out.push(Candidate {
-            price: offering_price(
-                instance_type.as_ref(),
-                zone.as_deref(),
-                capacity_type.as_deref(),
-            ),
+            price: price.unwrap_or(0.0),
+            priced: price.is_some(),
             node: name.clone(),
             node_claim: nc.metadata.name.clone().unwrap_or_default(),
             node_claim_uid: nc.metadata.uid.clone(),

@@ -23,6 +23,9 @@
 //!    Balanced pool, and a `ConsolidationApproved` Event on the Node and NodeClaim of each
 //!    candidate a Balanced pool approved (multi-node's rejected binary-search probes are not
 //!    counted: they are trials, not moves);
+//!    a NodePool whose budget for a method's reason allows nothing gets a `DisruptionBlocked`
+//!    Event ("No allowed disruptions for disruption reason … due to blocking budget", deduped
+//!    for 5 minutes), as upstream publishes it; its nodes do not each get one;
 //! 5. without a command, the next pass comes after the poll interval or the next change of
 //!    the state, whichever is later.
 //!
@@ -417,7 +420,10 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             })
             .await;
             if let Ok((cmd, reasons)) = computed {
-                for r in reasons {
+                for r in reasons
+                    .into_iter()
+                    .filter(|r| !methods::is_budget_blocked(&r.reason))
+                {
                     tracing::debug!(node = %r.node, reason = %r.reason, "drifted node not replaced yet");
                     self.event_on_node(
                         &r.node,
@@ -477,7 +483,10 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             self.report_scores(&cmd.scores, true);
             self.approved_events(cmd);
         }
-        for r in reasons {
+        for r in reasons
+            .into_iter()
+            .filter(|r| !methods::is_budget_blocked(&r.reason))
+        {
             tracing::debug!(node = %r.node, reason = %r.reason, "not consolidated");
             self.event_on_node(
                 &r.node,
@@ -548,7 +557,10 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             &template,
         );
         self.observe("drift", Method::Drift, started);
-        for r in reasons {
+        for r in reasons
+            .into_iter()
+            .filter(|r| !methods::is_budget_blocked(&r.reason))
+        {
             tracing::debug!(node = %r.node, reason = %r.reason, "drifted static node not replaced yet");
             self.event_on_node(
                 &r.node,
@@ -760,6 +772,25 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         }
         for (pool, e) in &map.errors {
             tracing::warn!(nodepool = %pool, error = %e, "invalid disruption budget (allows nothing)");
+        }
+        // A budget that allows nothing is the NodePool's news, not each node's (as upstream).
+        let blocked = map
+            .pools
+            .iter()
+            .filter(|(_, b)| b.allowed <= 0 && b.nodes > 0)
+            .map(|(pool, _)| pool);
+        for pool in blocked {
+            if let Some(np) = snapshot
+                .node_pools
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(pool.as_str()))
+            {
+                self.events.publish(
+                    np,
+                    Message::normal(DISRUPTION_BLOCKED, methods::budget_blocked(reason))
+                        .dedupe_for(EVENT_DEDUPE),
+                );
+            }
         }
         map
     }

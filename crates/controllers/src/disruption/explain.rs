@@ -220,12 +220,7 @@ impl<'o, 'a> Pass<'o, 'a> {
                 std::slice::from_ref(c),
                 &mut self.budgets(DisruptionReason::Empty),
             )
-            .ok_or_else(|| {
-                format!(
-                    "No allowed disruptions for disruption reason {} due to blocking budget",
-                    methods::reason_name(DisruptionReason::Empty)
-                )
-            });
+            .ok_or_else(|| methods::budget_blocked(DisruptionReason::Empty));
         }
         let (cmd, why) = methods::single_node(
             &self.world,

@@ -269,6 +269,14 @@ pub fn consolidation(
             took: started.elapsed(),
         }),
         1 => {
+            // "Strictly cheaper" needs a price on both sides: a node whose price is not known
+            // can be removed, not replaced (spec §5.9 item 4, unpriced offerings).
+            if let Some(c) = candidates.iter().find(|c| !c.priced) {
+                return Err(format!(
+                    "Can't replace {} by a cheaper node: its price is not known",
+                    c.node
+                ));
+            }
             let mut replacement = new.remove(0);
             cheaper(world, &mut replacement, candidates, source, method)?;
             let cost = replacement
@@ -531,10 +539,7 @@ pub fn single_node(
         if !budgets.allows(c) {
             reasons.push(Unconsolidatable::new(
                 &c.node,
-                format!(
-                    "No allowed disruptions for disruption reason {} due to blocking budget",
-                    reason_name(DisruptionReason::Underutilized)
-                ),
+                budget_blocked(DisruptionReason::Underutilized),
             ));
             continue;
         }
@@ -589,10 +594,7 @@ pub fn drift(
         if !budgets.allows(c) {
             reasons.push(Unconsolidatable::new(
                 &c.node,
-                format!(
-                    "No allowed disruptions for disruption reason {} due to blocking budget",
-                    reason_name(DisruptionReason::Drifted)
-                ),
+                budget_blocked(DisruptionReason::Drifted),
             ));
             continue;
         }
@@ -627,6 +629,29 @@ pub fn drift(
         );
     }
     (None, reasons)
+}
+
+/// Why a candidate is passed over when its NodePool's budget for `reason` is used up (the
+/// words upstream publishes on the NodePool).
+#[must_use]
+pub fn budget_blocked(reason: DisruptionReason) -> String {
+    format!(
+        "No allowed disruptions for disruption reason {} due to blocking budget",
+        reason_name(reason)
+    )
+}
+
+/// Whether `why` is a [`budget_blocked`] reason: it belongs to the NodePool (where the
+/// disruption loop publishes it), not to each of its nodes.
+#[must_use]
+pub fn is_budget_blocked(why: &str) -> bool {
+    [
+        DisruptionReason::Empty,
+        DisruptionReason::Drifted,
+        DisruptionReason::Underutilized,
+    ]
+    .into_iter()
+    .any(|r| why == budget_blocked(r))
 }
 
 /// The reason's name as NodePools spell it.

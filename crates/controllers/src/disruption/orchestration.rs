@@ -3,7 +3,9 @@
 //! Responsibility, in order: mark every candidate — taint its Node `karpenter.sh/disrupted`
 //! ([`super::writes::taint_patch`]) and set its NodeClaim's `DisruptionReason` — and give up
 //! (rolling back what was marked) if any fails while the command needs replacements; create the
-//! replacement NodeClaims through the provisioner's NodeClaim builder; wait until each is
+//! replacement NodeClaims through the provisioner's NodeClaim builder (each recorded as planned
+//! for the candidates' pods it was made for, so it is no disruption candidate while they are
+//! still on the leaving nodes: [`super::candidates`]); wait until each is
 //! Initialized (a replacement that disappears, or the time limit, rolls the command back:
 //! taint removed, condition cleared); then delete each candidate NodeClaim (UID precondition:
 //! exactly the object decided on), which the existing termination path drains (PDBs respected)
@@ -374,6 +376,11 @@ impl Orchestrator {
             .map_err(|e| format!("creating replacement: {e}"))?;
         let name = created.name_any();
         self.state.node_claim_created(&name);
+        // Made for the candidates' pods: until they are evicted onto it, it is not empty.
+        self.state.node_claim_planned(
+            &name,
+            planned.pods.iter().map(ToString::to_string).collect(),
+        );
         self.metrics
             .nodeclaims_created
             .get_or_create(&crate::metrics::CreatedLabels {

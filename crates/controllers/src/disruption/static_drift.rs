@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use api::NodePool;
+use scheduling::instance_type::{Offering, OfferingIterExt};
 use scheduling::scheduler::PlannedNodeClaim;
 
 use super::budget_map::BudgetMap;
@@ -74,10 +75,9 @@ pub fn static_drift(
             continue;
         }
         let Some(c) = drifted.iter().find(|c| budgets.allows(c)).copied() else {
-            pass(
-                "No allowed disruptions for disruption reason Drifted due to blocking budget"
-                    .into(),
-            );
+            pass(super::methods::budget_blocked(
+                api::nodepool::DisruptionReason::Drifted,
+            ));
             continue;
         };
         let planned = match template(pool) {
@@ -88,17 +88,14 @@ pub fn static_drift(
             }
         };
         budgets.take_for(c);
-        let cost = planned.instance_types.first().map_or(0.0, |it| {
-            it.offerings()
-                .iter()
-                .filter(|o| o.available)
-                .map(|o| o.price)
-                .fold(f64::INFINITY, f64::min)
-        });
-        let savings = if cost.is_finite() {
-            c.price - cost
-        } else {
-            0.0
+        let cost = planned
+            .instance_types
+            .first()
+            .and_then(|it| it.offerings().iter().available().cheapest())
+            .and_then(Offering::known_price);
+        let savings = match cost {
+            Some(cost) if c.priced => c.price - cost,
+            _ => 0.0,
         };
         return (
             Some(Command {

@@ -40,6 +40,19 @@ pub fn instance_type(name: &str, cpu: i64, price: f64) -> Arc<InstanceType> {
     )
 }
 
+/// [`instance_type`] whose offering has no price.
+pub fn unpriced_instance_type(name: &str, cpu: i64) -> Arc<InstanceType> {
+    Arc::new(
+        FakeInstanceType::new(name)
+            .resource("cpu", Quantity::from_value(cpu))
+            .resource("memory", Quantity::from_bytes(64 << 30))
+            .resource("pods", Quantity::from_value(110))
+            .offering(Offering::unpriced("on-demand", "z1"))
+            .build()
+            .unwrap(),
+    )
+}
+
 /// A cluster under test.
 #[derive(Debug, Default, Clone)]
 pub struct Fixture {

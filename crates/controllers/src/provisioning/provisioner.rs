@@ -8,7 +8,9 @@
 //!    skipped for this loop;
 //! 3. provisionable pods ([`inputs::provisionable`]) are validated ([`inputs::validate_pod`]);
 //!    ignored pods get a `FailedScheduling` Warning (except those avoiding Karpenter on
-//!    purpose);
+//!    purpose); the reschedulable pods of nodes being deleted ([`inputs::leaving`]) are
+//!    scheduled with them, off their node, so their new place is launched while the node
+//!    drains (no Events for them: they are not pending yet);
 //! 4. the engine solves on a blocking thread;
 //! 5. new NodeClaims are created in parallel ([`super::node_claim`]) and recorded in the state
 //!    (so the gate waits until the cache shows them); their pods get a `Nominated` Event;
@@ -16,9 +18,8 @@
 //!    fit nowhere get `FailedScheduling` with the engine's reason (deduplicated 5 min per pod).
 //!
 //! Every 10 s without a trigger the loop also runs when provisionable pods exist (upstream's
-//! per-pod requeue). Decisions are kept as [`Decision`] values for `simulate` and `bench e2e`.
-//! Not done: pre-provisioning for pods of nodes being deleted (their replacements trigger
-//! provisioning when they are created), volume topology, DRA.
+//! per-pod requeue; the pods of deleting nodes count too). Decisions are kept as [`Decision`]
+//! values for `simulate` and `bench e2e`. Not done: volume topology, DRA.
 //!
 //! Inputs: triggers, [`ClusterState`], a [`CloudProvider`]. Outputs: NodeClaims, Events,
 //! metrics, decisions.
@@ -228,11 +229,17 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
     }
 
     fn any_provisionable(&self) -> bool {
-        self.state
-            .pods()
-            .state()
-            .iter()
-            .any(|p| inputs::provisionable(p))
+        let pods = self.state.pods().state();
+        if pods.iter().any(|p| inputs::provisionable(p)) {
+            return true;
+        }
+        let (nodes, claims) = (self.state.nodes().state(), self.state.node_claims().state());
+        let deleting =
+            inputs::deleting_nodes(nodes.iter().map(|n| &**n), claims.iter().map(|c| &**c));
+        !deleting.is_empty()
+            && inputs::pods_leaving(pods.iter().map(|p| &**p), &deleting)
+                .next()
+                .is_some()
     }
 
     async fn wait_synced(&self) {
@@ -271,17 +278,20 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
             .iter()
             .filter(|p| inputs::provisionable(p))
             .collect();
+        // Capacity before eviction: the pods of nodes being deleted need a place too.
+        let deleting = inputs::deleting_nodes(&snapshot.nodes, &snapshot.node_claims);
+        let leaving: Vec<&Pod> = inputs::pods_leaving(&snapshot.pods, &deleting).collect();
         let mut decision = Decision {
             window_opened: opened,
             finished: Instant::now(),
-            pods: pending.len(),
+            pods: pending.len() + leaving.len(),
             node_claims: Vec::new(),
             pods_on_new: 0,
             pods_on_existing: 0,
             unschedulable: 0,
             solve: Duration::ZERO,
         };
-        if pending.is_empty() {
+        if pending.is_empty() && leaving.is_empty() {
             self.metrics.ignored_pods.set(0);
             self.unschedulable_gauge(0);
             return Ok(decision);
@@ -309,7 +319,7 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
             }
         }
 
-        let (cluster, warnings) = inputs::cluster(&ClusterObjects {
+        let (mut cluster, warnings) = inputs::cluster(&ClusterObjects {
             nodes: &snapshot.nodes,
             node_claims: &snapshot.node_claims,
             pods: &snapshot.pods,
@@ -319,6 +329,12 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
         for w in warnings {
             tracing::debug!(warning = %w, "cluster state object skipped");
         }
+        // The leaving pods are scheduled afresh, so they no longer count where they are.
+        let leaving_uids: std::collections::HashSet<&str> = leaving
+            .iter()
+            .filter_map(|p| p.metadata.uid.as_deref())
+            .collect();
+        cluster.pods.retain(|p| !leaving_uids.contains(&*p.uid));
 
         let mut pods = Vec::new();
         let mut ignored = 0_i64;
@@ -341,6 +357,14 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
             }
         }
         self.metrics.ignored_pods.set(ignored);
+        for pod in &leaving {
+            // Not pending yet: no Events for them if they are ignored or fit nowhere.
+            if let Ok(mut p) = inputs::validate_pod(pod, &self.well_known) {
+                p.node_name = None;
+                p.terminal_or_terminating = false;
+                pods.push(p);
+            }
+        }
 
         let results = if pools.is_empty() {
             None

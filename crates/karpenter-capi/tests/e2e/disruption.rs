@@ -203,6 +203,105 @@ async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
     replaced_by_small(&operator);
 }
 
+/// A replacement is made for the pods of the node it replaces; until they have left that
+/// node it is not empty, it waits for them. A StatefulSet-like pod (the test re-creates it,
+/// under the same name, only once the old one is gone) takes 20 s to terminate: the fresh
+/// `small` node stays empty meanwhile, and with `consolidateAfter: 0s` emptiness would take
+/// it (validation 5 s later still finds it empty) — then the pod would need a third node. It
+/// must stay, and the pod come back onto it.
+async fn a_replacement_waits_for_the_pods_it_was_made_for(backend: Backend) {
+    let mut config = fast_world();
+    config.kubelet.pod_termination_delay = Duration::from_secs(20);
+    let world = setup_world(
+        backend,
+        config,
+        &[
+            md("big", 8, 32, "zone-a", 0.8),
+            md("small", 2, 8, "zone-a", 0.2),
+        ],
+        // Budget for every node: the default 10 % would already be spent on the node being
+        // replaced, which would hide the hazard.
+        &[(
+            "default",
+            json!({"consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}),
+        )],
+    )
+    .await;
+    // Validation after 5 s (upstream: 15 s) bridges the moment between the old db-0 going
+    // and the new one being bound, as it does for a StatefulSet's pods.
+    let mut operator_config = disruptive_operator();
+    operator_config.disruption.validation_delay = Duration::from_secs(5);
+    let operator = start_with(&world, operator_config);
+    scenario::apply(
+        &world.workload_client(),
+        &[deployment("huge", 1, "6", "1Gi", json!({}))],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 1, Duration::from_secs(90)).await;
+    let db = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "db-0", "namespace": "default", "labels": {"app": "db"}},
+        "spec": {"terminationGracePeriodSeconds": 30, "containers": [{"name": "c", "image": "pause",
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}});
+    scenario::apply(&world.workload_client(), std::slice::from_ref(&db))
+        .await
+        .unwrap();
+    all_running(&world, 2, Duration::from_secs(60)).await;
+    scale(&world, "huge", 0).await;
+    // The old db-0 is evicted from `big` and terminates; once it is gone, it comes back.
+    let pods_api: Api<Pod> = Api::namespaced(world.workload_client(), "default");
+    wait_for("db-0 evicted", Duration::from_secs(120), || async {
+        pods_api
+            .get_opt("db-0")
+            .await
+            .unwrap()
+            .is_some_and(|p| p.metadata.deletion_timestamp.is_some())
+            .then_some(())
+    })
+    .await;
+    wait_for("db-0 gone", Duration::from_secs(60), || async {
+        pods_api
+            .get_opt("db-0")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    scenario::apply(&world.workload_client(), &[db])
+        .await
+        .unwrap();
+    wait_for(
+        "db-0 running on the one small node",
+        Duration::from_secs(120),
+        || async {
+            let nodes = nodes(&world).await;
+            let pods = pods(&world).await;
+            (nodes.len() == 1
+                && label(&nodes[0], "node.kubernetes.io/instance-type") == "small"
+                && pods.len() == 1
+                && running(&pods[0])
+                && pods[0].spec.as_ref().unwrap().node_name.as_deref()
+                    == Some(nodes[0].name_any().as_str()))
+            .then_some(())
+        },
+    )
+    .await;
+    replaced_by_small(&operator);
+    let records = operator.disruptions();
+    assert!(
+        records
+            .iter()
+            .all(|r| r.decision != controllers::disruption::methods::Decision::Delete),
+        "the fresh replacement was taken while its pod was still terminating: {records:?}"
+    );
+    assert_eq!(
+        node_claims(&world).await.len(),
+        1,
+        "no third node was needed"
+    );
+}
+
 /// The provisioner's `--min-values-policy BestEffort` holds for disruption too: a pool asking
 /// for two instance types (`minValues: 2`) where a pod fits only one was provisioned with the
 /// requirement relaxed, and its node is replaced by the cheaper MachineDeployment — one type,
@@ -533,6 +632,43 @@ async fn pdbs_do_not_disrupt_and_budgets_block_until_lifted(backend: Backend) {
         .await
         .unwrap();
     hold(&world, &node, "a budget of 0").await;
+    // The blocking budget is the NodePool's news (as upstream), not the node's.
+    let events = Api::<k8s_openapi::api::events::v1::Event>::all(world.workload_client());
+    let blocked = |e: &k8s_openapi::api::events::v1::Event| {
+        e.reason.as_deref() == Some("DisruptionBlocked")
+            && e.note
+                .as_deref()
+                .is_some_and(|n| n.ends_with("due to blocking budget"))
+    };
+    wait_for(
+        "a DisruptionBlocked Event on the NodePool",
+        Duration::from_secs(30),
+        || async {
+            events
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .any(|e| {
+                    blocked(e)
+                        && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("NodePool")
+                })
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(
+        !events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|e| blocked(e)
+                && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Node")),
+        "no node carries the budget's Event"
+    );
     // Lifted: the node is replaced by a cheaper one and the pod moves there.
     patch_pool(
         &world,
@@ -779,6 +915,7 @@ world::backend_tests!(
     after_a_scale_in_the_emptied_nodes_go_and_the_running_pod_stays,
     a_half_empty_pair_is_consolidated_into_one_node,
     a_node_is_replaced_by_a_cheaper_machine_deployment,
+    a_replacement_waits_for_the_pods_it_was_made_for,
     best_effort_min_values_are_relaxed_for_consolidation_as_for_provisioning,
     pdbs_do_not_disrupt_and_budgets_block_until_lifted,
     emptiness_stops_at_the_machine_deployment_min_size,

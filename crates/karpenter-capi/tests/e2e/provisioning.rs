@@ -568,6 +568,87 @@ async fn a_machine_deleted_by_hand_under_a_pdb_drains_onto_its_replacement(backe
     replicas_match_machines(&world).await;
 }
 
+/// Capacity before eviction (spec §3.2–3.3): a NodeClaim deleted by hand whose pods a PDB
+/// keeps where they are gets the node they will need launched while it drains, not after:
+/// a second NodeClaim, initialized, while both pods still run on the old node. Once the PDB
+/// is lifted they move there and the old node goes.
+async fn a_deleted_node_claim_gets_the_node_its_pods_need_before_they_are_evicted(
+    backend: Backend,
+) {
+    use api::common::Conditions;
+    let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let _operator = start(&world);
+    scenario::apply(
+        &world.workload_client(),
+        &[
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "app", "namespace": "default"},
+                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "app"}}}}),
+            deployment("app", 2, "1", "1Gi", json!({})),
+        ],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(60)).await;
+    let ncs = node_claims(&world).await;
+    assert_eq!(ncs.len(), 1);
+    let victim = ncs[0].name_any();
+    let old_node = nodes(&world).await[0].name_any();
+    Api::<NodeClaim>::all(world.workload_client())
+        .delete(&victim, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(
+        "a new NodeClaim initialized while the pods still run on the old node",
+        Duration::from_secs(120),
+        || async {
+            let ncs = node_claims(&world).await;
+            let fresh = ncs.iter().any(|nc| {
+                nc.name_any() != victim
+                    && nc
+                        .status
+                        .as_ref()
+                        .is_some_and(|s| s.conditions.is_true("Initialized"))
+            });
+            let pods = pods(&world).await;
+            let held = pods.len() == 2
+                && pods.iter().all(|p| {
+                    running(p)
+                        && p.spec.as_ref().and_then(|s| s.node_name.as_deref())
+                            == Some(old_node.as_str())
+                });
+            (fresh && held).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(node_claims(&world).await.len(), 2, "one node for both pods");
+    Api::<k8s_openapi::api::policy::v1::PodDisruptionBudget>::namespaced(
+        world.workload_client(),
+        "default",
+    )
+    .delete("app", &DeleteParams::default())
+    .await
+    .unwrap();
+    wait_for(
+        "both pods Running on the new node, the old NodeClaim gone",
+        Duration::from_secs(120),
+        || async {
+            let pods = pods(&world).await;
+            let ncs = node_claims(&world).await;
+            (pods.len() == 2
+                && pods.iter().all(|p| {
+                    running(p)
+                        && p.spec.as_ref().and_then(|s| s.node_name.as_deref())
+                            != Some(old_node.as_str())
+                })
+                && ncs.len() == 1
+                && ncs[0].name_any() != victim)
+                .then_some(())
+        },
+    )
+    .await;
+}
+
 world::backend_tests!(
     a_scale_out_claims_each_machine_about_once_and_reads_machines_from_the_cache,
     one_pod_gets_one_node,

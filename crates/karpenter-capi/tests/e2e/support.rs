@@ -95,7 +95,17 @@ pub(crate) async fn setup_with_disruption(
 
 /// [`setup`] with the given NodePools (name, `spec.disruption`), all of the one NodeClass.
 pub(crate) async fn setup_pools(backend: Backend, mds: &[Value], pools: &[(&str, Value)]) -> World {
-    let world = World::start_on(backend, fast_world()).await.unwrap();
+    setup_world(backend, fast_world(), mds, pools).await
+}
+
+/// [`setup_pools`] on a world configured by `config`.
+pub(crate) async fn setup_world(
+    backend: Backend,
+    config: WorldConfig,
+    mds: &[Value],
+    pools: &[(&str, Value)],
+) -> World {
+    let world = World::start_on(backend, config).await.unwrap();
     world::crds::install_karpenter_crds(&world.workload_client())
         .await
         .unwrap();

@@ -64,28 +64,24 @@ impl fmt::Display for Unsatisfied<'_> {
     }
 }
 
-/// Sorts `its` in place by the price of each one's cheapest available offering compatible with
-/// `requirements` (`+∞` when none), ascending; equal prices by name, then input order.
+/// Sorts `its` in place by the [`super::PriceRank`] of each one's cheapest available offering
+/// compatible with `requirements` (priced by price, then unpriced, then none), ascending;
+/// equal ranks by name, then input order.
 pub fn order_by_price<C: AsRef<InstanceType> + Clone>(
     its: &mut [C],
     requirements: &Requirements,
     well_known: &WellKnownLabels,
 ) {
     let matcher = super::OfferingMatcher::new(requirements, well_known);
-    let mut keyed: Vec<(f64, &str, usize)> = its
+    let mut keyed: Vec<(super::PriceRank, &str, usize)> = its
         .iter()
         .enumerate()
         .map(|(i, c)| {
             let it = c.as_ref();
-            let price = matcher.cheapest_available_price(it);
-            (price, it.name(), i)
+            (matcher.cheapest_available_rank(it), it.name(), i)
         })
         .collect();
-    keyed.sort_by(|a, b| {
-        a.0.total_cmp(&b.0)
-            .then_with(|| a.1.cmp(b.1))
-            .then(a.2.cmp(&b.2))
-    });
+    keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)).then(a.2.cmp(&b.2)));
     let sorted: Vec<C> = keyed
         .iter()
         .filter_map(|(_, _, i)| its.get(*i).cloned())

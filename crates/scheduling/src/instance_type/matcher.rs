@@ -6,7 +6,7 @@
 //! one value each, is checked by membership of those two values.
 //! Inputs: requirements, well-known labels, instance types. Outputs: offerings, prices.
 
-use super::{InstanceType, Offering};
+use super::{InstanceType, Offering, PriceRank};
 use crate::labels::{CAPACITY_TYPE, TOPOLOGY_ZONE, WellKnownLabels};
 use crate::requirements::{Requirement, Requirements};
 
@@ -52,12 +52,15 @@ impl<'r> OfferingMatcher<'r> {
             .map(|(offering, _)| offering)
     }
 
-    /// The cheapest available compatible offering's price, `+∞` when there is none.
+    /// The rank of the cheapest available compatible offering ([`PriceRank::NONE`] when there
+    /// is none).
     #[must_use]
-    pub fn cheapest_available_price(&self, it: &InstanceType) -> f64 {
+    pub fn cheapest_available_rank(&self, it: &InstanceType) -> PriceRank {
         self.compatible(it)
             .filter(|o| o.available)
-            .fold(f64::INFINITY, |cheapest, o| cheapest.min(o.price))
+            .map(Offering::rank)
+            .min()
+            .unwrap_or(PriceRank::NONE)
     }
 }
 

@@ -33,7 +33,7 @@ pub use list::{
     satisfies_min_values, truncate,
 };
 pub use matcher::OfferingMatcher;
-pub use offering::{Offering, OfferingIterExt, Offerings};
+pub use offering::{Offering, OfferingIterExt, Offerings, PriceRank};
 
 use crate::labels::{CAPACITY_TYPE, INSTANCE_TYPE, TOPOLOGY_ZONE, WellKnownLabels};
 use crate::quantity::Quantity;
@@ -102,7 +102,7 @@ pub enum InstanceTypeError {
         /// The missing key.
         key: &'static str,
     },
-    /// An offering's price is negative, infinite or NaN.
+    /// An offering's price is negative, infinite or NaN, or not 0 while it is unpriced.
     #[error("instance type {name:?}: offering {offering} has invalid price {price}")]
     InvalidPrice {
         /// The instance type's name.
@@ -347,7 +347,10 @@ fn validate(spec: &InstanceTypeSpec) -> Result<(), InstanceTypeError> {
                 });
             }
         }
-        if !offering.price.is_finite() || offering.price < 0.0 {
+        if !offering.price.is_finite()
+            || offering.price < 0.0
+            || (!offering.priced && offering.price > 0.0)
+        {
             return Err(InstanceTypeError::InvalidPrice {
                 name: name(),
                 offering: index,

@@ -5,7 +5,13 @@
 //! and the price helpers Karpenter derives from offerings: availability and compatibility
 //! filters, cheapest / most expensive, and the worst-case launch price.
 //! Inputs: offerings as plain data, NodeClaim requirements and the [`WellKnownLabels`] that may
-//! stay undefined. Outputs: borrowed offerings, prices (`f64`, `+∞` meaning "none").
+//! stay undefined. Outputs: borrowed offerings, prices (`f64`, `+∞` meaning "none" or "not
+//! known") and [`PriceRank`]s.
+//!
+//! An offering may be *unpriced* (`priced: false`, price 0): its provider does not know what it
+//! costs. It is not cheaper than anything: it ranks after every priced offering
+//! ([`PriceRank`]), so cheapest-first picks it only when nothing priced will do, and a worst
+//! launch price that would rest on it is `+∞`, so it never makes a replacement look cheaper.
 //!
 //! Compatibility of an offering is always `requirements.is_compatible(offering, well_known)`:
 //! every key the offering defines must be defined by the requirements with a common value, or be
@@ -30,8 +36,11 @@ pub struct Offering {
     /// Must define [`CAPACITY_TYPE`] and [`TOPOLOGY_ZONE`]; reserved offerings also define the
     /// provider's reservation-id label.
     pub requirements: Requirements,
-    /// Price per hour.
+    /// Price per hour (0 when not [`Self::priced`]).
     pub price: f64,
+    /// Whether the price is known. Unpriced offerings rank after every priced one
+    /// ([`PriceRank`]).
+    pub priced: bool,
     /// Whether the offering can currently be launched.
     pub available: bool,
     /// How many instances the reservation can still hold (reserved offerings only).
@@ -48,9 +57,35 @@ impl Offering {
                 (TOPOLOGY_ZONE, zone),
             ]),
             price,
+            priced: true,
             available: true,
             reservation_capacity: 0,
         }
+    }
+
+    /// An available offering of `capacity_type` in `zone` whose price is not known.
+    #[must_use]
+    pub fn unpriced(capacity_type: &str, zone: &str) -> Self {
+        Self {
+            priced: false,
+            ..Self::new(capacity_type, zone, 0.0)
+        }
+    }
+
+    /// Where it stands in cheapest-first order.
+    #[must_use]
+    pub fn rank(&self) -> PriceRank {
+        if self.priced {
+            PriceRank::priced(self.price)
+        } else {
+            PriceRank::UNPRICED
+        }
+    }
+
+    /// Its price when known.
+    #[must_use]
+    pub fn known_price(&self) -> Option<f64> {
+        self.priced.then_some(self.price)
     }
 
     /// An available reserved offering in `zone`: capacity type `reserved`, the reservation id
@@ -103,6 +138,72 @@ impl Offering {
     }
 }
 
+/// The cheapest-first order of offerings: priced ones by price, then unpriced ones, then
+/// "no offering at all" ([`PriceRank::NONE`]). A total order (prices by `f64::total_cmp`).
+#[derive(Debug, Clone, Copy)]
+pub struct PriceRank {
+    /// 0 priced, 1 unpriced, 2 none.
+    class: u8,
+    price: f64,
+}
+
+impl PriceRank {
+    /// The rank of an unpriced offering.
+    pub const UNPRICED: Self = Self {
+        class: 1,
+        price: 0.0,
+    };
+    /// The rank of no offering: after everything.
+    pub const NONE: Self = Self {
+        class: 2,
+        price: f64::INFINITY,
+    };
+
+    /// The rank of an offering priced `price`.
+    #[must_use]
+    pub const fn priced(price: f64) -> Self {
+        Self { class: 0, price }
+    }
+
+    /// The price when it is a priced offering's, else `+∞` (not known, or none).
+    #[must_use]
+    pub fn price_or_infinity(self) -> f64 {
+        if self.class == 0 {
+            self.price
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// Whether there is no offering behind it.
+    #[must_use]
+    pub fn is_none(self) -> bool {
+        self.class == 2
+    }
+}
+
+impl PartialEq for PriceRank {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for PriceRank {}
+
+impl PartialOrd for PriceRank {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for PriceRank {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.class
+            .cmp(&other.class)
+            .then_with(|| self.price.total_cmp(&other.price))
+    }
+}
+
 /// The smallest value of a concrete (`In`) requirement on `key`.
 fn first_value<'a>(requirements: &'a Requirements, key: &str) -> Option<&'a str> {
     let requirement = requirements.get(key)?;
@@ -138,10 +239,11 @@ pub trait OfferingIterExt<'a>: Iterator<Item = &'a Offering> + Sized {
         self.filter(move |offering| offering.is_compatible(requirements, well_known))
     }
 
-    /// The cheapest offering (the first of equal prices).
+    /// The cheapest offering by [`PriceRank`] (the first of equal ranks; unpriced ones only
+    /// when none is priced).
     fn cheapest(self) -> Option<&'a Offering> {
         self.reduce(|best, offering| {
-            if offering.price.total_cmp(&best.price).is_lt() {
+            if offering.rank() < best.rank() {
                 offering
             } else {
                 best
@@ -149,10 +251,11 @@ pub trait OfferingIterExt<'a>: Iterator<Item = &'a Offering> + Sized {
         })
     }
 
-    /// The most expensive offering (the first of equal prices).
+    /// The most expensive offering by [`PriceRank`] (the first of equal ranks; an unpriced
+    /// one when there is any).
     fn most_expensive(self) -> Option<&'a Offering> {
         self.reduce(|best, offering| {
-            if offering.price.total_cmp(&best.price).is_gt() {
+            if offering.rank() > best.rank() {
                 offering
             } else {
                 best
@@ -162,8 +265,8 @@ pub trait OfferingIterExt<'a>: Iterator<Item = &'a Offering> + Sized {
 
     /// The worst-case launch price among the offerings `requirements` allow: for the first
     /// capacity type in the order reserved, spot, on-demand that has any such offering, the
-    /// highest price of those offerings; `+∞` when there is none. Callers usually pass only
-    /// available offerings.
+    /// highest price of those offerings; `+∞` when there is none or one of them is unpriced.
+    /// Callers usually pass only available offerings.
     fn worst_launch_price(self, requirements: &Requirements, well_known: &WellKnownLabels) -> f64
     where
         Self: Clone,
@@ -176,7 +279,9 @@ pub trait OfferingIterExt<'a>: Iterator<Item = &'a Offering> + Sized {
                     .filter(|o| o.is_compatible(capacity_type, well_known))
                     .most_expensive()
             })
-            .map_or(f64::INFINITY, |offering| offering.price)
+            .map_or(f64::INFINITY, |offering| {
+                offering.rank().price_or_infinity()
+            })
     }
 }
 
@@ -221,26 +326,37 @@ impl Offerings {
             .any(|o| o.available && o.is_compatible(requirements, well_known))
     }
 
-    /// The price of the cheapest available offering compatible with `requirements`, `+∞` when
-    /// there is none: the key [`super::order_by_price`] sorts by.
+    /// The cheapest available offering compatible with `requirements` by [`PriceRank`]: the
+    /// offering [`super::order_by_price`] ranks an instance type by.
+    #[must_use]
+    pub fn cheapest_compatible(
+        &self,
+        requirements: &Requirements,
+        well_known: &WellKnownLabels,
+    ) -> Option<&Offering> {
+        self.available()
+            .filter(|o| o.is_compatible(requirements, well_known))
+            .cheapest()
+    }
+
+    /// The price of [`Self::cheapest_compatible`]; `+∞` when there is none or it is unpriced.
     #[must_use]
     pub fn cheapest_compatible_price(
         &self,
         requirements: &Requirements,
         well_known: &WellKnownLabels,
     ) -> f64 {
-        self.available()
-            .filter(|o| o.is_compatible(requirements, well_known))
-            .fold(f64::INFINITY, |cheapest, o| cheapest.min(o.price))
+        self.cheapest_compatible(requirements, well_known)
+            .map_or(f64::INFINITY, |o| o.rank().price_or_infinity())
     }
 
-    /// The cheapest offering (the first of equal prices).
+    /// The cheapest offering by [`PriceRank`] (the first of equal ranks).
     #[must_use]
     pub fn cheapest(&self) -> Option<&Offering> {
         self.0.iter().cheapest()
     }
 
-    /// The most expensive offering (the first of equal prices).
+    /// The most expensive offering by [`PriceRank`] (the first of equal ranks).
     #[must_use]
     pub fn most_expensive(&self) -> Option<&Offering> {
         self.0.iter().most_expensive()
@@ -298,5 +414,73 @@ impl<'a> IntoIterator for &'a Offerings {
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::fixtures::{FakeInstanceType, fake_well_known_labels};
+    use crate::instance_type::{InstanceType, InstanceTypeError, order_by_price};
+    use std::sync::Arc;
+
+    fn it(name: &str, offerings: Vec<Offering>) -> Arc<InstanceType> {
+        let mut b = FakeInstanceType::new(name);
+        for o in offerings {
+            b = b.offering(o);
+        }
+        Arc::new(b.build().unwrap())
+    }
+
+    #[test]
+    fn an_unpriced_offering_is_not_cheaper_than_anything() {
+        let priced = Offering::new("on-demand", "z1", 5.0);
+        let unpriced = Offering::unpriced("on-demand", "z2");
+        assert!(priced.rank() < unpriced.rank());
+        assert!(unpriced.rank() < PriceRank::NONE);
+        assert_eq!(unpriced.known_price(), None);
+        let both = [unpriced.clone(), priced.clone()];
+        assert_eq!(both.iter().cheapest(), Some(&priced));
+        assert_eq!(both.iter().most_expensive(), Some(&unpriced));
+        let wk = fake_well_known_labels();
+        let all = Requirements::new();
+        // The worst launch price of a choice that may land on an unpriced offering is unknown.
+        assert_eq!(both.iter().worst_launch_price(&all, &wk), f64::INFINITY);
+        assert_eq!([priced.clone()].iter().worst_launch_price(&all, &wk), 5.0);
+    }
+
+    #[test]
+    fn cheapest_first_puts_unpriced_types_after_priced_ones_and_before_unavailable_ones() {
+        let wk = fake_well_known_labels();
+        let mut its = vec![
+            it("a-unpriced", vec![Offering::unpriced("on-demand", "z1")]),
+            it(
+                "b-gone",
+                vec![Offering::new("on-demand", "z1", 0.1).with_available(false)],
+            ),
+            it("c-dear", vec![Offering::new("on-demand", "z1", 9.0)]),
+            it("d-cheap", vec![Offering::new("on-demand", "z1", 1.0)]),
+        ];
+        order_by_price(&mut its, &Requirements::new(), &wk);
+        let names: Vec<&str> = its.iter().map(|i| i.name()).collect();
+        assert_eq!(names, ["d-cheap", "c-dear", "a-unpriced", "b-gone"]);
+        assert_eq!(
+            its[2]
+                .offerings()
+                .cheapest_compatible_price(&Requirements::new(), &wk),
+            f64::INFINITY
+        );
+    }
+
+    #[test]
+    fn an_unpriced_offering_must_carry_price_zero() {
+        let mut o = Offering::unpriced("on-demand", "z1");
+        o.price = 0.5;
+        let err = FakeInstanceType::new("x").offering(o).build().unwrap_err();
+        assert!(
+            matches!(err, InstanceTypeError::InvalidPrice { .. }),
+            "{err}"
+        );
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::instance_type::{InstanceType, MinValuesPolicy, OfferingMatcher};
+use crate::instance_type::{InstanceType, MinValuesPolicy, OfferingMatcher, PriceRank};
 use crate::labels::{CAPACITY_TYPE, HOSTNAME, NODE_INITIALIZED, NODE_REGISTERED, TOPOLOGY_ZONE};
 use crate::pod::Pod;
 use crate::requirements::{Requirement, Requirements};
@@ -39,7 +39,7 @@ pub(super) fn results(
     } = scheduler;
     let index_of = |uid: &Arc<str>| pods.iter().position(|p| &p.uid == uid);
     type PriceCache =
-        FxHashMap<(usize, Vec<Option<Requirement>>), FxHashMap<*const InstanceType, f64>>;
+        FxHashMap<(usize, Vec<Option<Requirement>>), FxHashMap<*const InstanceType, PriceRank>>;
     let mut price_cache: PriceCache = FxHashMap::default();
     let mut new_node_claims = Vec::with_capacity(claims.len());
     for claim in claims {
@@ -82,16 +82,16 @@ pub(super) fn results(
                 .collect();
             let prices = price_cache.entry((claim.template, key)).or_default();
             let matcher = OfferingMatcher::new(&requirements, &options.well_known);
-            let mut keyed: Vec<(f64, Arc<InstanceType>)> = instance_types
+            let mut keyed: Vec<(PriceRank, Arc<InstanceType>)> = instance_types
                 .into_iter()
                 .map(|it| {
                     let price = *prices
                         .entry(Arc::as_ptr(&it))
-                        .or_insert_with(|| matcher.cheapest_available_price(&it));
+                        .or_insert_with(|| matcher.cheapest_available_rank(&it));
                     (price, it)
                 })
                 .collect();
-            keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name().cmp(b.1.name())));
+            keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name().cmp(b.1.name())));
             instance_types = keyed.into_iter().map(|(_, it)| it).collect();
         }
         instance_types.truncate(options.max_instance_types);

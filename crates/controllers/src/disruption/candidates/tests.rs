@@ -200,6 +200,43 @@ fn a_fresh_node_is_held_for_the_unbound_pods_it_was_created_for() {
     );
 }
 
+/// A disruption replacement is made for the pods of the nodes it replaces. Initialized long
+/// ago (the drain may take minutes), it is still held while one of those pods is on a node
+/// that is leaving; once the pods left that node (or it stays), it is a candidate again.
+#[test]
+fn a_replacement_is_held_while_the_pods_it_was_made_for_are_on_a_leaving_node() {
+    // n2 replaces n1; pod a (on n1) is what it was made for.
+    let mut f = fixture();
+    f.planned.insert("n2-claim".into(), vec!["uid-a".into()]);
+    let held = |f: &Fixture| {
+        reasons(&f.candidates(Class::Graceful).1)
+            .contains(&("n2".into(), "node is nominated for a pending pod".into()))
+    };
+    assert!(!held(&f), "n1 is not leaving: n2 is no replacement waiting");
+
+    let mut in_flight = f.clone();
+    in_flight.in_flight.insert("n1".into());
+    assert!(held(&in_flight), "n1 is in a command in flight");
+
+    let mut tainted = f.clone();
+    tainted.nodes[0].spec.as_mut().unwrap().taints =
+        Some(vec![k8s_openapi::api::core::v1::Taint {
+            key: DISRUPTED.into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        }]);
+    assert!(held(&tainted), "n1 is being drained");
+
+    let mut deleting = f.clone();
+    deleting.node_claims[0].metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    assert!(held(&deleting), "n1's NodeClaim is deleting");
+
+    let mut evicted = deleting.clone();
+    evicted.pods.clear();
+    assert!(!held(&evicted), "the pod left n1: n2 is on its own");
+}
+
 #[test]
 fn unmanaged_nodes_are_not_considered_and_missing_pools_are_named() {
     let mut f = fixture();

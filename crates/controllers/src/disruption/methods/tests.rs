@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 use super::*;
 use crate::disruption::budget_map::budget_map;
 use crate::disruption::candidates::Class;
-use crate::disruption::testing::{Fixture, instance_type, marginal_replacements, now};
+use crate::disruption::testing::{
+    Fixture, instance_type, marginal_replacements, now, unpriced_instance_type,
+};
 
 fn budgets(f: &Fixture, reason: DisruptionReason) -> BudgetMap {
     budget_map(
@@ -221,6 +223,50 @@ fn a_node_is_replaced_by_a_cheaper_type_but_never_by_an_equal_one() {
             scores: Vec::new(),
         }]
     );
+}
+
+#[test]
+fn an_unpriced_node_is_removed_but_never_replaced_and_never_a_replacement() {
+    // A priced node whose only smaller option is unpriced stays: unpriced is not cheaper.
+    let big = instance_type("big", 8, 0.8);
+    let free = unpriced_instance_type("free-small", 2);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone(), free.clone()]);
+    f.node("n1", "default", &big);
+    f.pod("a", Some("n1"), "1");
+    let (c, _) = f.candidates(Class::Graceful);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let (cmd, reasons) = single_node(&f.world(), &c, &f.node_pools, &b);
+    assert!(cmd.is_none(), "{cmd:?}");
+    assert_eq!(reasons[0].reason, "Can't replace with a cheaper node");
+
+    // An unpriced node is not replaced by a priced one either: its cost is not known.
+    let big_free = unpriced_instance_type("free-big", 8);
+    let small = instance_type("small", 2, 0.2);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big_free.clone(), small]);
+    f.node("n1", "default", &big_free);
+    f.pod("a", Some("n1"), "1");
+    let (c, _) = f.candidates(Class::Graceful);
+    assert!(!c[0].priced);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let (cmd, reasons) = single_node(&f.world(), &c, &f.node_pools, &b);
+    assert!(cmd.is_none(), "{cmd:?}");
+    assert_eq!(
+        reasons[0].reason,
+        "Can't replace n1 by a cheaper node: its price is not known"
+    );
+
+    // But an empty unpriced node goes, and one whose pods fit elsewhere is deleted.
+    f.node("n2", "default", &big_free);
+    let (c, _) = f.candidates(Class::Graceful);
+    let cmd = emptiness(&c, &mut budgets(&f, DisruptionReason::Empty)).unwrap();
+    assert_eq!(names(&cmd), ["n2"]);
+    let b = budgets(&f, DisruptionReason::Underutilized);
+    let (cmd, _) = single_node(&f.world(), &c, &f.node_pools, &b);
+    let cmd = cmd.unwrap();
+    assert_eq!(cmd.decision(), Decision::Delete);
+    assert!(cmd.savings.is_finite());
 }
 
 #[test]

@@ -8,17 +8,21 @@
 //!   ([`catalogues`]) and NodePools → scheduler NodePools ([`node_pools`]);
 //! - [`mod@cluster`]: Nodes, NodeClaims, bound pods, DaemonSets, Namespaces → the scheduler's
 //!   [`scheduling::scheduler::Cluster`] ([`cluster()`]);
+//! - [`leaving`]: the nodes being deleted and their pods that will need a place
+//!   ([`deleting_nodes`], [`pods_leaving`]);
 //! - [`plan`]: the scheduler's [`scheduling::scheduler::Results`] joined back to names,
 //!   MachineDeployments and prices ([`Plan`]).
 //!
 //! Inputs: typed objects. Outputs: plain values; problems are values (never panics).
 
 pub mod cluster;
+pub mod leaving;
 pub mod plan;
 pub mod pods;
 pub mod pools;
 
 pub use cluster::{ClusterObjects, cluster};
+pub use leaving::{deleting_nodes, pods_leaving};
 pub use plan::{
     Binding, IgnoredNodePool, InstanceTypeOption, Plan, PlanContext, PlannedNodeClaim,
     UnschedulablePod,

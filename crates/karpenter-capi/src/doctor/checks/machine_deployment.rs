@@ -103,7 +103,7 @@ pub(super) fn machine_deployment(
         PriceSource::Annotation => "annotation".to_owned(),
         PriceSource::LegacyAnnotation => "legacy annotation".to_owned(),
         PriceSource::NodeClass { entry } => format!("nodeclass spec.prices[{entry}]"),
-        PriceSource::Default => "none (0)".to_owned(),
+        PriceSource::Unpriced => "none (0)".to_owned(),
     });
     report.zone = origin.zone.clone();
     let zone_label = annotation(md, capacity::LABELS)
@@ -135,13 +135,13 @@ pub(super) fn machine_deployment(
             format!("cannot launch now: {u}"),
         ));
     }
-    if origin.price_source == PriceSource::Default {
+    if origin.price_source == PriceSource::Unpriced {
         findings.push(
             Finding::new(
                 Severity::Warning,
                 "machine-deployment-unpriced",
                 subject.clone(),
-                "no price: every unpriced MachineDeployment costs 0, so provisioning cannot prefer the cheapest and consolidation cannot save",
+                "no price: it is not cheaper than anything, so it launches only when no priced MachineDeployment fits, and consolidation neither replaces its nodes nor replaces a node with it",
             )
             .hint(format!(
                 "annotate it with {} (per hour), or add the NodeClass spec.prices",
