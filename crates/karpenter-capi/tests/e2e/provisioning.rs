@@ -501,55 +501,6 @@ async fn a_machine_deleted_by_hand_under_a_pdb_drains_onto_its_replacement(backe
                 .filter_map(|p| p.spec.as_ref()?.node_name.clone())
                 .collect();
             let machines = machines(&world).await;
-            eprintln!(
-                "DBG pods {:?}",
-                pods.iter()
-                    .map(|p| (
-                        p.name_any(),
-                        p.status.as_ref().and_then(|s| s.phase.clone()),
-                        p.spec.as_ref().and_then(|s| s.node_name.clone()),
-                        p.metadata.deletion_timestamp.is_some()
-                    ))
-                    .collect::<Vec<_>>()
-            );
-            eprintln!(
-                "DBG nodes {:?}",
-                nodes(&world)
-                    .await
-                    .iter()
-                    .map(|n| (
-                        n.name_any(),
-                        n.spec.as_ref().and_then(|s| s.unschedulable),
-                        n.spec
-                            .as_ref()
-                            .and_then(|s| s.taints.as_ref())
-                            .map(|t| t.iter().map(|t| t.key.clone()).collect::<Vec<_>>())
-                    ))
-                    .collect::<Vec<_>>()
-            );
-            eprintln!(
-                "DBG ncs {:?}",
-                node_claims(&world)
-                    .await
-                    .iter()
-                    .map(|n| (
-                        n.name_any(),
-                        n.metadata.deletion_timestamp.is_some(),
-                        n.status.as_ref().and_then(|s| s.node_name.clone())
-                    ))
-                    .collect::<Vec<_>>()
-            );
-            eprintln!(
-                "DBG machines {:?}",
-                machines
-                    .iter()
-                    .map(|m| (
-                        m.name_any(),
-                        m.metadata.deletion_timestamp.is_some(),
-                        m.metadata.annotations.clone()
-                    ))
-                    .collect::<Vec<_>>()
-            );
             (pods.len() == 2
                 && pods.iter().all(running)
                 && hosts.len() == 1
@@ -661,4 +612,5 @@ world::backend_tests!(
     the_node_pool_counts_each_node_once,
     a_machine_deleted_by_hand_takes_its_node_claim_and_the_pods_come_back,
     a_machine_deleted_by_hand_under_a_pdb_drains_onto_its_replacement,
+    a_deleted_node_claim_gets_the_node_its_pods_need_before_they_are_evicted,
 );
