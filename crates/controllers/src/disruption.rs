@@ -12,6 +12,7 @@
 //! - [`methods`]: emptiness, multi- and single-node consolidation, deciding [`methods::Command`]s;
 //!   [`static_drift`]: the one-for-one replacement of a static NodePool's drifted nodes;
 //!   [`balanced`]: the score a move needs under `consolidationPolicy: Balanced` (spec §5.12);
+//! - [`validation`]: a command checked again after the validation delay (spec §5.13);
 //! - [`writes`]: the taint and status patches; [`orchestration`]: carrying a command out;
 //! - [`explain`]: what the next pass would do and a verdict per node (for `plan`);
 //! - [`controller`]: the loop on the leader ([`Disruption`]).
@@ -33,6 +34,7 @@ pub mod orchestration;
 pub mod pdb;
 pub mod simulation;
 pub mod static_drift;
+pub mod validation;
 pub mod writes;
 
 pub use controller::{Disruption, DisruptionConfig, Record};

@@ -64,6 +64,7 @@ use super::methods::{self, Command, Decision, Method, reason_name};
 use super::orchestration::{Orchestrator, Outcome};
 use super::simulation::{Objects, World};
 use super::static_drift::{PoolCount, static_drift};
+use super::validation;
 use super::writes;
 use crate::events::{Events, Message};
 use crate::metrics::{
@@ -899,8 +900,9 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         true
     }
 
-    /// After the validation delay: the candidates are still candidates of the same kind
-    /// within a fresh budget, and (consolidation) a fresh simulation decides the same.
+    /// After the validation delay, against a fresh snapshot ([`validation`]): emptiness keeps
+    /// the candidates still empty within a fresh budget; consolidation needs all of them, a
+    /// fresh simulation deciding the same, and the Balanced pools' approval again.
     async fn validate(self: &Arc<Self>, cmd: Command) -> Result<Command, (Method, String)> {
         let method = cmd.method;
         if method == Method::Drift {
@@ -916,30 +918,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let (cands, _) = self.candidates(&snapshot, &its, &in_flight, &floors, now);
         let mut budgets = self.budgets(&snapshot, &in_flight, cmd.reason(), now);
         budgets.groups.clone_from(floors.rooms());
-        let mut fresh = Vec::new();
-        for c in &cmd.candidates {
-            let Some(now_c) = cands
-                .iter()
-                .find(|f| f.node == c.node && f.node_claim == c.node_claim)
-            else {
-                return Err((
-                    method,
-                    format!("node {} is no longer a candidate (churn)", c.node),
-                ));
-            };
-            if now_c.consolidation != Consolidation::Consolidatable
-                || (method == Method::Emptiness && !now_c.is_empty())
-            {
-                return Err((method, format!("node {} changed (churn)", c.node)));
-            }
-            if !budgets.take_for(now_c) {
-                return Err((
-                    method,
-                    format!("no budget or group room left for node {}", c.node),
-                ));
-            }
-            fresh.push(now_c.clone());
-        }
+        let fresh = validation::recheck(&cmd, &cands, &mut budgets).map_err(|why| (method, why))?;
         if method == Method::Emptiness {
             return Ok(Command {
                 candidates: fresh,
@@ -947,44 +926,14 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             });
         }
         let this = Arc::clone(self);
-        let expected = cmd.clone();
-        let result = tokio::task::spawn_blocking(move || {
+        let pools = snapshot.node_pools.clone();
+        tokio::task::spawn_blocking(move || {
             let world = this.world(&snapshot, &its, now);
-            let refs: Vec<&Candidate> = fresh.iter().collect();
-            methods::consolidation(&world, &refs, method)
+            validation::resimulated(&world, cmd, &fresh, &cands, &pools)
         })
         .await
-        .map_err(|e| (method, e.to_string()))?;
-        let again = result.map_err(|why| (method, format!("scheduling: {why}")))?;
-        match (expected.decision(), again.decision()) {
-            (Decision::Delete, Decision::Delete) => Ok(Command {
-                took: expected.took,
-                scores: expected.scores,
-                ..again
-            }),
-            (Decision::Replace, Decision::Replace) => {
-                let names: BTreeSet<&str> = again
-                    .replacements
-                    .iter()
-                    .flat_map(|r| r.instance_types.iter().map(|it| it.name()))
-                    .collect();
-                let subset = expected
-                    .replacements
-                    .iter()
-                    .flat_map(|r| r.instance_types.iter())
-                    .all(|it| names.contains(it.name()));
-                if subset {
-                    Ok(Command {
-                        took: expected.took,
-                        scores: expected.scores,
-                        ..again
-                    })
-                } else {
-                    Err((method, "the replacement's options changed".into()))
-                }
-            }
-            _ => Err((method, "the decision changed".into())),
-        }
+        .map_err(|e| (method, e.to_string()))?
+        .map_err(|why| (method, why))
     }
 
     /// Removes the disrupted taint and `DisruptionReason` from managed nodes no command of

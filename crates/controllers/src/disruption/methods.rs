@@ -427,14 +427,14 @@ pub fn eligible<'a>(
 
 /// A consolidation move that is not taken: why, and (a Balanced NodePool rejected it) its
 /// scores.
-struct Rejected {
-    reason: String,
-    scores: Vec<PoolScore>,
+pub(super) struct Rejected {
+    pub(super) reason: String,
+    pub(super) scores: Vec<PoolScore>,
 }
 
 /// The command of `computed` with its scores, if every Balanced NodePool of its candidates
 /// approves it (spec §5.12).
-fn approved(
+pub(super) fn approved(
     computed: Result<Command, String>,
     pools: &[NodePool],
     totals: &PoolTotals,
