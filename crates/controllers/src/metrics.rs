@@ -265,6 +265,8 @@ pub struct Metrics {
     pub disruption_evaluation_duration: Hist<EvaluationLabels>,
     /// `karpenter_voluntary_disruption_failed_validations_total`.
     pub disruption_failed_validations: Family<ConsolidationTypeLabels, Counter>,
+    /// `karpenter_voluntary_disruption_consolidation_timeouts_total`.
+    pub disruption_consolidation_timeouts: Family<ConsolidationTypeLabels, Counter>,
     /// `karpenter_voluntary_disruption_queue_failures_total`.
     pub disruption_queue_failures: Family<DecisionLabels, Counter>,
     /// `karpenter_nodepools_allowed_disruptions`.
@@ -318,6 +320,7 @@ impl Metrics {
             disruption_eligible_nodes: Family::default(),
             disruption_evaluation_duration: Family::new_with_constructor(duration_buckets),
             disruption_failed_validations: Family::default(),
+            disruption_consolidation_timeouts: Family::default(),
             disruption_queue_failures: Family::default(),
             nodepools_allowed_disruptions: Family::default(),
             nodepools_nodes_consuming_budgets: Family::default(),
@@ -509,6 +512,13 @@ impl Metrics {
             "voluntary_disruption_failed_validations",
             "Consolidation commands abandoned at validation",
             m.disruption_failed_validations.clone(),
+        );
+        register(
+            r,
+            &mut families,
+            "voluntary_disruption_consolidation_timeouts",
+            "Consolidation searches stopped by their time limit",
+            m.disruption_consolidation_timeouts.clone(),
         );
         register(
             r,

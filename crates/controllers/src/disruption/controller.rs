@@ -23,6 +23,10 @@
 //!    Balanced pool, and a `ConsolidationApproved` Event on the Node and NodeClaim of each
 //!    candidate a Balanced pool approved (multi-node's rejected binary-search probes are not
 //!    counted: they are trials, not moves);
+//!    the consolidation searches have upstream's time limits (multi-node 1 min, single-node
+//!    3 min; `karpenter_voluntary_disruption_consolidation_timeouts_total`), so expiration
+//!    and drift never wait behind them for longer, and the NodePools a timed-out single-node
+//!    search did not reach go first in the next one;
 //!    a NodePool whose budget for a method's reason allows nothing gets a `DisruptionBlocked`
 //!    Event ("No allowed disruptions for disruption reason … due to blocking budget", deduped
 //!    for 5 minutes), as upstream publishes it; its nodes do not each get one;
@@ -139,6 +143,8 @@ pub struct Disruption<P> {
     transient: std::sync::atomic::AtomicBool,
     /// The consolidation state in which consolidation last found nothing to do.
     unchanged: Mutex<Option<u64>>,
+    /// The NodePools the last timed-out single-node search did not reach (taken first next).
+    unreached: Mutex<BTreeSet<String>>,
     /// The provider's last drift answer per NodeClaim UID, and when it was asked.
     provider_drift: Mutex<BTreeMap<String, (Instant, Option<String>)>>,
     /// The provisioner's scheduling policies: a simulation here must place pods as the
@@ -251,6 +257,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             passes: Arc::default(),
             transient: std::sync::atomic::AtomicBool::default(),
             unchanged: Mutex::default(),
+            unreached: Mutex::default(),
             provider_drift: Mutex::default(),
             policies: (PreferencePolicy::Respect, MinValuesPolicy::Strict),
         }
@@ -459,15 +466,37 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let computed = tokio::task::spawn_blocking(move || {
             let world = this.world(&snapshot, &its, now);
             let started = Instant::now();
-            let multi = methods::multi_node(&world, &cands, &snapshot.node_pools, &budgets);
+            let deadline = started + methods::MULTI_NODE_TIMEOUT;
+            let (multi, timed_out) =
+                methods::multi_node_within(&world, &cands, &snapshot.node_pools, &budgets, &|| {
+                    Instant::now() >= deadline
+                });
             this.observe("consolidation", Method::MultiNode, started);
+            if timed_out {
+                this.timed_out(Method::MultiNode);
+            }
             if let Some(cmd) = multi {
                 return (Some(cmd), Vec::new());
             }
             let started = Instant::now();
-            let single = methods::single_node(&world, &cands, &snapshot.node_pools, &budgets);
+            let deadline = started + methods::SINGLE_NODE_TIMEOUT;
+            let first = lock(&this.unreached).clone();
+            let single = methods::single_node_within(
+                &world,
+                &cands,
+                &snapshot.node_pools,
+                &budgets,
+                methods::Limits {
+                    expired: &|| Instant::now() >= deadline,
+                    first: &first,
+                },
+            );
             this.observe("consolidation", Method::SingleNode, started);
-            single
+            if single.timed_out {
+                this.timed_out(Method::SingleNode);
+            }
+            *lock(&this.unreached) = single.unreached;
+            (single.command, single.reasons)
         })
         .await;
         let (cmd, reasons) = match computed {
@@ -821,6 +850,17 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 );
             }
         }
+    }
+
+    /// Counts a consolidation search its time limit stopped, and says so.
+    fn timed_out(&self, method: Method) {
+        tracing::info!(method = ?method, "consolidation search stopped by its time limit");
+        self.metrics
+            .disruption_consolidation_timeouts
+            .get_or_create(&ConsolidationTypeLabels {
+                consolidation_type: method.label().into(),
+            })
+            .inc();
     }
 
     fn event_on_node(&self, node: &str, message: Message) {

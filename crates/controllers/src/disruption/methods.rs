@@ -14,6 +14,10 @@
 //! - [`consolidation`]: the decision for one set of candidates (shared by both and by the
 //!   validation after the delay).
 //!
+//! Both searches have upstream's time limits ([`multi_node_within`]: 1 minute, returning the
+//! best prefix found so far; [`single_node_within`]: 3 minutes, checked before each candidate,
+//! reporting the NodePools it did not reach so the next run takes them first): `search`.
+//!
 //! A replacement keeps only the instance types whose worst launch price is strictly below the
 //! candidates' summed price, still satisfying minValues; when it may launch as spot or
 //! on-demand it is restricted to spot (the price comparison assumed spot); spot candidates are
@@ -24,7 +28,6 @@
 //!
 //! Inputs: [`Candidate`]s, [`BudgetMap`], [`World`]. Outputs: [`Command`]s and reasons. Pure.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -455,120 +458,6 @@ pub(super) fn approved(
     Ok(cmd)
 }
 
-/// The most candidates multi-node consolidation considers at once.
-pub const MULTI_NODE_MAX: usize = 100;
-
-/// Multi-node consolidation (spec §5.10): the longest valid prefix, by binary search.
-#[must_use]
-pub fn multi_node(
-    world: &World,
-    candidates: &[Candidate],
-    pools: &[NodePool],
-    budgets: &BudgetMap,
-) -> Option<Command> {
-    let totals = PoolTotals::new(world.node_costs(), candidates);
-    let (eligible, _) = eligible(candidates, pools);
-    let mut budgets = budgets.clone();
-    let within: Vec<&Candidate> = eligible
-        .into_iter()
-        .filter(|c| budgets.take_for(c))
-        .take(MULTI_NODE_MAX)
-        .collect();
-    if within.len() < 2 {
-        return None;
-    }
-    let started = Instant::now();
-    let (mut lo, mut hi) = (1_usize, within.len() - 1);
-    let mut best = None;
-    while lo <= hi {
-        let mid = usize::midpoint(lo, hi);
-        let Some(prefix) = within.get(..=mid) else {
-            break;
-        };
-        match approved(
-            consolidation(world, prefix, Method::MultiNode),
-            pools,
-            &totals,
-        ) {
-            Ok(cmd) => {
-                best = Some(cmd);
-                lo = mid + 1;
-            }
-            Err(_) => {
-                if mid == 0 {
-                    break;
-                }
-                hi = mid - 1;
-            }
-        }
-    }
-    best.map(|mut c| {
-        c.took = started.elapsed();
-        c
-    })
-}
-
-/// Single-node consolidation (spec §5.11): the first candidate that can go; the reasons of the
-/// candidates tried before it.
-#[must_use]
-pub fn single_node(
-    world: &World,
-    candidates: &[Candidate],
-    pools: &[NodePool],
-    budgets: &BudgetMap,
-) -> (Option<Command>, Vec<Unconsolidatable>) {
-    let started = Instant::now();
-    let totals = PoolTotals::new(world.node_costs(), candidates);
-    let (eligible, mut reasons) = eligible(candidates, pools);
-    // Round-robin across NodePools, each pool's candidates in savings order.
-    let mut by_pool: BTreeMap<&str, Vec<&Candidate>> = BTreeMap::new();
-    for c in eligible {
-        by_pool.entry(c.node_pool.as_str()).or_default().push(c);
-    }
-    let mut queues: Vec<std::collections::VecDeque<&Candidate>> =
-        by_pool.into_values().map(Into::into).collect();
-    let mut ordered = Vec::new();
-    while queues.iter().any(|q| !q.is_empty()) {
-        for q in &mut queues {
-            if let Some(c) = q.pop_front() {
-                ordered.push(c);
-            }
-        }
-    }
-    for c in ordered {
-        if !budgets.allows(c) {
-            reasons.push(Unconsolidatable::new(
-                &c.node,
-                budget_blocked(DisruptionReason::Underutilized),
-            ));
-            continue;
-        }
-        if let Err(best) = balanced::can_pass(c, pools, &totals) {
-            reasons.push(Unconsolidatable::new(
-                &c.node,
-                format!("{best}, even if it were deleted"),
-            ));
-            continue;
-        }
-        match approved(
-            consolidation(world, &[c], Method::SingleNode),
-            pools,
-            &totals,
-        ) {
-            Ok(mut cmd) => {
-                cmd.took = started.elapsed();
-                return (Some(cmd), reasons);
-            }
-            Err(rejected) => reasons.push(Unconsolidatable {
-                node: c.node.clone(),
-                reason: rejected.reason,
-                scores: rejected.scores,
-            }),
-        }
-    }
-    (None, reasons)
-}
-
 /// Drift (spec §5.6): the first drifted candidate within the Drifted budget whose pods fit on
 /// the other nodes plus new ones; all the new NodeClaims of its simulation replace it (drift
 /// may replace one node by several, and never needs to be cheaper). Empty drifted nodes go
@@ -663,6 +552,13 @@ pub fn reason_name(reason: DisruptionReason) -> &'static str {
         DisruptionReason::Drifted => "Drifted",
     }
 }
+
+mod search;
+
+pub use search::{
+    Limits, MULTI_NODE_MAX, MULTI_NODE_TIMEOUT, SINGLE_NODE_TIMEOUT, Searched, multi_node,
+    multi_node_within, single_node, single_node_within,
+};
 
 #[cfg(test)]
 mod tests;
