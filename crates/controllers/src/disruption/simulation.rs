@@ -5,11 +5,12 @@
 //! NodePools with their instance types, the pending pods); [`World::simulate`] removes the
 //! candidates' nodes (and the pods bound to them) from a copy of the cluster and schedules the
 //! pending pods (and the pods of nodes already leaving: tainted by a command in flight, or
-//! being deleted — they take their room first) plus the candidates' pods that can move — not those with an active
+//! being deleted) plus the candidates' pods that can move — not those with an active
 //! do-not-disrupt annotation or covered by a PDB that never allows a disruption. The answer
-//! says which moved pods found no place (pending pods that fit nowhere do not count: they did
-//! not fit before either), which moved pods would land on an uninitialized node, and the new
-//! NodeClaims needed.
+//! says which moved pods, or pods of leaving nodes, found no place (pending pods that fit
+//! nowhere do not count: they did not fit before either; the leaving ones do, so a second
+//! command can never take the room the first one's pods need), which moved pods would land
+//! on an uninitialized node, and the new NodeClaims needed.
 //!
 //! A consolidation's simulation ([`World::simulate_consolidation`]) also keeps the moved pods
 //! off nodes still inside their NodePool's `consolidateAfter` window (pending pods and the
@@ -83,6 +84,9 @@ pub struct World {
     options: Options,
     /// Pods of candidates that cannot move (by UID): do-not-disrupt or a fully blocking PDB.
     immovable: BTreeSet<String>,
+    /// Pods of nodes already leaving (by UID): like moved pods, they must find a place, so a
+    /// decision never takes the room they need (upstream's `AllNonPendingPodsScheduled`).
+    leaving: BTreeSet<Arc<str>>,
     /// Nodes still inside their NodePool's `consolidateAfter` window (a pod came or went
     /// lately): no destination for the pods a consolidation moves (spec §5.8).
     settling: BTreeSet<String>,
@@ -166,6 +170,7 @@ impl World {
             .filter(|n| n.metadata.deletion_timestamp.is_some() || super::writes::is_tainted(n))
             .filter_map(|n| n.metadata.name.as_deref())
             .collect();
+        let mut leaving_pods = BTreeSet::new();
         if !leaving.is_empty() {
             let on_leaving = |node: Option<&str>| node.is_some_and(|n| leaving.contains(n));
             for pod in objects.cluster.pods.iter().filter(|p| {
@@ -175,6 +180,7 @@ impl World {
                 if let Ok(mut p) = scheduling::k8s::pod(pod) {
                     p.node_name = None;
                     p.terminal_or_terminating = false;
+                    leaving_pods.insert(p.uid.clone());
                     pending.push(p);
                 }
             }
@@ -200,6 +206,7 @@ impl World {
                 ..Options::default()
             },
             immovable,
+            leaving: leaving_pods,
             settling,
             costs: node_costs(
                 objects.cluster.nodes,
@@ -326,7 +333,7 @@ impl World {
             results
                 .errors
                 .iter()
-                .filter(|e| moved.contains(&e.uid))
+                .filter(|e| moved.contains(&e.uid) || self.leaving.contains(&e.uid))
                 .cloned(),
         );
         let names: BTreeMap<&str, String> = pods.iter().map(|p| (&*p.uid, p.key())).collect();

@@ -183,6 +183,42 @@ fn room_a_command_in_flight_needs_is_not_offered_twice() {
     assert!(cmd.is_none(), "{cmd:?}");
 }
 
+/// The pods of a leaving node must find a place in every later simulation, even when the
+/// scheduler's size order places a candidate's bigger pod first: a 3-cpu pod that only the
+/// `disk=ssd` node can take, and a 4-cpu pod of n3 that would fill that node, mean n3 stays.
+#[test]
+fn a_leaving_pod_the_size_order_would_crowd_out_keeps_its_room() {
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    f.node("leaving", "default", &big)
+        .node("room", "default", &big)
+        .node("n3", "default", &big);
+    f.nodes[1]
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("disk".into(), "ssd".into());
+    f.pod("moving", Some("leaving"), "3")
+        .spec
+        .as_mut()
+        .unwrap()
+        .node_selector = Some([("disk".to_owned(), "ssd".to_owned())].into());
+    f.pod("resident", Some("room"), "4");
+    f.pod("c", Some("n3"), "4");
+    f.nodes[0].spec.get_or_insert_with(Default::default).taints =
+        Some(vec![k8s_openapi::api::core::v1::Taint {
+            key: api::well_known::taints::DISRUPTED.into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        }]);
+    let (c, _) = f.candidates(Class::Graceful);
+    let world = f.world();
+    let n3: Vec<&Candidate> = c.iter().filter(|c| c.node == "n3").collect();
+    let err = consolidation(&world, &n3, Method::SingleNode).unwrap_err();
+    assert!(err.contains("default/moving"), "{err}");
+}
+
 #[test]
 fn a_node_is_replaced_by_a_cheaper_type_but_never_by_an_equal_one() {
     let big = instance_type("big", 8, 0.8);
