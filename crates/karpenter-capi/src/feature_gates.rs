@@ -3,10 +3,12 @@
 //!
 //! Responsibility: parse the list into [`FeatureGates`]. Upstream's names are known; a name
 //! that is not one is an error (a typo must not silently leave a gate off). `StaticCapacity`
-//! turns on static NodePools. `ReservedCapacity` is accepted either way and changes nothing
-//! (Cluster API offerings have no reserved capacity). `NodeRepair`, `NodeOverlay` and
-//! `SpotToSpotConsolidation` are not implemented: `=false` is accepted, `=true` is an error
-//! saying so, rather than a gate that looks on and does nothing.
+//! turns on static NodePools; `SpotToSpotConsolidation` lets consolidation replace spot nodes
+//! (MachineDeployments labelled `karpenter.sh/capacity-type: spot`) by cheaper spot nodes, with
+//! upstream's rules. `ReservedCapacity` is accepted either way and changes nothing (Cluster
+//! API offerings have no reserved capacity). `NodeRepair` and `NodeOverlay` are not
+//! implemented: `=false` is accepted, `=true` is an error saying so, rather than a gate that
+//! looks on and does nothing.
 //! Inputs: the flag's text. Outputs: [`FeatureGates`] or an error naming the entry.
 
 /// The gates this binary acts on.
@@ -14,10 +16,12 @@
 pub struct FeatureGates {
     /// Static NodePools (`spec.replicas`) are kept at their replica count.
     pub static_capacity: bool,
+    /// Consolidation may replace spot nodes by spot nodes.
+    pub spot_to_spot_consolidation: bool,
 }
 
 /// Upstream gates accepted but not implemented here: `=true` is refused.
-const NOT_IMPLEMENTED: [&str; 3] = ["NodeRepair", "NodeOverlay", "SpotToSpotConsolidation"];
+const NOT_IMPLEMENTED: [&str; 2] = ["NodeRepair", "NodeOverlay"];
 
 impl std::str::FromStr for FeatureGates {
     type Err = String;
@@ -40,17 +44,18 @@ impl std::str::FromStr for FeatureGates {
             };
             match name {
                 "StaticCapacity" => gates.static_capacity = on,
+                "SpotToSpotConsolidation" => gates.spot_to_spot_consolidation = on,
                 "ReservedCapacity" => {}
                 n if NOT_IMPLEMENTED.contains(&n) => {
                     if on {
                         return Err(format!(
-                            "feature gate {n} is not implemented by karpenter-capi (only StaticCapacity is)"
+                            "feature gate {n} is not implemented by karpenter-capi (StaticCapacity and SpotToSpotConsolidation are)"
                         ));
                     }
                 }
                 other => {
                     return Err(format!(
-                        "unknown feature gate {other:?} (known: StaticCapacity, ReservedCapacity, {})",
+                        "unknown feature gate {other:?} (known: StaticCapacity, SpotToSpotConsolidation, ReservedCapacity, {})",
                         NOT_IMPLEMENTED.join(", ")
                     ));
                 }
@@ -70,6 +75,9 @@ mod tests {
             .parse()
             .unwrap();
         assert!(g.static_capacity);
+        assert!(!g.spot_to_spot_consolidation);
+        let spot: FeatureGates = "SpotToSpotConsolidation=true".parse().unwrap();
+        assert!(spot.spot_to_spot_consolidation && !spot.static_capacity);
         assert_eq!("".parse::<FeatureGates>().unwrap(), FeatureGates::default());
         assert!(
             !"StaticCapacity=false"

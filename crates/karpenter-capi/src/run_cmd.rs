@@ -493,6 +493,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         },
         disruption: controllers::disruption::DisruptionConfig {
             replacement_timeout: args.timeouts.replacement_timeout,
+            spot_to_spot: args.feature_gates.spot_to_spot_consolidation,
             ..Default::default()
         },
         gc: clusterapi::gc::GcConfig {

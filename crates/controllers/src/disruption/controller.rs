@@ -92,6 +92,9 @@ pub struct DisruptionConfig {
     /// watches (no request), so asking every poll-and-a-half notices a template change or a
     /// rollout Cluster API started within seconds.
     pub drift_recheck: Duration,
+    /// Whether consolidation may replace spot nodes by spot nodes (gate
+    /// `SpotToSpotConsolidation`, off by default as upstream).
+    pub spot_to_spot: bool,
 }
 
 impl Default for DisruptionConfig {
@@ -101,6 +104,7 @@ impl Default for DisruptionConfig {
             validation_delay: Duration::from_secs(15),
             replacement_timeout: Duration::from_secs(600),
             drift_recheck: Duration::from_secs(15),
+            spot_to_spot: false,
         }
     }
 }
@@ -691,6 +695,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             &self.well_known,
         )
         .with_policies(self.policies.0, self.policies.1)
+        .with_spot_to_spot(self.config.spot_to_spot)
     }
 
     fn candidates(

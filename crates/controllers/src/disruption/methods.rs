@@ -20,8 +20,10 @@
 //!
 //! A replacement keeps only the instance types whose worst launch price is strictly below the
 //! candidates' summed price, still satisfying minValues; when it may launch as spot or
-//! on-demand it is restricted to spot (the price comparison assumed spot); spot candidates are
-//! never replaced by spot (upstream's `SpotToSpotConsolidation` gate, off by default).
+//! on-demand it is restricted to spot (the price comparison assumed spot). Spot candidates are
+//! replaced by spot only with the gate `SpotToSpotConsolidation` ([`World::spot_to_spot`]);
+//! then the replacement is spot only and, for one node, needs at least
+//! [`SPOT_TO_SPOT_MIN_OPTIONS`] cheaper options and keeps only the cheapest of them.
 //! Candidates that were not acted on get a reason ([`Unconsolidatable`]). Consolidation
 //! commands carry the scores of the NodePools they touch ([`super::balanced`]), and a single-node
 //! move a Balanced pool rejects carries its scores with its reason (for metrics and Events).
@@ -319,11 +321,18 @@ fn cheaper(
     let all_spot = candidates
         .iter()
         .all(|c| c.capacity_type.as_deref() == Some(CAPACITY_TYPE_SPOT));
-    if all_spot && may_be_spot {
-        return Err(
-            "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
-                .into(),
-        );
+    let spot_to_spot = all_spot && may_be_spot;
+    if spot_to_spot {
+        if !world.spot_to_spot() {
+            return Err(
+                "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+                    .into(),
+            );
+        }
+        // Spot for spot: only spot offerings count, in the price filter and the launch.
+        replacement
+            .requirements
+            .add(Requirement::in_values(CAPACITY_TYPE, [CAPACITY_TYPE_SPOT]));
     }
     let mut options: Vec<_> = replacement
         .instance_types
@@ -342,6 +351,9 @@ fn cheaper(
     }
     if options.is_empty() {
         return Err("Can't replace with a cheaper node".into());
+    }
+    if spot_to_spot && method == Method::SingleNode {
+        spot_to_spot_options(&mut options, replacement, wk)?;
     }
     if let Err(e) = satisfies_min_values(&options, &replacement.requirements) {
         // `--min-values-policy BestEffort`: as many values as the cheaper options have, the
@@ -372,6 +384,32 @@ fn cheaper(
         }
     }
     replacement.instance_types = options;
+    Ok(())
+}
+
+/// The fewest cheaper options a single spot node needs to be replaced by a spot node.
+pub const SPOT_TO_SPOT_MIN_OPTIONS: usize = 15;
+
+/// Single-node spot to spot (spec §5.9 item 5): at least [`SPOT_TO_SPOT_MIN_OPTIONS`] cheaper
+/// options, then only the cheapest of them — [`SPOT_TO_SPOT_MIN_OPTIONS`], or as many as
+/// minValues needs — so the node launched is always among the cheapest and a replacement is
+/// not replaced again at once.
+fn spot_to_spot_options(
+    options: &mut Vec<std::sync::Arc<scheduling::instance_type::InstanceType>>,
+    replacement: &PlannedNodeClaim,
+    wk: &scheduling::labels::WellKnownLabels,
+) -> Result<(), String> {
+    if options.len() < SPOT_TO_SPOT_MIN_OPTIONS {
+        return Err(format!(
+            "SpotToSpotConsolidation requires {SPOT_TO_SPOT_MIN_OPTIONS} cheaper instance type options than the current candidate to consolidate, got {}",
+            options.len()
+        ));
+    }
+    scheduling::instance_type::order_by_price(options, &replacement.requirements, wk);
+    let keep = satisfies_min_values(options, &replacement.requirements)
+        .unwrap_or(0)
+        .max(SPOT_TO_SPOT_MIN_OPTIONS);
+    options.truncate(keep);
     Ok(())
 }
 

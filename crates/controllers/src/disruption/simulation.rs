@@ -96,6 +96,8 @@ pub struct World {
     pub warnings: Vec<String>,
     /// Simulations run so far (for benchmarks).
     count: Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether spot nodes may be replaced by spot nodes (gate `SpotToSpotConsolidation`).
+    spot_to_spot: bool,
 }
 
 /// The outcome of one simulation.
@@ -215,7 +217,21 @@ impl World {
             ),
             warnings,
             count: Arc::default(),
+            spot_to_spot: false,
         }
+    }
+
+    /// Lets consolidation replace spot nodes by spot nodes (gate `SpotToSpotConsolidation`).
+    #[must_use]
+    pub fn with_spot_to_spot(mut self, on: bool) -> Self {
+        self.spot_to_spot = on;
+        self
+    }
+
+    /// Whether spot-to-spot consolidation is on.
+    #[must_use]
+    pub fn spot_to_spot(&self) -> bool {
+        self.spot_to_spot
     }
 
     /// The engine's options (the provisioner's policies).

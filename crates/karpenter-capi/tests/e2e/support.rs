@@ -242,6 +242,7 @@ pub(crate) fn disruptive_operator() -> OperatorConfig {
         validation_delay: Duration::from_secs(1),
         replacement_timeout: Duration::from_secs(120),
         drift_recheck: Duration::from_secs(2),
+        spot_to_spot: false,
     };
     config
 }

@@ -675,3 +675,89 @@ fn consolidation_moves_no_pod_onto_a_node_inside_its_consolidate_after_window() 
     assert_eq!(names(&cmd), ["busy"]);
     assert_eq!(cmd.decision(), Decision::Delete);
 }
+
+/// A spot instance type in zone `z1` with `cpu` cores.
+fn spot_type(
+    name: &str,
+    cpu: i64,
+    price: f64,
+) -> std::sync::Arc<scheduling::instance_type::InstanceType> {
+    std::sync::Arc::new(
+        scheduling::fixtures::FakeInstanceType::new(name)
+            .resource("cpu", scheduling::quantity::Quantity::from_value(cpu))
+            .resource(
+                "memory",
+                scheduling::quantity::Quantity::from_bytes(64 << 30),
+            )
+            .resource("pods", scheduling::quantity::Quantity::from_value(110))
+            .offering(scheduling::instance_type::Offering::new(
+                "spot", "z1", price,
+            ))
+            .build()
+            .unwrap(),
+    )
+}
+
+/// A spot node `n1` of a `big` spot type (8 cpu, $1/h) with a 1-cpu pod, and `smaller` cheaper
+/// 2-cpu spot types.
+fn spot_node_with(smaller: usize) -> Fixture {
+    let mut types = vec![spot_type("big", 8, 1.0)];
+    for i in 0..smaller {
+        types.push(spot_type(&format!("s{i:02}"), 2, 0.1 + 0.01 * i as f64));
+    }
+    let mut f = Fixture::default();
+    f.pool("default", types.clone());
+    f.node("n1", "default", &types[0]);
+    f.nodes[0]
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert("karpenter.sh/capacity-type".into(), "spot".into());
+    f.pod("a", Some("n1"), "1");
+    f
+}
+
+/// Spot to spot (gate `SpotToSpotConsolidation`): off, a spot node is never replaced by spot;
+/// on, a single spot node needs 15 cheaper options and its replacement keeps the 15 cheapest,
+/// spot only.
+#[test]
+fn spot_to_spot_needs_the_gate_and_fifteen_cheaper_options_for_one_node() {
+    let f = spot_node_with(16);
+    let (c, _) = f.candidates(Class::Graceful);
+    assert!(c[0].priced, "the spot node has its spot price");
+    let err = consolidation(&f.world(), &[&c[0]], Method::SingleNode).unwrap_err();
+    assert!(
+        err.starts_with("SpotToSpotConsolidation is disabled"),
+        "{err}"
+    );
+
+    let world = f.world().with_spot_to_spot(true);
+    let cmd = consolidation(&world, &[&c[0]], Method::SingleNode).unwrap();
+    assert_eq!(cmd.decision(), Decision::Replace);
+    let options: Vec<&str> = cmd.replacements[0]
+        .instance_types
+        .iter()
+        .map(|it| it.name())
+        .collect();
+    assert_eq!(options.len(), SPOT_TO_SPOT_MIN_OPTIONS, "{options:?}");
+    assert_eq!(options[0], "s00");
+    assert!(!options.contains(&"s15"), "only the 15 cheapest");
+    let ct = cmd.replacements[0]
+        .requirements
+        .get(scheduling::labels::CAPACITY_TYPE)
+        .unwrap();
+    assert!(ct.has("spot") && !ct.has("on-demand"));
+
+    let f = spot_node_with(14);
+    let (c, _) = f.candidates(Class::Graceful);
+    let world = f.world().with_spot_to_spot(true);
+    let err = consolidation(&world, &[&c[0]], Method::SingleNode).unwrap_err();
+    assert_eq!(
+        err,
+        "SpotToSpotConsolidation requires 15 cheaper instance type options than the current candidate to consolidate, got 14"
+    );
+    // Multi-node has no such minimum.
+    let multi = consolidation(&world, &[&c[0]], Method::MultiNode).unwrap();
+    assert_eq!(multi.replacements[0].instance_types.len(), 14);
+}
