@@ -246,6 +246,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             hash,
             well_known: well_known.clone(),
             replacement_timeout: config.replacement_timeout,
+            commands: Arc::default(),
         };
         Self {
             client,

@@ -7,7 +7,8 @@
 //! for the candidates' pods it was made for, so it is no disruption candidate while they are
 //! still on the leaving nodes: [`super::candidates`]); wait until each is
 //! Initialized (a replacement that disappears, or the time limit, rolls the command back:
-//! taint removed, condition cleared); then delete each candidate NodeClaim (UID precondition:
+//! taint removed, condition cleared; the limit is the replacement timeout, grown by 80 ms per
+//! command in flight up to an hour: [`replacement_budget`]); then delete each candidate NodeClaim (UID precondition:
 //! exactly the object decided on), which the existing termination path drains (PDBs respected)
 //! and turns into the deletion of exactly its Machine. Events and metrics as upstream names
 //! them. The nodes stay "in flight" (not candidates again) until the command ends.
@@ -72,8 +73,21 @@ pub struct Orchestrator {
     pub hash: fn(&NodePool) -> PoolHash,
     /// Labels.
     pub well_known: WellKnownLabels,
-    /// How long replacements may take to initialize.
+    /// How long replacements may take to initialize, at least ([`replacement_budget`]).
     pub replacement_timeout: Duration,
+    /// Commands being carried out now.
+    pub commands: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// The longest a replacement may be waited for (upstream's retry budget, spec §5.14):
+/// 80 ms per command in the queue, at least `floor` (the replacement timeout) and at most an
+/// hour (or `floor`, when that is longer) — a long queue of slow launches is not rolled back
+/// for being slow together.
+#[must_use]
+pub fn replacement_budget(floor: Duration, commands: usize) -> Duration {
+    let per = Duration::from_millis(80);
+    let grown = per.saturating_mul(u32::try_from(commands).unwrap_or(u32::MAX));
+    grown.clamp(floor, floor.max(Duration::from_secs(3600)))
 }
 
 impl std::fmt::Debug for Orchestrator {
@@ -108,7 +122,10 @@ impl Orchestrator {
 
     /// Carries the command out (its nodes must be [`Self::reserve`]d).
     pub async fn execute(&self, command: Command, pools: Vec<NodePool>) -> Outcome {
+        use std::sync::atomic::Ordering;
+        self.commands.fetch_add(1, Ordering::Relaxed);
         let outcome = self.run(&command, &pools).await;
+        self.commands.fetch_sub(1, Ordering::Relaxed);
         if let Outcome::RolledBack(why) = &outcome {
             tracing::warn!(nodes = ?command.nodes(), reason = %why, "disruption command rolled back");
             self.metrics
@@ -435,13 +452,36 @@ impl Orchestrator {
                     );
                 }
             }
-            if started.elapsed() > self.replacement_timeout {
-                return Err(format!(
-                    "replacements not initialized within {:?}",
-                    self.replacement_timeout
-                ));
+            let budget = replacement_budget(
+                self.replacement_timeout,
+                self.commands.load(std::sync::atomic::Ordering::Relaxed),
+            );
+            if started.elapsed() > budget {
+                return Err(format!("replacements not initialized within {budget:?}"));
             }
             let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_replacement_budget_grows_with_the_queue_up_to_an_hour() {
+        let ten = Duration::from_secs(600);
+        assert_eq!(replacement_budget(ten, 1), ten);
+        assert_eq!(replacement_budget(ten, 10_000), Duration::from_secs(800));
+        assert_eq!(
+            replacement_budget(ten, 1_000_000),
+            Duration::from_secs(3600)
+        );
+        let two_hours = Duration::from_secs(7200);
+        assert_eq!(
+            replacement_budget(two_hours, 1_000_000),
+            two_hours,
+            "a longer flag wins"
+        );
     }
 }
