@@ -11,7 +11,8 @@
 //! command in flight up to an hour: [`replacement_budget`]); then delete each candidate NodeClaim (UID precondition:
 //! exactly the object decided on), which the existing termination path drains (PDBs respected)
 //! and turns into the deletion of exactly its Machine. Events and metrics as upstream names
-//! them. The nodes stay "in flight" (not candidates again) until the command ends.
+//! them. The nodes stay "in flight" (not candidates again, not cleaned up) until the command
+//! ends — after the deletes, until the cache shows the NodeClaims deleting (at most 30 s).
 //!
 //! Inputs: a [`Command`], clients, the state. Outputs: writes, Events, metrics, an [`Outcome`].
 
@@ -43,6 +44,9 @@ use crate::provisioning::node_claim::{PoolHash, node_claim};
 
 /// Writes of one command in flight at once (marks, unmarks, deletes).
 const CONCURRENCY: usize = 16;
+/// How long a command keeps its nodes after deleting their NodeClaims, waiting for the cache
+/// to show the deletes.
+const DELETE_SEEN_WITHIN: Duration = Duration::from_secs(30);
 
 /// How a command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,6 +230,7 @@ impl Orchestrator {
             .buffer_unordered(CONCURRENCY)
             .collect::<Vec<()>>()
             .await;
+        self.await_deleting(command).await;
         tracing::info!(
             reason,
             decision = %command.decision(),
@@ -235,6 +240,30 @@ impl Orchestrator {
             "disrupted nodes"
         );
         Outcome::Deleted { replacements }
+    }
+
+    /// Waits (at most [`DELETE_SEEN_WITHIN`]) until the state's cache shows every candidate's
+    /// NodeClaim deleting or gone. Until then the nodes stay in flight: the next pass's
+    /// clean-up, reading a cache that is a moment behind the delete, would otherwise take the
+    /// `karpenter.sh/disrupted` taint off a node that is about to drain.
+    async fn await_deleting(&self, command: &Command) {
+        let started = Instant::now();
+        let mut changes = self.state.changes();
+        loop {
+            let pending = command.candidates.iter().any(|c| {
+                self.state
+                    .node_claims()
+                    .get(&ObjectRef::new(&c.node_claim))
+                    .is_some_and(|nc| {
+                        nc.metadata.deletion_timestamp.is_none()
+                            && (c.node_claim_uid.is_none() || nc.metadata.uid == c.node_claim_uid)
+                    })
+            });
+            if !pending || started.elapsed() > DELETE_SEEN_WITHIN {
+                return;
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
+        }
     }
 
     /// Announces and deletes one candidate's NodeClaim (UID precondition), counting it.
