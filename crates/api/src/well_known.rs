@@ -246,6 +246,12 @@ pub mod events {
     /// A Balanced NodePool approved a consolidation move, with its score (on the candidates'
     /// Node and NodeClaim).
     pub const CONSOLIDATION_APPROVED: &str = "ConsolidationApproved";
+    /// A consolidation command was decided for the node, before its validation (on the
+    /// candidates' Node and NodeClaim).
+    pub const CONSOLIDATION_CANDIDATE: &str = "ConsolidationCandidate";
+    /// A consolidation command was abandoned at validation, and why (on the candidates' Node
+    /// and NodeClaim).
+    pub const CONSOLIDATION_REJECTED: &str = "ConsolidationRejected";
     /// Disruption launched a replacement (on the candidate's Node and NodeClaim).
     pub const DISRUPTION_LAUNCHING: &str = "DisruptionLaunching";
     /// Disruption waits for a replacement to initialize (on Node and NodeClaim).

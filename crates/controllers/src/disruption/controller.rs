@@ -47,7 +47,10 @@ use std::time::Duration;
 use api::common::{ConditionStatus, Conditions};
 use api::nodepool::DisruptionReason;
 use api::well_known::conditions::{CONSOLIDATABLE, DISRUPTION_REASON, DRIFTED, LAUNCHED};
-use api::well_known::events::{CONSOLIDATION_APPROVED, DISRUPTION_BLOCKED, UNCONSOLIDATABLE};
+use api::well_known::events::{
+    CONSOLIDATION_APPROVED, CONSOLIDATION_CANDIDATE, CONSOLIDATION_REJECTED, DISRUPTION_BLOCKED,
+    UNCONSOLIDATABLE,
+};
 use api::{NodeClaim, NodePool};
 use cloudprovider::CloudProvider;
 use k8s_openapi::jiff::Timestamp;
@@ -954,11 +957,39 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         }
     }
 
+    /// Publishes `reason` with `note` on every candidate's Node and NodeClaim.
+    fn on_candidates(&self, cmd: &Command, reason: &'static str, note: &str) {
+        for c in &cmd.candidates {
+            let message = || Message::normal(reason, note.to_owned()).dedupe_for(EVENT_DEDUPE);
+            self.event_on_node(&c.node, message());
+            if let Some(nc) = self
+                .state
+                .node_claims()
+                .get(&kube::runtime::reflector::ObjectRef::new(&c.node_claim))
+            {
+                self.events.publish(&*nc, message());
+            }
+        }
+    }
+
     /// Validates a command after the delay (consolidation and emptiness), then starts it.
     async fn validate_and_start(self: &Arc<Self>, cmd: Command, pools: Vec<NodePool>) -> bool {
+        let consolidating = matches!(cmd.method, Method::SingleNode | Method::MultiNode);
+        let summary = cmd.summary();
+        if consolidating {
+            self.on_candidates(&cmd, CONSOLIDATION_CANDIDATE, &summary);
+        }
+        let candidates = consolidating.then(|| cmd.clone());
         let cmd = match self.validate(cmd).await {
             Ok(cmd) => cmd,
             Err((method, why)) => {
+                if let Some(candidates) = &candidates {
+                    self.on_candidates(
+                        candidates,
+                        CONSOLIDATION_REJECTED,
+                        &format!("{summary}: rejected at validation: {why}"),
+                    );
+                }
                 tracing::info!(reason = %why, "disruption command abandoned at validation");
                 self.metrics
                     .disruption_failed_validations

@@ -141,6 +141,23 @@ impl Command {
         self.candidates.iter().map(|c| c.node.clone()).collect()
     }
 
+    /// One line for Events and logs: what goes, what replaces it, the estimated savings
+    /// (in the unit of the prices).
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let nodes = self.nodes();
+        let what = match self.decision() {
+            Decision::Delete => format!("Deleting {} node(s) ({})", nodes.len(), nodes.join(", ")),
+            Decision::Replace => format!(
+                "Replacing {} node(s) ({}) with {}",
+                nodes.len(),
+                nodes.join(", "),
+                self.replacement_types().join(", ")
+            ),
+        };
+        format!("{what}, savings {:.3}/h", self.savings)
+    }
+
     /// The replacements' cheapest instance types.
     #[must_use]
     pub fn replacement_types(&self) -> Vec<String> {

@@ -201,6 +201,22 @@ async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
     .await;
     node_count(&world, 1, Duration::from_secs(60)).await;
     replaced_by_small(&operator);
+    // The candidate was announced before its validation, as upstream does.
+    let events = Api::<k8s_openapi::api::events::v1::Event>::all(world.workload_client());
+    let notes: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("ConsolidationCandidate"))
+        .filter_map(|e| e.note)
+        .collect();
+    assert!(
+        notes.iter().any(|n| n.starts_with("Replacing 1 node(s) (")
+            && n.contains(") with small, savings 0.600/h")),
+        "{notes:?}"
+    );
 }
 
 /// A replacement is made for the pods of the node it replaces; until they have left that

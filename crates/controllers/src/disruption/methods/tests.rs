@@ -234,6 +234,10 @@ fn a_node_is_replaced_by_a_cheaper_type_but_never_by_an_equal_one() {
     assert_eq!(cmd.decision(), Decision::Replace);
     assert_eq!(cmd.replacement_types(), ["small"]);
     assert!((cmd.savings - 0.6).abs() < 1e-9, "{}", cmd.savings);
+    assert_eq!(
+        cmd.summary(),
+        "Replacing 1 node(s) (n1) with small, savings 0.600/h"
+    );
     assert!(
         cmd.replacements[0]
             .instance_types
