@@ -765,3 +765,65 @@ fn spot_to_spot_needs_the_gate_and_fifteen_cheaper_options_for_one_node() {
     let multi = consolidation(&world, &[&c[0]], Method::MultiNode).unwrap();
     assert_eq!(multi.replacements[0].instance_types.len(), 14);
 }
+
+/// Drift (spec §5.6): empty drifted nodes first, then by how long they have been drifted; a
+/// drifted node whose pods need a node gets a replacement (never required to be cheaper); a
+/// budget of 0 holds every one of them, saying so.
+#[test]
+fn drift_takes_empty_nodes_first_then_the_longest_drifted_and_respects_the_budget() {
+    let big = instance_type("big", 8, 0.8);
+    let mut f = Fixture::default();
+    f.pool("default", vec![big.clone()]);
+    f.node("n1", "default", &big)
+        .node("n2", "default", &big)
+        .node("n3", "default", &big);
+    f.pod("wide", Some("n1"), "6");
+    f.pod("other", Some("n3"), "4");
+    let (mut c, _) = f.candidates(Class::Eventual);
+    let at = |s: i64| Some(now() - std::time::Duration::from_secs(u64::try_from(s).unwrap()));
+    for x in &mut c {
+        x.drifted = match x.node.as_str() {
+            "n1" => at(600),
+            "n2" => at(60),
+            _ => None,
+        };
+    }
+    let world = f.world();
+    let mut b = budgets(&f, DisruptionReason::Drifted);
+    let (cmd, reasons) = drift(&world, &c, &mut b);
+    let cmd = cmd.unwrap();
+    assert!(reasons.is_empty(), "{reasons:?}");
+    assert_eq!(
+        names(&cmd),
+        ["n2"],
+        "the empty one first, though drifted later"
+    );
+    assert_eq!(cmd.decision(), Decision::Delete);
+
+    // n2 busy too: n1's 6-cpu pod fits nowhere else, so it gets a replacement, as expensive
+    // as it.
+    let mut busy = f.clone();
+    busy.pod("third", Some("n2"), "4");
+    let rest: Vec<Candidate> = c.iter().filter(|x| x.node != "n2").cloned().collect();
+    let mut b = budgets(&busy, DisruptionReason::Drifted);
+    let (cmd, _) = drift(&busy.world(), &rest, &mut b);
+    let cmd = cmd.unwrap();
+    assert_eq!(names(&cmd), ["n1"]);
+    assert_eq!(cmd.decision(), Decision::Replace);
+    assert_eq!(cmd.replacement_types(), ["big"]);
+
+    set_budget(&mut f, "0");
+    let mut b = budgets(&f, DisruptionReason::Drifted);
+    let (cmd, reasons) = drift(&world, &c, &mut b);
+    assert!(cmd.is_none());
+    assert_eq!(
+        reasons
+            .iter()
+            .map(|r| r.reason.as_str())
+            .collect::<Vec<_>>(),
+        [
+            budget_blocked(DisruptionReason::Drifted),
+            budget_blocked(DisruptionReason::Drifted)
+        ]
+    );
+}
