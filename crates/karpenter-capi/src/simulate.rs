@@ -29,6 +29,8 @@ use world::{ServeWorldConfig, WorldConfig};
 use controllers::disruption::methods::{self, Method};
 
 use crate::connect::client_from_kubeconfig;
+
+mod settle;
 use crate::operator::{Operator, OperatorConfig};
 use crate::scenario::{self, Scenario, Step};
 
@@ -382,15 +384,36 @@ async fn run_steps(
                 let (start_passes, _) = operator.disruption_passes();
                 loop {
                     let (passes, idle) = operator.disruption_passes();
-                    if passes >= start_passes + 4
-                        && idle >= 3
-                        && settled(workload, management).await?
-                    {
+                    let loose = settle::settled(workload, management, &machines()).await?;
+                    if passes >= start_passes + 4 && idle >= 3 && loose.is_empty() {
                         break;
                     }
                     if Instant::now() >= deadline {
+                        let running: Vec<String> = operator
+                            .disruptions()
+                            .iter()
+                            .filter(|r| r.outcome.is_none())
+                            .map(|r| {
+                                format!(
+                                    "command {:?} {} of {:?} (replacements {:?})",
+                                    r.method, r.decision, r.nodes, r.replacements
+                                )
+                            })
+                            .collect();
                         bail!(
-                            "step `{step}`: after {timeout:?}, the disruption loop is still busy"
+                            "step `{step}`: after {timeout:?}, the disruption loop is still busy \
+                             ({passes} passes, {idle} idle in a row); commands in flight: {}; \
+                             not settled: {}",
+                            if running.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                running.join("; ")
+                            },
+                            if loose.is_empty() {
+                                "nothing".to_owned()
+                            } else {
+                                loose.join("; ")
+                            }
                         );
                     }
                     tokio::time::sleep(Duration::from_millis(250)).await;
@@ -472,23 +495,6 @@ fn quantity(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>)
 
 /// No Node is being deleted, and every NodeClaim, Node and Machine is matched one to one (the
 /// last disruption's Machine deletion has finished).
-async fn settled(workload: &kube::Client, management: &kube::Client) -> anyhow::Result<bool> {
-    let nodes = Api::<Node>::all(workload.clone())
-        .list(&ListParams::default())
-        .await?
-        .items;
-    let claims = Api::<NodeClaim>::all(workload.clone())
-        .list(&ListParams::default())
-        .await?
-        .items;
-    let machines = list_json(management, &machines()).await?;
-    Ok(nodes
-        .iter()
-        .all(|n| n.metadata.deletion_timestamp.is_none())
-        && nodes.len() == claims.len()
-        && machines.len() == nodes.len())
-}
-
 /// Nodes (Machines with a Node) and their cost per hour, from the MachineDeployments' prices.
 async fn nodes_and_cost(management: &kube::Client) -> anyhow::Result<(usize, f64)> {
     let per_md = per_machine_deployment(management).await?;
