@@ -33,11 +33,13 @@ pub(crate) struct NodeInfo {
     pub(crate) requirements: Requirements,
 }
 
-/// A bound, live, non-batch pod on an existing node.
+/// The bound, live, non-batch pods of one namespace that carry the same labels, by the
+/// existing nodes they run on (one entry per pod). Pods of one workload share their labels,
+/// so a selector is evaluated once per label set rather than once per pod.
 #[derive(Debug, Clone)]
-pub(crate) struct ExistingPod {
+pub(crate) struct ExistingPods {
     labels: Labels,
-    node: usize,
+    nodes: Vec<usize>,
 }
 
 /// The existing cluster, indexed once.
@@ -45,7 +47,7 @@ pub(crate) struct ExistingPod {
 pub(crate) struct Cluster {
     pub(crate) nodes: Vec<NodeInfo>,
     node_index: HashMap<Arc<str>, usize>,
-    pods_by_namespace: BTreeMap<Arc<str>, Vec<ExistingPod>>,
+    pods_by_namespace: BTreeMap<Arc<str>, Vec<ExistingPods>>,
     namespaces: BTreeMap<Arc<str>, Labels>,
 }
 
@@ -70,17 +72,24 @@ impl Cluster {
         for (i, n) in nodes.iter().enumerate() {
             cluster.node_index.entry(n.name.clone()).or_insert(i);
         }
+        // (namespace, labels) → index into that namespace's list.
+        let mut index: HashMap<(&Arc<str>, &Labels), usize> = HashMap::default();
         for pod in pods {
             if let Some(node) = cluster.live_node_of(pod, excluded) {
-                let existing = ExistingPod {
-                    labels: pod.labels.clone(),
-                    node,
-                };
-                cluster
+                let list = cluster
                     .pods_by_namespace
                     .entry(pod.namespace.clone())
-                    .or_default()
-                    .push(existing);
+                    .or_default();
+                let at = *index.entry((&pod.namespace, &pod.labels)).or_insert_with(|| {
+                    list.push(ExistingPods {
+                        labels: pod.labels.clone(),
+                        nodes: Vec::new(),
+                    });
+                    list.len() - 1
+                });
+                if let Some(same) = list.get_mut(at) {
+                    same.nodes.push(node);
+                }
             }
         }
         cluster
@@ -336,26 +345,28 @@ impl Topology {
         let key = group.key().clone();
         let namespaces: Vec<Arc<str>> = group.spec.namespaces.iter().cloned().collect();
         for namespace in &namespaces {
-            for pod in self
+            for same in self
                 .cluster
                 .pods_by_namespace
                 .get(namespace)
                 .into_iter()
                 .flatten()
             {
-                let Some(info) = self.cluster.nodes.get(pod.node) else {
-                    continue;
-                };
-                if !group.selects(namespace, &pod.labels) {
+                if !group.selects(namespace, &same.labels) {
                     continue;
                 }
-                let passes = group
-                    .spec
-                    .filter
-                    .as_ref()
-                    .is_none_or(|f| f.matches(&info.node.taints, &info.requirements, None));
-                if passes && let Some(domain) = domain_of(&info.node, &key) {
-                    group.record_domain(domain);
+                for &node in &same.nodes {
+                    let Some(info) = self.cluster.nodes.get(node) else {
+                        continue;
+                    };
+                    let passes = group
+                        .spec
+                        .filter
+                        .as_ref()
+                        .is_none_or(|f| f.matches(&info.node.taints, &info.requirements, None));
+                    if passes && let Some(domain) = domain_of(&info.node, &key) {
+                        group.record_domain(domain);
+                    }
                 }
             }
         }
