@@ -725,15 +725,9 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 continue;
             };
             for c in cmd.candidates.iter().filter(|c| p.nodes.contains(&c.node)) {
-                let message = || Message::normal(CONSOLIDATION_APPROVED, score.to_string());
-                self.event_on_node(&c.node, message());
-                if let Some(nc) = self
-                    .state
-                    .node_claims()
-                    .get(&kube::runtime::reflector::ObjectRef::new(&c.node_claim))
-                {
-                    self.events.publish(&*nc, message());
-                }
+                self.on_candidate(c, &|| {
+                    Message::normal(CONSOLIDATION_APPROVED, score.to_string())
+                });
             }
         }
     }
@@ -960,15 +954,21 @@ impl<P: CloudProvider + 'static> Disruption<P> {
     /// Publishes `reason` with `note` on every candidate's Node and NodeClaim.
     fn on_candidates(&self, cmd: &Command, reason: &'static str, note: &str) {
         for c in &cmd.candidates {
-            let message = || Message::normal(reason, note.to_owned()).dedupe_for(EVENT_DEDUPE);
-            self.event_on_node(&c.node, message());
-            if let Some(nc) = self
-                .state
-                .node_claims()
-                .get(&kube::runtime::reflector::ObjectRef::new(&c.node_claim))
-            {
-                self.events.publish(&*nc, message());
-            }
+            self.on_candidate(c, &|| {
+                Message::normal(reason, note.to_owned()).dedupe_for(EVENT_DEDUPE)
+            });
+        }
+    }
+
+    /// Publishes `message()` on the candidate's Node and NodeClaim.
+    fn on_candidate(&self, c: &Candidate, message: &dyn Fn() -> Message) {
+        self.event_on_node(&c.node, message());
+        if let Some(nc) = self
+            .state
+            .node_claims()
+            .get(&kube::runtime::reflector::ObjectRef::new(&c.node_claim))
+        {
+            self.events.publish(&*nc, message());
         }
     }
 

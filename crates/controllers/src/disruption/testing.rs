@@ -29,25 +29,27 @@ fn from<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
 
 /// An on-demand instance type in zone `z1` with `cpu` cores, 64Gi and 110 pods.
 pub fn instance_type(name: &str, cpu: i64, price: f64) -> Arc<InstanceType> {
-    Arc::new(
-        FakeInstanceType::new(name)
-            .resource("cpu", Quantity::from_value(cpu))
-            .resource("memory", Quantity::from_bytes(64 << 30))
-            .resource("pods", Quantity::from_value(110))
-            .offering(Offering::new("on-demand", "z1", price))
-            .build()
-            .unwrap(),
-    )
+    instance_type_offering(name, cpu, Offering::new("on-demand", "z1", price))
 }
 
 /// [`instance_type`] whose offering has no price.
 pub fn unpriced_instance_type(name: &str, cpu: i64) -> Arc<InstanceType> {
+    instance_type_offering(name, cpu, Offering::unpriced("on-demand", "z1"))
+}
+
+/// A spot instance type in zone `z1` with `cpu` cores, 64Gi and 110 pods.
+pub fn spot_instance_type(name: &str, cpu: i64, price: f64) -> Arc<InstanceType> {
+    instance_type_offering(name, cpu, Offering::new("spot", "z1", price))
+}
+
+/// An instance type with `cpu` cores, 64Gi, 110 pods and the one `offering`.
+fn instance_type_offering(name: &str, cpu: i64, offering: Offering) -> Arc<InstanceType> {
     Arc::new(
         FakeInstanceType::new(name)
             .resource("cpu", Quantity::from_value(cpu))
             .resource("memory", Quantity::from_bytes(64 << 30))
             .resource("pods", Quantity::from_value(110))
-            .offering(Offering::unpriced("on-demand", "z1"))
+            .offering(offering)
             .build()
             .unwrap(),
     )
@@ -70,6 +72,18 @@ pub struct Fixture {
 }
 
 impl Fixture {
+    /// The budget map of its NodePools for `reason`, nothing in flight, at [`now`].
+    pub fn budgets(&self, reason: api::nodepool::DisruptionReason) -> super::budget_map::BudgetMap {
+        super::budget_map::budget_map(
+            &self.nodes,
+            &self.node_claims,
+            &self.node_pools,
+            &BTreeSet::new(),
+            reason,
+            now(),
+        )
+    }
+
     /// A NodePool `name` offering `types`, consolidating at once.
     pub fn pool(&mut self, name: &str, types: Vec<Arc<InstanceType>>) -> &mut NodePool {
         self.node_pools.push(from(json!({

@@ -124,24 +124,15 @@ pub fn resimulated(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
-    use std::collections::BTreeSet;
 
     use api::nodepool::DisruptionReason;
 
     use super::*;
-    use crate::disruption::budget_map::budget_map;
     use crate::disruption::candidates::Class;
-    use crate::disruption::testing::{Fixture, instance_type, marginal_replacements, now};
+    use crate::disruption::testing::{Fixture, instance_type, marginal_replacements};
 
     fn budgets(f: &Fixture, reason: DisruptionReason) -> BudgetMap {
-        budget_map(
-            &f.nodes,
-            &f.node_claims,
-            &f.node_pools,
-            &BTreeSet::new(),
-            reason,
-            now(),
-        )
+        f.budgets(reason)
     }
 
     fn nodes(c: &[Candidate]) -> Vec<&str> {

@@ -161,6 +161,22 @@ async fn huge_and_tiny(world: &World) {
     all_running(world, 2, Duration::from_secs(60)).await;
 }
 
+/// Waits until the one pod runs on the one node left, a `small` one.
+async fn one_pod_on_one_small_node(world: &World, what: &str) {
+    wait_for(what, Duration::from_secs(120), || async {
+        let nodes = nodes(world).await;
+        let pods = pods(world).await;
+        (nodes.len() == 1
+            && label(&nodes[0], "node.kubernetes.io/instance-type") == "small"
+            && pods.len() == 1
+            && running(&pods[0])
+            && pods[0].spec.as_ref().unwrap().node_name.as_deref()
+                == Some(nodes[0].name_any().as_str()))
+        .then_some(())
+    })
+    .await;
+}
+
 /// Asserts that a consolidation replaced a node by one `small` node.
 fn replaced_by_small(operator: &karpenter_capi::operator::Operator) {
     let records = operator.disruptions();
@@ -183,22 +199,7 @@ async fn a_node_is_replaced_by_a_cheaper_machine_deployment(backend: Backend) {
     assert_eq!(before.len(), 1);
     assert_eq!(label(&before[0], "node.kubernetes.io/instance-type"), "big");
     scale(&world, "huge", 0).await;
-    wait_for(
-        "the tiny pod on a small node",
-        Duration::from_secs(120),
-        || async {
-            let nodes = nodes(&world).await;
-            let pods = pods(&world).await;
-            (nodes.len() == 1
-                && label(&nodes[0], "node.kubernetes.io/instance-type") == "small"
-                && pods.len() == 1
-                && running(&pods[0])
-                && pods[0].spec.as_ref().unwrap().node_name.as_deref()
-                    == Some(nodes[0].name_any().as_str()))
-            .then_some(())
-        },
-    )
-    .await;
+    one_pod_on_one_small_node(&world, "the tiny pod on a small node").await;
     node_count(&world, 1, Duration::from_secs(60)).await;
     replaced_by_small(&operator);
     // The candidate was announced before its validation, as upstream does.
@@ -287,22 +288,7 @@ async fn a_replacement_waits_for_the_pods_it_was_made_for(backend: Backend) {
     scenario::apply(&world.workload_client(), &[db])
         .await
         .unwrap();
-    wait_for(
-        "db-0 running on the one small node",
-        Duration::from_secs(120),
-        || async {
-            let nodes = nodes(&world).await;
-            let pods = pods(&world).await;
-            (nodes.len() == 1
-                && label(&nodes[0], "node.kubernetes.io/instance-type") == "small"
-                && pods.len() == 1
-                && running(&pods[0])
-                && pods[0].spec.as_ref().unwrap().node_name.as_deref()
-                    == Some(nodes[0].name_any().as_str()))
-            .then_some(())
-        },
-    )
-    .await;
+    one_pod_on_one_small_node(&world, "db-0 running on the one small node").await;
     replaced_by_small(&operator);
     let records = operator.disruptions();
     assert!(

@@ -458,6 +458,29 @@ async fn a_scale_out_claims_each_machine_about_once_and_reads_machines_from_the_
     );
 }
 
+/// One MachineDeployment `m` (4 cpu), the operator, and two 1-cpu `app` pods Running under a
+/// PodDisruptionBudget with `budget` (`minAvailable` / `maxUnavailable`).
+async fn two_pods_under_a_pdb(backend: Backend, budget: serde_json::Value) -> (World, Operator) {
+    let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
+    let operator = start(&world);
+    let mut spec = json!({"selector": {"matchLabels": {"app": "app"}}});
+    if let (Some(spec), serde_json::Value::Object(budget)) = (spec.as_object_mut(), budget) {
+        spec.extend(budget);
+    }
+    scenario::apply(
+        &world.workload_client(),
+        &[
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "app", "namespace": "default"}, "spec": spec}),
+            deployment("app", 2, "1", "1Gi", json!({})),
+        ],
+    )
+    .await
+    .unwrap();
+    all_running(&world, 2, Duration::from_secs(60)).await;
+    (world, operator)
+}
+
 /// A Machine deleted by hand whose drain a PodDisruptionBudget holds (one of two pods may be
 /// away at a time): Cluster API cordons the Node and evicts one pod; the MachineSet replaces
 /// the Machine only once it is gone, so that pod's new NodeClaim raises a replica (the
@@ -466,20 +489,7 @@ async fn a_scale_out_claims_each_machine_about_once_and_reads_machines_from_the_
 /// Running on the new node. The MachineSet's own replacement comes after: one unclaimed
 /// Machine at most, which the collector adopts or removes later.
 async fn a_machine_deleted_by_hand_under_a_pdb_drains_onto_its_replacement(backend: Backend) {
-    let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
-    let _operator = start(&world);
-    scenario::apply(
-        &world.workload_client(),
-        &[
-            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                "metadata": {"name": "app", "namespace": "default"},
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "app"}}}}),
-            deployment("app", 2, "1", "1Gi", json!({})),
-        ],
-    )
-    .await
-    .unwrap();
-    all_running(&world, 2, Duration::from_secs(60)).await;
+    let (world, _operator) = two_pods_under_a_pdb(backend, json!({"minAvailable": 1})).await;
     let old_node = nodes(&world).await[0].name_any();
     let machine = machines(&world).await[0].name_any();
     Api::<Machine>::namespaced_with(
@@ -527,20 +537,7 @@ async fn a_deleted_node_claim_gets_the_node_its_pods_need_before_they_are_evicte
     backend: Backend,
 ) {
     use api::common::Conditions;
-    let world = setup(backend, &[md("m", 4, 16, "zone-a", 0.2)]).await;
-    let _operator = start(&world);
-    scenario::apply(
-        &world.workload_client(),
-        &[
-            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                "metadata": {"name": "app", "namespace": "default"},
-                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "app"}}}}),
-            deployment("app", 2, "1", "1Gi", json!({})),
-        ],
-    )
-    .await
-    .unwrap();
-    all_running(&world, 2, Duration::from_secs(60)).await;
+    let (world, _operator) = two_pods_under_a_pdb(backend, json!({"maxUnavailable": 0})).await;
     let ncs = node_claims(&world).await;
     assert_eq!(ncs.len(), 1);
     let victim = ncs[0].name_any();

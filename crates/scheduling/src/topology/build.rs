@@ -80,13 +80,15 @@ impl Cluster {
                     .pods_by_namespace
                     .entry(pod.namespace.clone())
                     .or_default();
-                let at = *index.entry((&pod.namespace, &pod.labels)).or_insert_with(|| {
-                    list.push(ExistingPods {
-                        labels: pod.labels.clone(),
-                        nodes: Vec::new(),
+                let at = *index
+                    .entry((&pod.namespace, &pod.labels))
+                    .or_insert_with(|| {
+                        list.push(ExistingPods {
+                            labels: pod.labels.clone(),
+                            nodes: Vec::new(),
+                        });
+                        list.len() - 1
                     });
-                    list.len() - 1
-                });
                 if let Some(same) = list.get_mut(at) {
                     same.nodes.push(node);
                 }

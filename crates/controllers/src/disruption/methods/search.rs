@@ -242,19 +242,11 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
-    use crate::disruption::budget_map::budget_map;
     use crate::disruption::candidates::Class;
-    use crate::disruption::testing::{Fixture, instance_type, now};
+    use crate::disruption::testing::{Fixture, instance_type};
 
     fn budgets(f: &Fixture) -> BudgetMap {
-        budget_map(
-            &f.nodes,
-            &f.node_claims,
-            &f.node_pools,
-            &BTreeSet::new(),
-            DisruptionReason::Underutilized,
-            now(),
-        )
+        f.budgets(DisruptionReason::Underutilized)
     }
 
     /// Two pools, each with one node whose pod fits on its pool's other node.

@@ -8,21 +8,13 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::disruption::budget_map::budget_map;
 use crate::disruption::candidates::Class;
 use crate::disruption::testing::{
-    Fixture, instance_type, marginal_replacements, now, unpriced_instance_type,
+    Fixture, instance_type, marginal_replacements, now, spot_instance_type, unpriced_instance_type,
 };
 
 fn budgets(f: &Fixture, reason: DisruptionReason) -> BudgetMap {
-    budget_map(
-        &f.nodes,
-        &f.node_claims,
-        &f.node_pools,
-        &BTreeSet::new(),
-        reason,
-        now(),
-    )
+    f.budgets(reason)
 }
 
 fn names(cmd: &Command) -> Vec<String> {
@@ -680,34 +672,16 @@ fn consolidation_moves_no_pod_onto_a_node_inside_its_consolidate_after_window() 
     assert_eq!(cmd.decision(), Decision::Delete);
 }
 
-/// A spot instance type in zone `z1` with `cpu` cores.
-fn spot_type(
-    name: &str,
-    cpu: i64,
-    price: f64,
-) -> std::sync::Arc<scheduling::instance_type::InstanceType> {
-    std::sync::Arc::new(
-        scheduling::fixtures::FakeInstanceType::new(name)
-            .resource("cpu", scheduling::quantity::Quantity::from_value(cpu))
-            .resource(
-                "memory",
-                scheduling::quantity::Quantity::from_bytes(64 << 30),
-            )
-            .resource("pods", scheduling::quantity::Quantity::from_value(110))
-            .offering(scheduling::instance_type::Offering::new(
-                "spot", "z1", price,
-            ))
-            .build()
-            .unwrap(),
-    )
-}
-
 /// A spot node `n1` of a `big` spot type (8 cpu, $1/h) with a 1-cpu pod, and `smaller` cheaper
 /// 2-cpu spot types.
 fn spot_node_with(smaller: usize) -> Fixture {
-    let mut types = vec![spot_type("big", 8, 1.0)];
+    let mut types = vec![spot_instance_type("big", 8, 1.0)];
     for i in 0..smaller {
-        types.push(spot_type(&format!("s{i:02}"), 2, 0.1 + 0.01 * i as f64));
+        types.push(spot_instance_type(
+            &format!("s{i:02}"),
+            2,
+            0.1 + 0.01 * i as f64,
+        ));
     }
     let mut f = Fixture::default();
     f.pool("default", types.clone());
