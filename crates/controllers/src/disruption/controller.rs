@@ -36,6 +36,10 @@
 //!
 //! Every decision is kept as a [`Record`] for `simulate` and `bench`.
 //!
+//! Parts: `upkeep` (clean-up, expiration, conditions), `inputs` (world, candidates, floors,
+//! budgets), `start` (validation and start of a command), `reporting` (metrics and Events),
+//! `watchdog` (the 15-minute stall log); this file holds the loop and the pass.
+//!
 //! Inputs: [`ClusterState`], a [`CloudProvider`] (instance types and prices). Outputs:
 //! commands carried out, conditions, Events, metrics, records.
 
@@ -74,6 +78,7 @@ use super::simulation::{Objects, World};
 use super::static_drift::{PoolCount, static_drift};
 use super::validation;
 use super::writes;
+use crate::clock::Clock;
 use crate::events::{Events, Message};
 use crate::metrics::{
     ConsolidationTypeLabels, EvaluationLabels, Metrics, PoolReasonLabels, ReasonLabels, ScoreLabels,
@@ -81,6 +86,16 @@ use crate::metrics::{
 use crate::provisioning::inputs::ClusterObjects;
 use crate::provisioning::node_claim::PoolHash;
 use crate::provisioning::provisioner::ready;
+
+mod inputs;
+mod reporting;
+mod start;
+#[cfg(test)]
+mod tests;
+mod upkeep;
+mod watchdog;
+
+use watchdog::{AbortOnDrop, STALLED_AFTER, watch_passes};
 
 /// Settings of the disruption loop.
 #[derive(Debug, Clone)]
@@ -158,6 +173,9 @@ pub struct Disruption<P> {
     /// The provisioner's scheduling policies: a simulation here must place pods as the
     /// provisioner would (`--preference-policy`, `--min-values-policy`).
     policies: (PreferencePolicy, MinValuesPolicy),
+    /// "Now" for expiry, `consolidateAfter` and conditions: wall time that moves with tokio's
+    /// clock (a paused test clock too).
+    clock: Clock,
 }
 
 impl<P> std::fmt::Debug for Disruption<P> {
@@ -224,78 +242,6 @@ fn fingerprint(
     h.finish()
 }
 
-/// How long without a finished pass before the loop says it is stuck (as upstream logs).
-const STALLED_AFTER: Duration = Duration::from_secs(15 * 60);
-
-/// Aborts a task when dropped (the watchdog ends with the loop).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Whether the pass counter moved lately: a stall begins when it has not moved for `after`,
-/// and ends when it moves again. Pure (the watchdog feeds it).
-#[derive(Debug)]
-struct Stall {
-    after: Duration,
-    seen: u64,
-    since: Instant,
-    stalled: bool,
-}
-
-/// What [`Stall::observe`] noticed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StallChange {
-    Began,
-    Ended,
-}
-
-impl Stall {
-    fn new(after: Duration, passes: u64, now: Instant) -> Self {
-        Self {
-            after,
-            seen: passes,
-            since: now,
-            stalled: false,
-        }
-    }
-
-    fn observe(&mut self, passes: u64, now: Instant) -> Option<StallChange> {
-        if passes != self.seen {
-            let was = self.stalled;
-            (self.seen, self.since, self.stalled) = (passes, now, false);
-            return was.then_some(StallChange::Ended);
-        }
-        if !self.stalled && now.duration_since(self.since) >= self.after {
-            self.stalled = true;
-            return Some(StallChange::Began);
-        }
-        None
-    }
-}
-
-/// Logs an error once per stall when `passes` has not moved for `after` (a pass stuck on the
-/// API, a sync gate that never opens), and an info line when passes resume.
-async fn watch_passes(passes: Arc<AtomicU64>, after: Duration) {
-    let tick = (after / 15).max(Duration::from_millis(10));
-    let mut stall = Stall::new(after, passes.load(Ordering::Relaxed), Instant::now());
-    loop {
-        tokio::time::sleep(tick).await;
-        match stall.observe(passes.load(Ordering::Relaxed), Instant::now()) {
-            Some(StallChange::Began) => tracing::error!(
-                minutes = after.as_secs() / 60,
-                "no disruption pass finished for {} minutes",
-                after.as_secs() / 60
-            ),
-            Some(StallChange::Ended) => tracing::info!("disruption passes resumed"),
-            None => {}
-        }
-    }
-}
-
 /// Dedupe window of `DisruptionBlocked` / `Unconsolidatable` Events per object and message.
 const EVENT_DEDUPE: Duration = Duration::from_secs(300);
 
@@ -341,6 +287,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             unreached: Mutex::default(),
             provider_drift: Mutex::default(),
             policies: (PreferencePolicy::Respect, MinValuesPolicy::Strict),
+            clock: Clock::new(),
         }
     }
 
@@ -422,7 +369,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
     /// One pass; whether a command started.
     async fn pass(self: Arc<Self>) -> bool {
         let snapshot = self.state.snapshot();
-        let now = Timestamp::now();
+        let now = self.clock.now();
         self.clean_up(&snapshot).await;
         let expired = self.expire(&snapshot, now).await;
         let its = self.instance_types(&snapshot.node_pools).await;
@@ -688,628 +635,6 @@ impl<P: CloudProvider + 'static> Disruption<P> {
             None => false,
         }
     }
-
-    /// `karpenter_consolidation_moves_total` for each NodePool of a consolidation move
-    /// (`approved`: the move was taken), and `karpenter_consolidation_score` for each Balanced
-    /// one (labelled with the pool's own decision).
-    fn report_scores(&self, scores: &[PoolScore], approved: bool) {
-        let decision = |ok: bool| if ok { "approved" } else { "rejected" }.to_owned();
-        for p in scores {
-            let labels = ScoreLabels {
-                decision: decision(approved),
-                nodepool: p.pool.clone(),
-                policy: p.policy.clone(),
-            };
-            self.metrics
-                .consolidation_moves
-                .get_or_create(&labels)
-                .inc();
-            if let Some(score) = p.score {
-                tracing::debug!(nodepool = %p.pool, nodes = ?p.nodes, score = score.value(), approved = score.approved(), "balanced consolidation score");
-                self.metrics
-                    .consolidation_score
-                    .get_or_create(&ScoreLabels {
-                        decision: decision(score.approved()),
-                        ..labels
-                    })
-                    .observe(score.value());
-            }
-        }
-    }
-
-    /// `ConsolidationApproved` on the Node and NodeClaim of each candidate of a Balanced
-    /// NodePool in `cmd`, with the pool's score.
-    fn approved_events(&self, cmd: &Command) {
-        for p in &cmd.scores {
-            let Some(score) = p.score else {
-                continue;
-            };
-            for c in cmd.candidates.iter().filter(|c| p.nodes.contains(&c.node)) {
-                self.on_candidate(c, &|| {
-                    Message::normal(CONSOLIDATION_APPROVED, score.to_string())
-                });
-            }
-        }
-    }
-
-    fn observe(&self, method: &str, m: Method, started: Instant) {
-        self.metrics
-            .disruption_evaluation_duration
-            .get_or_create(&EvaluationLabels {
-                method: method.into(),
-                consolidation_type: m.label().into(),
-            })
-            .observe(started.elapsed().as_secs_f64());
-    }
-
-    fn world(
-        &self,
-        snapshot: &Snapshot,
-        its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
-        now: Timestamp,
-    ) -> World {
-        let state = &self.state;
-        let last = move |n: &str| state.last_pod_event(n);
-        World::new(
-            &Objects {
-                cluster: ClusterObjects {
-                    nodes: &snapshot.nodes,
-                    node_claims: &snapshot.node_claims,
-                    pods: &snapshot.pods,
-                    daemon_sets: &snapshot.daemon_sets,
-                    namespaces: &snapshot.namespaces,
-                },
-                node_pools: &snapshot.node_pools,
-                pdbs: &snapshot.pdbs,
-                instance_types: its,
-                now,
-                last_pod_event: Some(&last),
-            },
-            &self.well_known,
-        )
-        .with_policies(self.policies.0, self.policies.1)
-        .with_spot_to_spot(self.config.spot_to_spot)
-    }
-
-    fn candidates(
-        &self,
-        snapshot: &Snapshot,
-        its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
-        in_flight: &BTreeSet<String>,
-        floors: &Floors,
-        now: Timestamp,
-    ) -> (Vec<Candidate>, Vec<Blocked>) {
-        self.candidates_of(snapshot, its, in_flight, floors, now, Class::Graceful)
-    }
-
-    /// The minimum sizes of our nodes' groups: the provider's room per NodeClaim of ours with
-    /// a node, less the NodeClaims already leaving (deleting, tainted, in flight).
-    async fn floors(&self, snapshot: &Snapshot, in_flight: &BTreeSet<String>) -> Floors {
-        let tainted: BTreeSet<&str> = snapshot
-            .nodes
-            .iter()
-            .filter(|n| writes::is_tainted(n))
-            .filter_map(|n| n.metadata.name.as_deref())
-            .collect();
-        let mut answers = BTreeMap::new();
-        let mut leaving = BTreeSet::new();
-        for nc in snapshot.node_claims.iter().filter(|nc| is_ours(nc)) {
-            let Some(node) = nc.status.as_ref().and_then(|s| s.node_name.as_deref()) else {
-                continue;
-            };
-            let name = nc.name_any();
-            if nc.metadata.deletion_timestamp.is_some()
-                || tainted.contains(node)
-                || in_flight.contains(node)
-            {
-                leaving.insert(name.clone());
-            }
-            let answer = self
-                .provider
-                .removal_room(nc)
-                .await
-                .map_err(|e| e.to_string());
-            answers.insert(name, answer);
-        }
-        Floors::new(answers, &leaving)
-    }
-
-    fn candidates_of(
-        &self,
-        snapshot: &Snapshot,
-        its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
-        in_flight: &BTreeSet<String>,
-        floors: &Floors,
-        now: Timestamp,
-        class: Class,
-    ) -> (Vec<Candidate>, Vec<Blocked>) {
-        let state = Arc::clone(&self.state);
-        let nominated = move |n: &str| state.is_nominated(n);
-        let state = Arc::clone(&self.state);
-        let planned = move |claim: &str| state.planned_pods(claim);
-        let state = Arc::clone(&self.state);
-        let last = move |n: &str| state.last_pod_event(n);
-        candidates(
-            &Inputs {
-                nodes: &snapshot.nodes,
-                node_claims: &snapshot.node_claims,
-                pods: &snapshot.pods,
-                pdbs: &snapshot.pdbs,
-                node_pools: &snapshot.node_pools,
-                instance_types: its,
-                in_flight,
-                nominated: &nominated,
-                planned: &planned,
-                last_pod_event: &last,
-                floors,
-                now,
-            },
-            class,
-        )
-    }
-
-    fn budgets(
-        &self,
-        snapshot: &Snapshot,
-        in_flight: &BTreeSet<String>,
-        reason: DisruptionReason,
-        now: Timestamp,
-    ) -> BudgetMap {
-        let map = budget_map(
-            &snapshot.nodes,
-            &snapshot.node_claims,
-            &snapshot.node_pools,
-            in_flight,
-            reason,
-            now,
-        );
-        let name = reason_name(reason);
-        for (pool, b) in &map.pools {
-            let labels = PoolReasonLabels {
-                nodepool: pool.clone(),
-                reason: name.to_lowercase(),
-            };
-            self.metrics
-                .nodepools_allowed_disruptions
-                .get_or_create(&labels)
-                .set(i64::from(b.allowed));
-            self.metrics
-                .nodepools_nodes_consuming_budgets
-                .get_or_create(&labels)
-                .set(i64::try_from(b.disrupting).unwrap_or(0));
-        }
-        for (pool, e) in &map.errors {
-            tracing::warn!(nodepool = %pool, error = %e, "invalid disruption budget (allows nothing)");
-        }
-        // A budget that allows nothing is the NodePool's news, not each node's (as upstream).
-        let blocked = map
-            .pools
-            .iter()
-            .filter(|(_, b)| b.allowed <= 0 && b.nodes > 0)
-            .map(|(pool, _)| pool);
-        for pool in blocked {
-            if let Some(np) = snapshot
-                .node_pools
-                .iter()
-                .find(|p| p.metadata.name.as_deref() == Some(pool.as_str()))
-            {
-                self.events.publish(
-                    np,
-                    Message::normal(DISRUPTION_BLOCKED, methods::budget_blocked(reason))
-                        .dedupe_for(EVENT_DEDUPE),
-                );
-            }
-        }
-        map
-    }
-
-    fn report_blocked(&self, snapshot: &Snapshot, blocked: &[Blocked]) {
-        for b in blocked.iter().filter(|b| b.notable) {
-            tracing::debug!(node = %b.node, reason = %b.reason, "disruption blocked");
-            if let Some(node) = snapshot
-                .nodes
-                .iter()
-                .find(|n| n.metadata.name.as_deref() == Some(&b.node))
-            {
-                self.events.publish(
-                    node,
-                    Message::normal(DISRUPTION_BLOCKED, b.reason.clone()).dedupe_for(EVENT_DEDUPE),
-                );
-            }
-            if let Some(nc) = b.node_claim.as_deref().and_then(|name| {
-                snapshot
-                    .node_claims
-                    .iter()
-                    .find(|c| c.metadata.name.as_deref() == Some(name))
-            }) {
-                self.events.publish(
-                    nc,
-                    Message::normal(DISRUPTION_BLOCKED, b.reason.clone()).dedupe_for(EVENT_DEDUPE),
-                );
-            }
-        }
-    }
-
-    /// Counts a consolidation search its time limit stopped, and says so.
-    fn timed_out(&self, method: Method) {
-        tracing::info!(method = ?method, "consolidation search stopped by its time limit");
-        self.metrics
-            .disruption_consolidation_timeouts
-            .get_or_create(&ConsolidationTypeLabels {
-                consolidation_type: method.label().into(),
-            })
-            .inc();
-    }
-
-    fn event_on_node(&self, node: &str, message: Message) {
-        if let Some(n) = self
-            .state
-            .nodes()
-            .get(&kube::runtime::reflector::ObjectRef::new(node))
-        {
-            self.events.publish(&*n, message);
-        }
-    }
-
-    /// Publishes `reason` with `note` on every candidate's Node and NodeClaim.
-    fn on_candidates(&self, cmd: &Command, reason: &'static str, note: &str) {
-        for c in &cmd.candidates {
-            self.on_candidate(c, &|| {
-                Message::normal(reason, note.to_owned()).dedupe_for(EVENT_DEDUPE)
-            });
-        }
-    }
-
-    /// Publishes `message()` on the candidate's Node and NodeClaim.
-    fn on_candidate(&self, c: &Candidate, message: &dyn Fn() -> Message) {
-        self.event_on_node(&c.node, message());
-        if let Some(nc) = self
-            .state
-            .node_claims()
-            .get(&kube::runtime::reflector::ObjectRef::new(&c.node_claim))
-        {
-            self.events.publish(&*nc, message());
-        }
-    }
-
-    /// Validates a command after the delay (consolidation and emptiness), then starts it.
-    async fn validate_and_start(self: &Arc<Self>, cmd: Command, pools: Vec<NodePool>) -> bool {
-        let consolidating = matches!(cmd.method, Method::SingleNode | Method::MultiNode);
-        let summary = cmd.summary();
-        if consolidating {
-            self.on_candidates(&cmd, CONSOLIDATION_CANDIDATE, &summary);
-        }
-        let candidates = consolidating.then(|| cmd.clone());
-        let cmd = match self.validate(cmd).await {
-            Ok(cmd) => cmd,
-            Err((method, why)) => {
-                if let Some(candidates) = &candidates {
-                    self.on_candidates(
-                        candidates,
-                        CONSOLIDATION_REJECTED,
-                        &format!("{summary}: rejected at validation: {why}"),
-                    );
-                }
-                tracing::info!(reason = %why, "disruption command abandoned at validation");
-                self.metrics
-                    .disruption_failed_validations
-                    .get_or_create(&ConsolidationTypeLabels {
-                        consolidation_type: method.label().into(),
-                    })
-                    .inc();
-                return false;
-            }
-        };
-        if !self.orchestrator.reserve(&cmd) {
-            return false;
-        }
-        self.metrics
-            .disruption_decisions
-            .get_or_create(&crate::metrics::DecisionLabels {
-                decision: cmd.decision().to_string(),
-                reason: reason_name(cmd.reason()).to_lowercase(),
-                consolidation_type: cmd.method.label().into(),
-            })
-            .inc();
-        tracing::info!(
-            method = ?cmd.method,
-            decision = %cmd.decision(),
-            nodes = ?cmd.nodes(),
-            replacements = ?cmd.replacement_types(),
-            savings = cmd.savings,
-            computed_ms = cmd.took.as_millis() as u64,
-            "disrupting node(s)"
-        );
-        let index = {
-            let mut records = lock(&self.records);
-            if records.len() >= 10_000 {
-                records.remove(0);
-            }
-            records.push(Record {
-                at: Instant::now(),
-                method: cmd.method,
-                decision: cmd.decision(),
-                nodes: cmd.nodes(),
-                replacements: cmd.replacement_types(),
-                savings: cmd.savings,
-                computed: cmd.took,
-                outcome: None,
-            });
-            records.len() - 1
-        };
-        let orchestrator = self.orchestrator.clone();
-        let records = Arc::clone(&self.records);
-        tokio::spawn(async move {
-            let outcome = orchestrator.execute(cmd, pools).await;
-            let mut records = lock(&records);
-            if let Some(r) = records.get_mut(index) {
-                r.outcome = Some(match outcome {
-                    Outcome::Deleted { .. } => Ok(()),
-                    Outcome::RolledBack(why) => Err(why),
-                });
-            }
-        });
-        true
-    }
-
-    /// After the validation delay, against a fresh snapshot ([`validation`]): emptiness keeps
-    /// the candidates still empty within a fresh budget; consolidation needs all of them, a
-    /// fresh simulation deciding the same, and the Balanced pools' approval again.
-    async fn validate(self: &Arc<Self>, cmd: Command) -> Result<Command, (Method, String)> {
-        let method = cmd.method;
-        if method == Method::Drift {
-            return Ok(cmd);
-        }
-        tokio::time::sleep(self.config.validation_delay).await;
-        self.wait_synced().await;
-        let snapshot = self.state.snapshot();
-        let now = Timestamp::now();
-        let its = self.instance_types(&snapshot.node_pools).await;
-        let in_flight = lock(&self.orchestrator.in_flight).clone();
-        let floors = self.floors(&snapshot, &in_flight).await;
-        let (cands, _) = self.candidates(&snapshot, &its, &in_flight, &floors, now);
-        let mut budgets = self.budgets(&snapshot, &in_flight, cmd.reason(), now);
-        budgets.groups.clone_from(floors.rooms());
-        let fresh = validation::recheck(&cmd, &cands, &mut budgets).map_err(|why| (method, why))?;
-        if method == Method::Emptiness {
-            return Ok(Command {
-                candidates: fresh,
-                ..cmd
-            });
-        }
-        let this = Arc::clone(self);
-        let pools = snapshot.node_pools.clone();
-        tokio::task::spawn_blocking(move || {
-            let world = this.world(&snapshot, &its, now);
-            validation::resimulated(&world, cmd, &fresh, &cands, &pools)
-        })
-        .await
-        .map_err(|e| (method, e.to_string()))?
-        .map_err(|why| (method, why))
-    }
-
-    /// Removes the disrupted taint and `DisruptionReason` from managed nodes no command of
-    /// this process holds (left behind by a restart or a failed command).
-    async fn clean_up(&self, snapshot: &Snapshot) {
-        let in_flight = lock(&self.orchestrator.in_flight).clone();
-        for node in &snapshot.nodes {
-            let name = node.name_any();
-            let managed = node.labels().contains_key(NODE_POOL);
-            if !managed || in_flight.contains(&name) || node.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            let nc = snapshot
-                .node_claims
-                .iter()
-                .find(|c| c.status.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&name));
-            // Only nodes of our own NodeClaims: another provider's marks are its own business,
-            // and a node without a NodeClaim is not provably ours.
-            let Some(nc) = nc.filter(|c| is_ours(c)) else {
-                continue;
-            };
-            if nc.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            let marked = nc
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.condition(DISRUPTION_REASON))
-                .is_some();
-            if !writes::is_tainted(node) && !marked {
-                continue;
-            }
-            let nc_name = nc.name_any();
-            tracing::info!(node = %name, "removing a disruption mark no command holds");
-            if let Err(e) = self.orchestrator.mark(&name, &nc_name, None).await {
-                tracing::warn!(node = %name, error = %e, "disruption mark not removed");
-            }
-        }
-    }
-
-    /// Why the NodeClaim drifted, if it did: static drift, requirements drift, its instance
-    /// type gone (judged only when the pool's instance types resolved: `offered`), then the
-    /// provider's answer (asked at most every `drift_recheck` per NodeClaim; a NodeClaim not
-    /// launched yet has not drifted).
-    async fn drift_of(
-        &self,
-        nc: &NodeClaim,
-        pool: &NodePool,
-        offered: Option<&Vec<Arc<InstanceType>>>,
-        now: Timestamp,
-    ) -> Option<String> {
-        let launched = nc
-            .status
-            .as_ref()
-            .is_some_and(|s| s.conditions.is_true(LAUNCHED));
-        if !launched {
-            return None;
-        }
-        if let Some(r) = drift::computable(nc, pool, offered.map(Vec::as_slice), now) {
-            return Some(r.to_owned());
-        }
-        let uid = nc.metadata.uid.clone().unwrap_or_default();
-        let cached = lock(&self.provider_drift).get(&uid).cloned();
-        if let Some((at, answer)) = &cached
-            && at.elapsed() < self.config.drift_recheck
-        {
-            return answer.clone();
-        }
-        match self.provider.is_drifted(nc).await {
-            Ok(answer) => {
-                lock(&self.provider_drift).insert(uid, (Instant::now(), answer.clone()));
-                answer
-            }
-            Err(e) => {
-                tracing::debug!(nodeclaim = %nc.name_any(), error = %e, "drift not checked");
-                // Keep the last answer (NotFound and transient errors are not drift).
-                cached.and_then(|(_, a)| a)
-            }
-        }
-    }
-
-    /// Deletes NodeClaims past `spec.expireAfter` (spec §4.9: forceful, no budgets, no
-    /// replacement first; the drain still respects PDBs unless a terminationGracePeriod ends it).
-    /// Returns the nodes of the NodeClaims it deleted.
-    async fn expire(&self, snapshot: &Snapshot, now: Timestamp) -> BTreeSet<String> {
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
-        let mut expired = BTreeSet::new();
-        for nc in &snapshot.node_claims {
-            if nc.metadata.deletion_timestamp.is_some() || !is_ours(nc) {
-                continue;
-            }
-            let at = match drift::expires_at(nc) {
-                Ok(Some(at)) => at,
-                Ok(None) => continue,
-                Err(e) => {
-                    tracing::warn!(nodeclaim = %nc.name_any(), error = %e, "expiry not evaluated");
-                    continue;
-                }
-            };
-            if at > now {
-                continue;
-            }
-            let params = kube::api::DeleteParams {
-                preconditions: nc.metadata.uid.clone().map(|uid| kube::api::Preconditions {
-                    uid: Some(uid),
-                    resource_version: None,
-                }),
-                ..kube::api::DeleteParams::default()
-            };
-            match api.delete(&nc.name_any(), &params).await {
-                Ok(_) => {
-                    tracing::info!(nodeclaim = %nc.name_any(), expired_at = %at, "deleting expired nodeclaim");
-                    if let Some(node) = nc.status.as_ref().and_then(|s| s.node_name.clone()) {
-                        expired.insert(node);
-                    }
-                    self.metrics
-                        .nodeclaims_disrupted
-                        .get_or_create(&crate::metrics::DisruptedLabels {
-                            reason: "expired".into(),
-                            nodepool: nc.labels().get(NODE_POOL).cloned().unwrap_or_default(),
-                            capacity_type: nc
-                                .labels()
-                                .get(scheduling::labels::CAPACITY_TYPE)
-                                .cloned()
-                                .unwrap_or_default(),
-                        })
-                        .inc();
-                }
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                Err(e) => {
-                    tracing::warn!(nodeclaim = %nc.name_any(), error = %e, "expired nodeclaim not deleted")
-                }
-            }
-        }
-        expired
-    }
-
-    /// Writes `Consolidatable` and `lastPodEventTime` where they changed.
-    async fn write_conditions(
-        &self,
-        snapshot: &Snapshot,
-        its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
-        now: Timestamp,
-    ) {
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
-        for nc in &snapshot.node_claims {
-            if nc.metadata.deletion_timestamp.is_some() || !is_ours(nc) {
-                continue;
-            }
-            let Some(pool) = nc.labels().get(NODE_POOL).and_then(|p| {
-                snapshot
-                    .node_pools
-                    .iter()
-                    .find(|n| n.metadata.name.as_deref() == Some(p))
-            }) else {
-                continue;
-            };
-            let node = nc.status.as_ref().and_then(|s| s.node_name.as_deref());
-            let last = node.and_then(|n| self.state.last_pod_event(n));
-            let stored = nc
-                .status
-                .as_ref()
-                .and_then(|s| s.last_pod_event_time.as_ref())
-                .map(|t| t.0);
-            // Written at most every 10 s per NodeClaim (upstream's rate), and only where it can
-            // change a decision after a restart: with `consolidateAfter` 0 or Never it cannot
-            // (this process evaluates with the events it saw), so the write is saved.
-            let waits = matches!(
-                consolidatable::consolidate_after(pool),
-                Ok(Some(after)) if !after.is_zero()
-            );
-            let write_last = last.filter(|_| waits).filter(|l| {
-                stored.is_none_or(|s| {
-                    s.checked_add(k8s_openapi::jiff::SignedDuration::from_secs(10))
-                        .is_ok_and(|due| *l >= due)
-                })
-            });
-            // Static pools are never consolidated: the condition is never set for them.
-            let consolidation = if pool.spec.is_static() {
-                Consolidation::Disabled("static NodePool".into())
-            } else {
-                consolidatable::evaluate(nc, pool, last, now)
-            };
-            let drifted = self
-                .drift_of(nc, pool, its.get(&pool.name_any()), now)
-                .await;
-            let patch = writes::status_patch(nc, now, write_last, |set| {
-                match &consolidation {
-                    Consolidation::Consolidatable => {
-                        set.set(CONSOLIDATABLE, ConditionStatus::True, CONSOLIDATABLE, "");
-                    }
-                    _ => set.clear(CONSOLIDATABLE),
-                }
-                match &drifted {
-                    Some(reason) => set.set(DRIFTED, ConditionStatus::True, reason, reason),
-                    None => set.clear(DRIFTED),
-                }
-            });
-            let Some(patch) = patch else {
-                continue;
-            };
-            match api
-                .patch_status(
-                    &nc.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await
-            {
-                Ok(_) => {}
-                // Another writer was first: the next pass sees its version.
-                Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => {}
-                Err(e) => {
-                    tracing::debug!(nodeclaim = %nc.name_any(), error = %e, "disruption conditions not written")
-                }
-            }
-        }
-        let nodes: BTreeSet<&str> = snapshot
-            .nodes
-            .iter()
-            .filter_map(|n| n.metadata.name.as_deref())
-            .collect();
-        self.state.forget_pod_events(|n| nodes.contains(n));
-    }
 }
 
 /// Whether `pool` names a static NodePool of the snapshot.
@@ -1318,33 +643,4 @@ fn is_static(snapshot: &Snapshot, pool: &str) -> bool {
         .node_pools
         .iter()
         .any(|p| p.metadata.name.as_deref() == Some(pool) && p.spec.is_static())
-}
-
-#[cfg(test)]
-mod stall_tests {
-    use super::*;
-
-    #[test]
-    fn a_stall_is_reported_once_and_its_end_once() {
-        let t0 = Instant::now();
-        let after = Duration::from_secs(900);
-        let mut s = Stall::new(after, 5, t0);
-        assert_eq!(s.observe(5, t0 + Duration::from_secs(899)), None);
-        assert_eq!(
-            s.observe(5, t0 + Duration::from_secs(900)),
-            Some(StallChange::Began)
-        );
-        assert_eq!(s.observe(5, t0 + Duration::from_secs(2000)), None, "once");
-        assert_eq!(
-            s.observe(6, t0 + Duration::from_secs(2001)),
-            Some(StallChange::Ended)
-        );
-        assert_eq!(s.observe(7, t0 + Duration::from_secs(2002)), None);
-        assert_eq!(s.observe(7, t0 + Duration::from_secs(2900)), None);
-        assert_eq!(
-            s.observe(7, t0 + Duration::from_secs(2902)),
-            Some(StallChange::Began),
-            "a new stall counts from the last pass"
-        );
-    }
 }
