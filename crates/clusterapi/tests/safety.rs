@@ -715,3 +715,51 @@ async fn a_machine_that_outlives_its_scale_down_is_deleted_directly() {
     assert!(!marked(&kept), "the other Machine stays");
     assert!(kept.metadata.deletion_timestamp.is_none());
 }
+
+/// A raise that comes before Cluster API carried out our scale-down would cancel it (desired
+/// and present Machines match again) and leave the Machine we chose running with nobody to
+/// remove it but the 10-minute escalation. The raise deletes exactly that Machine first; the
+/// other Machine is left alone and the new NodeClaim gets a new Machine.
+#[tokio::test(start_paused = true)]
+async fn a_raise_never_cancels_a_scale_down_cluster_api_has_not_carried_out() {
+    let world = support::world(WorldConfig::default()).await;
+    md("md").create(&world).await;
+    wait_sets(&world, "md").await;
+    let p = provider(&world);
+    let a = node_claim(&world, "a", json!([])).await;
+    let b = node_claim(&world, "b", json!([])).await;
+    let la = p.create(&a).await.unwrap();
+    let lb = p.create(&b).await.unwrap();
+    let a = fresh(&world.workload_client(), "a").await;
+
+    // The MachineSet does nothing meanwhile: the scale-down is requested, not carried out.
+    pause_sets(&world, "md", true).await;
+    p.delete(&a).await.unwrap();
+    assert_eq!(replicas(&world, "md").await, 1);
+    let c = node_claim(&world, "c", json!([])).await;
+    let create = tokio::spawn({
+        let p = Arc::clone(&p);
+        async move { p.create(&c).await }
+    });
+    support::wait_for("the raise", Duration::from_secs(30), || async {
+        (replicas(&world, "md").await == 2).then_some(())
+    })
+    .await;
+    pause_sets(&world, "md", false).await;
+
+    let lc = create.await.unwrap().unwrap();
+    support::wait_for("a's Machine gone", Duration::from_secs(120), || async {
+        support::machine(&world, &la.machine.name)
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert_ne!(lc.machine.name, la.machine.name);
+    assert_ne!(lc.machine.name, lb.machine.name);
+    let kept = support::machine(&world, &lb.machine.name).await.unwrap();
+    assert!(!marked(&kept), "b's Machine stays");
+    assert!(kept.metadata.deletion_timestamp.is_none());
+    assert_eq!(replicas(&world, "md").await, 2);
+    assert_eq!(wait_machines(&world, "md", 2).await.len(), 2);
+}

@@ -119,6 +119,10 @@ impl ClusterApiProvider {
                 )));
             }
             let by = queued.min(max.map_or(i32::MAX, |max| max - replicas));
+            // Raised now, replicas would cancel our scale-downs Cluster API has not carried
+            // out yet (desired and present Machines would match again): those Machines go
+            // directly first.
+            self.finish_pending_scale_downs(md, &record).await?;
             if free == 0 {
                 // Every replica we raised is claimed: whatever runs now is not ours.
                 record.baseline = self.not_ours_now(md, cluster).await?;

@@ -6,7 +6,9 @@
 //! `delete-machine` annotation's value is the time we asked; a Machine we scaled down for
 //! that is still there, not deleting, [`crate::ProviderConfig::removal_escalation`] later
 //! (a rollout shrank another MachineSet) is deleted directly by the next delete, so its
-//! NodeClaim never stays Terminating forever.
+//! NodeClaim never stays Terminating forever; and one a raise of the MachineDeployment would
+//! cancel (Cluster API has not carried the scale-down out yet) is deleted directly before the
+//! raise ([`ClusterApiProvider::finish_pending_scale_downs`]).
 //! Inputs: a NodeClaim or a Machine reference with a check. Outputs: a [`Removal`] or a typed
 //! error.
 
@@ -97,6 +99,22 @@ impl ClusterApiProvider {
             // provider's binding) is its to remove; one claimed by another NodeClaim, another
             // workload cluster or nobody is not: the NodeClaim goes, the Machine stays.
             let cluster = self.cluster_id().await?;
+            // The cache's copy may predate the claim: refusing on it would let the NodeClaim
+            // go and leave its Machine claimed by nobody alive. Refusals are read again.
+            let found = if not_claimed_by(&found, nc, cluster, legacy_binding(nc)).is_some() {
+                let r = cache::machine_ref(&found);
+                match self
+                    .machines_api(&r.namespace)
+                    .get_opt(&r.name)
+                    .await
+                    .map_err(|e| transient("get Machine", e))?
+                {
+                    Some(fresh) => fresh,
+                    None => return Err(not_found()),
+                }
+            } else {
+                found
+            };
             if let Some(why) = not_claimed_by(&found, nc, cluster, legacy_binding(nc)) {
                 tracing::warn!(nodeclaim = %name, machine = %cache::machine_ref(&found), %why,
                     "not removing a Machine this NodeClaim does not own");
@@ -369,6 +387,33 @@ impl ClusterApiProvider {
             };
             let _ = request.done.send(result.map(|()| done));
         }
+    }
+
+    /// Deletes directly the Machines of `md` whose scale-down `record` holds but Cluster API
+    /// has not carried out (not deleting yet), before a raise of `md`'s replicas (call under
+    /// its lock). A raise then would cancel them: the MachineSet would find as many Machines
+    /// as replicas and delete none, so the Machines we chose would run on, their NodeClaims
+    /// Terminating until the escalation, and the raise would wait for a Machine that never
+    /// comes. Each is a Machine we annotated and accounted for; nothing else is touched.
+    /// Returns how many were deleted.
+    pub(super) async fn finish_pending_scale_downs(
+        &self,
+        md: &MachineDeploymentRef,
+        record: &Record,
+    ) -> Result<usize, CloudProviderError> {
+        let pending: Vec<ObjectRef> = self
+            .machines_of(md)
+            .iter()
+            .filter(|m| m.metadata.deletion_timestamp.is_none())
+            .filter(|m| record.removal_of(m) == Some(Removed::ScaledDown))
+            .map(|m| cache::machine_ref(m))
+            .collect();
+        for r in &pending {
+            tracing::info!(machine = %r, machine_deployment = %md,
+                "a raise would cancel this Machine's scale-down: deleting it directly");
+            self.delete_machine(r).await?;
+        }
+        Ok(pending.len())
     }
 
     /// Delete the Machine `r` directly (gone already is fine).
