@@ -272,41 +272,10 @@ pub fn parse_duration(value: &str) -> Result<std::time::Duration, DurationError>
 /// a unit, an unknown unit such as `d`).
 #[must_use]
 pub fn go_duration_seconds(text: &str) -> Option<f64> {
-    let (negative, rest) = match text.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, text.strip_prefix('+').unwrap_or(text)),
-    };
-    if rest == "0" {
-        return Some(0.0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut rest = rest;
-    let mut total = 0.0_f64;
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, tail) = rest.split_at(number_len);
-        let number: f64 = number.parse().ok()?;
-        let unit_len = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_len);
-        let scale = match unit {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += number * scale;
-        rest = tail;
-    }
-    Some(if negative { -total } else { total })
+    #[allow(clippy::cast_precision_loss)]
+    crate::go_duration::parse_nanos(text)
+        .ok()
+        .map(|nanos| nanos as f64 / 1e9)
 }
 
 /// The status of a condition.

@@ -16,6 +16,7 @@
 pub mod capi;
 pub mod common;
 pub mod crd;
+pub mod go_duration;
 pub mod nodeclaim;
 pub mod nodeclass;
 pub mod nodepool;

@@ -35,7 +35,8 @@ pub enum Command {
     Plan(crate::plan::PlanArgs),
     /// Check a real installation: CRDs, permissions (SelfSubjectAccessReview), what each
     /// NodeClass selects and derives, cluster-autoscaler overlap, NodePools that can never
-    /// launch a node. Exits 1 when something blocks provisioning.
+    /// launch a node. Exit status: 0 when nothing blocks provisioning, 1 when something does,
+    /// 2 when doctor itself cannot run (a cluster cannot be reached).
     Doctor(crate::doctor_cmd::DoctorArgs),
     /// Benchmarks.
     Bench(BenchArgs),
@@ -203,4 +204,36 @@ impl fmt::Display for VersionInfo {
             self.api_groups.join(", ")
         )
     }
+}
+
+/// For a command-line error about a value that came from an environment variable (the flag
+/// is not on the command line, its variable is set): a note naming the variable, which is
+/// what the user has to fix.
+#[must_use]
+pub fn environment_note(err: &clap::Error, argv: &[String]) -> Option<String> {
+    use clap::CommandFactory;
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(invalid)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = invalid.split([' ', '=']).next()?;
+    let long = flag.strip_prefix("--")?;
+    let on_line = argv
+        .iter()
+        .any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+    if on_line {
+        return None;
+    }
+    let command = Cli::command();
+    let env = command
+        .get_subcommands()
+        .flat_map(clap::Command::get_arguments)
+        .find(|a| a.get_long() == Some(long))
+        .and_then(clap::Arg::get_env)?
+        .to_string_lossy()
+        .into_owned();
+    std::env::var_os(&env)?;
+    Some(format!(
+        "note: the value comes from the environment variable {env} ({flag} is not on the command line)"
+    ))
 }

@@ -81,8 +81,11 @@ pub struct UrlCredentials {
 /// # Errors
 /// The file cannot be read or does not describe a usable cluster; the message names it.
 pub async fn config_from_kubeconfig(path: &Path) -> anyhow::Result<kube::Config> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+    // Opened here first: kube's own read error repeats the OS error under its source.
+    std::fs::File::open(path)
         .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
     kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .with_context(|| format!("invalid kubeconfig {}", path.display()))

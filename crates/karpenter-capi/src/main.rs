@@ -25,7 +25,19 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let argv: Vec<String> = std::env::args().collect();
+            let _ = err.print();
+            if err.use_stderr()
+                && let Some(note) = cli::environment_note(&err, &argv)
+            {
+                eprintln!("{note}");
+            }
+            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+        }
+    };
     karpenter_capi::connect::install_crypto_provider();
     match run(cli) {
         Ok(code) => code,

@@ -48,9 +48,10 @@ pub struct PlanArgs {
     /// Only MachineDeployments of this Cluster.
     #[arg(long, value_name = "NAME")]
     pub cluster_name: Option<String>,
-    /// Only MachineDeployments in this namespace.
-    #[arg(long, value_name = "NAMESPACE")]
-    pub namespace: Option<String>,
+    /// Only MachineDeployments in this namespace (as `run`'s and `doctor`'s flag; `--namespace`
+    /// is kept as an alias).
+    #[arg(long, value_name = "NAMESPACE", alias = "namespace")]
+    pub cluster_api_namespace: Option<String>,
     /// Consider only pods kube-scheduler marked `Unschedulable` (production's predicate). By
     /// default every unbound, non-terminal pod not owned by a DaemonSet is pending, since dumps
     /// often lack the `PodScheduled` condition.
@@ -98,7 +99,7 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
     };
     let dump = parse(&text)?;
     let scope = Scope {
-        namespace: args.namespace.clone(),
+        namespace: args.cluster_api_namespace.clone(),
         cluster_name: args.cluster_name.clone(),
     };
     let policy = if args.require_unschedulable_condition {

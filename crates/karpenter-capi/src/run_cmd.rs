@@ -33,9 +33,9 @@ use karpenter_capi::rate_limit::RateLimit;
 use scheduling::instance_type::MinValuesPolicy;
 use scheduling::scheduler::PreferencePolicy;
 
-/// A Go-style duration flag (`10s`, `1m30s`).
+/// A duration flag in Go's syntax, as upstream's (`500ms`, `10s`, `1m30s`, `1.5h`).
 pub fn duration(text: &str) -> Result<Duration, String> {
-    api::common::parse_duration(text).map_err(|e| e.to_string())
+    api::go_duration::parse(text).map_err(|e| e.to_string())
 }
 
 /// Log format.
@@ -193,8 +193,9 @@ pub struct RunArgs {
     pub leader_election: LeaderElectionArgs,
     #[command(flatten)]
     pub timeouts: TimeoutArgs,
-    /// Upstream's feature gates, e.g. `StaticCapacity=true` (static NodePools); unknown names
-    /// and gates this binary does not implement are refused.
+    /// Upstream's feature gates, e.g. `StaticCapacity=true` (static NodePools),
+    /// `SpotToSpotConsolidation=true`; `ReservedCapacity` is accepted and changes nothing;
+    /// unknown names, and `NodeRepair` or `NodeOverlay` set to true, are refused.
     #[arg(long, env = "FEATURE_GATES", default_value = "", value_name = "LIST")]
     pub feature_gates: karpenter_capi::feature_gates::FeatureGates,
     /// Sustained requests per second of each Kubernetes client (workload and management,
@@ -298,11 +299,7 @@ impl RunArgs {
 
 /// Sets up logging (`LOG_LEVEL`, plain or JSON) for `run`.
 pub fn init_logging(level: &str, format: LogFormat) -> anyhow::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_new(match level {
-        "" => "info",
-        l => l,
-    })
-    .with_context(|| format!("invalid --log-level {level:?}"))?;
+    let filter = log_filter(level)?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -312,6 +309,37 @@ pub fn init_logging(level: &str, format: LogFormat) -> anyhow::Result<()> {
         LogFormat::Plain => builder.try_init(),
     };
     result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
+}
+
+/// The levels `--log-level` (`LOG_LEVEL`) takes, as upstream's and `tracing`'s.
+const LOG_LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
+
+/// The filter of `--log-level` (`LOG_LEVEL`): a level, or `tracing` directives
+/// (`info,controllers=debug`) whose bare entries are levels. A word that is not a level
+/// (`verbose`) would pass as a target name and silence everything else: it is refused.
+///
+/// # Errors
+/// A bare entry that is not a level, or a directive `tracing` cannot read.
+pub fn log_filter(level: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
+    let level = if level.trim().is_empty() {
+        "info"
+    } else {
+        level
+    };
+    if let Some(bad) = level
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty() && !d.contains('=') && !d.contains('['))
+        .find(|d| !LOG_LEVELS.contains(&d.to_ascii_lowercase().as_str()))
+    {
+        anyhow::bail!(
+            "invalid --log-level (LOG_LEVEL) {level:?}: {bad:?} is not a level; use one of {} \
+             or directives such as \"info,controllers=debug\"",
+            LOG_LEVELS.join(", ")
+        );
+    }
+    tracing_subscriber::EnvFilter::try_new(level)
+        .with_context(|| format!("invalid --log-level (LOG_LEVEL) {level:?}"))
 }
 
 /// How long the caches may take to list before `run` gives up.
@@ -662,8 +690,33 @@ mod tests {
     }
 
     #[test]
+    fn log_levels_are_levels_or_directives() {
+        for ok in [
+            "info",
+            "DEBUG",
+            "",
+            "warn,controllers=debug",
+            "controllers=trace",
+            "off",
+        ] {
+            assert!(log_filter(ok).is_ok(), "{ok}");
+        }
+        for bad in ["verbose", "info,loud", "debug,,2"] {
+            let e = log_filter(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("LOG_LEVEL") && e.contains("not a level"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
     fn durations_parse_like_go() {
         assert_eq!(duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert!(duration("-1s").unwrap_err().contains("negative"));
+        assert!(duration("10").unwrap_err().contains("missing unit"));
         assert!(duration("soon").is_err());
     }
 }

@@ -83,6 +83,11 @@ fn run_names_an_unreadable_kubeconfig() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+    assert_eq!(
+        stderr.matches("os error 2").count(),
+        1,
+        "the OS error once: {stderr}"
+    );
 }
 
 #[test]
@@ -95,6 +100,42 @@ fn run_rejects_a_bad_batch_duration_from_the_environment() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("batch-idle-duration"), "{stderr}");
+    assert!(
+        stderr.contains("environment variable BATCH_IDLE_DURATION"),
+        "the variable to fix is named: {stderr}"
+    );
+}
+
+/// Go's duration syntax, as upstream's variables take it.
+#[test]
+fn run_takes_go_durations_from_the_environment() {
+    let out = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+        .args(["run", "--kubeconfig", "/nonexistent/kubeconfig"])
+        .env("BATCH_IDLE_DURATION", "500ms")
+        .env("BATCH_MAX_DURATION", "1m30s")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("invalid value"), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/kubeconfig"),
+        "it got as far as the kubeconfig: {stderr}"
+    );
+}
+
+#[test]
+fn run_refuses_a_log_level_that_is_not_one() {
+    let out = Command::new(env!("CARGO_BIN_EXE_karpenter-capi"))
+        .args(["run", "--kubeconfig", "/nonexistent/kubeconfig"])
+        .env("LOG_LEVEL", "verbose")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("LOG_LEVEL") && stderr.contains("\"verbose\" is not a level"),
+        "{stderr}"
+    );
 }
 
 #[test]
