@@ -181,7 +181,14 @@ impl Templates {
                     v.join(", ")
                 })
             }),
-            Err(e) => Err(format!("discovery of group {group}: {e}")),
+            Err(kube::Error::Api(s)) if s.code == 404 => Err(format!(
+                "the management cluster does not serve API group {group} (is its infrastructure provider installed?)"
+            )),
+            Err(kube::Error::Api(s)) => Err(format!(
+                "discovery of API group {group}: {} ({})",
+                s.message, s.code
+            )),
+            Err(e) => Err(format!("discovery of API group {group}: {e}")),
         };
         let entry = match found {
             Ok(r) => Resolved::Found(r),

@@ -165,13 +165,22 @@ pub async fn run_world_against(
 /// Install the Cluster API CRDs as `config.serving` says (the default: as far as the server
 /// allows, [`crds::install_capi_crds`]; CRDs already there, a real Cluster API's, are left as
 /// they are) and, when only the infrastructure is simulated, the provider kinds' CRDs
-/// ([`capi::infrastructure::crds`]).
+/// ([`capi::infrastructure::crds`]); when all of Cluster API is, the `DockerMachineTemplate`
+/// kind its examples reference ([`capi::infrastructure::docker_machine_template_crd`]).
 async fn install_capi(management: &kube::Client, config: &CapiConfig) -> Result<(), WorldError> {
     match config.serving {
         Some(serving) => crds::install_capi_crds_serving(management, serving).await?,
         None => crds::install_capi_crds(management).await?,
     }
-    if !config.core {
+    if config.core {
+        // Cluster API is simulated whole: serve the template kind its examples name, as a
+        // management cluster with the Docker provider does.
+        crds::install(
+            management,
+            &[capi::infrastructure::docker_machine_template_crd()?],
+        )
+        .await?;
+    } else {
         crds::install(management, &capi::infrastructure::crds()?).await?;
     }
     Ok(())

@@ -402,3 +402,32 @@ async fn the_world_runs_against_any_pair_of_clients() {
     .await;
     run.abort();
 }
+
+/// As Cluster API's webhook and a management cluster with the Docker provider: a
+/// MachineDeployment gets the `cluster.x-k8s.io/cluster-name` label of its `spec.clusterName`
+/// (a NodeClass selecting by it finds it), and the `DockerMachineTemplate` kind its
+/// `infrastructureRef` names is served.
+#[tokio::test(start_paused = true)]
+async fn a_machine_deployment_is_labelled_with_its_cluster_and_its_template_kind_is_served() {
+    let world = World::start(WorldConfig::default()).await.unwrap();
+    let mc = world.management_client();
+    let mds = Api::<DynamicObject>::namespaced_with(mc.clone(), "default", &machine_deployments());
+    mds.create(&PostParams::default(), &md_json("md", json!({})))
+        .await
+        .unwrap();
+    wait_for("the cluster-name label", 40, || async {
+        let md = mds.get("md").await.unwrap();
+        (md.metadata
+            .labels
+            .unwrap_or_default()
+            .get(keys::CLUSTER_NAME)
+            == Some(&"c1".to_owned()))
+        .then_some(())
+    })
+    .await;
+    let group = kube::discovery::oneshot::group(&mc, "infrastructure.cluster.x-k8s.io")
+        .await
+        .unwrap();
+    let (resource, _) = group.recommended_kind("DockerMachineTemplate").unwrap();
+    assert_eq!(resource.plural, "dockermachinetemplates");
+}

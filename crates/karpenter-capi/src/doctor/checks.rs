@@ -354,7 +354,61 @@ fn selection_hint(
             "no MachineDeployment carries {KARPENTER_MEMBER}; label the ones Karpenter may scale"
         )
     } else {
-        format!("{members} opted-in MachineDeployment(s), none matching the selector's labels")
+        let misses: Vec<String> = mds
+            .iter()
+            .filter(|md| clusterapi::is_member(md) && scope.contains(md))
+            .take(5)
+            .map(|md| {
+                format!(
+                    "{} {}",
+                    MachineDeploymentRef::of(md),
+                    selector.map(|s| unmet(s, md)).unwrap_or_default()
+                )
+            })
+            .collect();
+        format!(
+            "{members} opted-in MachineDeployment(s), none matching the selector: {}",
+            misses.join("; ")
+        )
+    }
+}
+
+/// What of `selector` the labels of `md` do not satisfy, e.g. `lacks
+/// cluster.x-k8s.io/cluster-name=my-cluster`.
+fn unmet(
+    selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    md: &MachineDeployment,
+) -> String {
+    let labels = md.metadata.labels.clone().unwrap_or_default();
+    let mut out = Vec::new();
+    for (k, v) in selector.match_labels.iter().flatten() {
+        match labels.get(k) {
+            None => out.push(format!("lacks {k}={v}")),
+            Some(have) if have != v => out.push(format!("has {k}={have}, not {v}")),
+            Some(_) => {}
+        }
+    }
+    for e in selector.match_expressions.iter().flatten() {
+        let one = k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+            match_expressions: Some(vec![e.clone()]),
+            match_labels: None,
+        };
+        let holds = Selector::new(&one)
+            .ok()
+            .is_some_and(|s| s.matches(md.metadata.labels.as_ref()));
+        if !holds {
+            let values = e.values.as_ref().map(|v| v.join(",")).unwrap_or_default();
+            out.push(
+                format!("does not satisfy {} {} {values}", e.key, e.operator)
+                    .trim_end()
+                    .to_owned(),
+            );
+        }
+    }
+    if out.is_empty() {
+        "matches the selector".to_owned()
+    } else {
+        out.join(", ")
     }
 }
 

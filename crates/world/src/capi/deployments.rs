@@ -77,6 +77,30 @@ pub fn default_replicas(md: &Value) -> i64 {
     }
 }
 
+/// What CAPI's defaulting webhook adds to a deployment, as a merge patch (`None`: nothing):
+/// `spec.replicas` when unset ([`default_replicas`]) and the `cluster.x-k8s.io/cluster-name`
+/// label naming `spec.clusterName`, which selectors such as a NodeClass's rely on.
+pub fn defaults(md: &Value) -> Option<Value> {
+    let mut patch = serde_json::Map::new();
+    if md
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .is_none()
+    {
+        patch.insert("spec".into(), json!({"replicas": default_replicas(md)}));
+    }
+    let cluster = text(md, ".spec.clusterName").unwrap_or_default();
+    if !cluster.is_empty()
+        && labels(md).get(keys::CLUSTER_NAME).map(String::as_str) != Some(cluster)
+    {
+        patch.insert(
+            "metadata".into(),
+            json!({"labels": {keys::CLUSTER_NAME: cluster}}),
+        );
+    }
+    (!patch.is_empty()).then_some(Value::Object(patch))
+}
+
 /// The labels CAPI adds to the selector and template of a deployment's Machines.
 fn identity(md: &Value) -> BTreeMap<String, String> {
     let mut l = BTreeMap::new();
@@ -124,15 +148,13 @@ impl Deployments {
             return Ok(());
         }
         let (ns, name, uid) = (object::namespace(md), object::name(md), object::uid(md));
-        let replicas = match md.pointer("/spec/replicas").and_then(Value::as_i64) {
-            Some(r) => r,
-            None => {
-                let r = default_replicas(md);
-                let patch = json!({"spec": {"replicas": r}});
-                self.capi.patch(MD, md, &patch).await?;
-                r
-            }
-        };
+        if let Some(patch) = defaults(md) {
+            self.capi.patch(MD, md, &patch).await?;
+        }
+        let replicas = md
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or_else(|| default_replicas(md));
         let owned: Vec<&Value> = sets
             .iter()
             .filter(|s| controller_uid(s).as_deref() == Some(uid) && !object::is_deleting(s))
@@ -361,6 +383,22 @@ impl Reconciler for Deployments {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cluster_name_label_is_defaulted_like_the_webhook() {
+        let md = json!({"metadata": {"name": "md"}, "spec": {"clusterName": "c", "replicas": 1}});
+        assert_eq!(
+            defaults(&md),
+            Some(json!({"metadata": {"labels": {keys::CLUSTER_NAME: "c"}}}))
+        );
+        let labelled = json!({"metadata": {"labels": {keys::CLUSTER_NAME: "c"}},
+            "spec": {"clusterName": "c", "replicas": 1}});
+        assert_eq!(defaults(&labelled), None);
+        assert_eq!(
+            defaults(&json!({"spec": {}})),
+            Some(json!({"spec": {"replicas": 1}}))
+        );
+    }
 
     #[test]
     fn replicas_default_like_the_webhook() {

@@ -140,6 +140,36 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, WorldError> {
     ALL.into_iter().map(ProviderKind::crd).collect()
 }
 
+/// The infrastructure template kind the examples and built-in scenarios name: Cluster API's
+/// Docker provider's `DockerMachineTemplate` (`infrastructure.cluster.x-k8s.io`, `v1beta1` as
+/// CAPD serves it, open `spec` and `status`), so a simulated Cluster API serves what its
+/// MachineDeployments reference, as a management cluster with CAPD installed does. Templates
+/// of this kind are read for `status.capacity` and watched for drift; the simulated Machines do
+/// not need them.
+pub fn docker_machine_template_crd() -> Result<CustomResourceDefinition, WorldError> {
+    let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "dockermachinetemplates.infrastructure.cluster.x-k8s.io",
+            "labels": {"cluster.x-k8s.io/provider": "infrastructure-docker",
+                "cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta1"}},
+        "spec": {
+            "group": "infrastructure.cluster.x-k8s.io",
+            "names": {"kind": "DockerMachineTemplate", "listKind": "DockerMachineTemplateList",
+                "plural": "dockermachinetemplates", "singular": "dockermachinetemplate",
+                "categories": ["cluster-api"]},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                    "metadata": {"type": "object"}, "spec": open.clone(), "status": open}}},
+                "subresources": {"status": {}}}],
+        },
+    });
+    Ok(serde_json::from_value(crd)?)
+}
+
 /// The infrastructure and control plane provider controller.
 pub struct Infrastructure {
     management: kube::Client,

@@ -172,6 +172,31 @@ fn a_denied_permission_is_a_blocker_naming_the_verb_and_resource() {
     );
 }
 
+/// Issue 26 item 1: the opted-in MachineDeployments are named with what of the selector
+/// their labels lack.
+#[test]
+fn a_selector_no_machine_deployment_meets_names_what_each_lacks() {
+    let mut f = good();
+    f.node_classes = Ok(vec![from(json!({
+        "apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1", "kind": "ClusterAPINodeClass",
+        "metadata": {"name": "default"}, "spec": {"scalableResourceSelector": {
+            "matchLabels": {"cluster.x-k8s.io/cluster-name": "my-cluster", "tier": "web"},
+            "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}}}))]);
+    let report = examine(&f);
+    let finding = report
+        .with_code("nodeclass-selects-nothing")
+        .next()
+        .unwrap();
+    let hint = finding.hint.as_deref().unwrap();
+    assert!(
+        hint.contains(
+            "capi/small has cluster.x-k8s.io/cluster-name=c1, not my-cluster, lacks tier=web, \
+             does not satisfy zone In a,b"
+        ),
+        "{hint}"
+    );
+}
+
 #[test]
 fn a_machine_deployment_without_the_opt_in_label_is_named() {
     let mut f = good();
