@@ -118,7 +118,27 @@ const PRIORITY_CLASS: &[Column] = &[
     c("PreemptionPolicy", "string", 0),
 ];
 
-/// The columns after `Name` of a kind with a printer.
+/// Events print `Name` last and only with `-o wide`, as kube-apiserver's event printer.
+const EVENT: &[Column] = &[
+    c("Last Seen", "string", 0),
+    c("Type", "string", 0),
+    c("Reason", "string", 0),
+    c("Object", "string", 0),
+    c("Subobject", "string", 1),
+    c("Source", "string", 1),
+    c("Message", "string", 0),
+    c("First Seen", "string", 1),
+    c("Count", "string", 1),
+    c("Name", "string", 1),
+];
+
+/// Whether the kind's printer has no leading `Name` column (Events: it is their last, wide).
+#[must_use]
+pub fn name_last(group: &str, kind: &str) -> bool {
+    kind == "Event" && (group.is_empty() || group == "events.k8s.io")
+}
+
+/// The columns after `Name` of a kind with a printer (for [`name_last`] kinds, all of them).
 #[must_use]
 pub fn columns(group: &str, kind: &str) -> Option<&'static [Column]> {
     Some(match (group, kind) {
@@ -136,6 +156,7 @@ pub fn columns(group: &str, kind: &str) -> Option<&'static [Column]> {
         ("policy", "PodDisruptionBudget") => PDB,
         ("coordination.k8s.io", "Lease") => LEASE,
         ("scheduling.k8s.io", "PriorityClass") => PRIORITY_CLASS,
+        ("" | "events.k8s.io", "Event") => EVENT,
         _ => return None,
     })
 }
@@ -148,6 +169,8 @@ pub fn cells(group: &str, kind: &str, obj: &Value, age: &dyn Fn(&Value) -> Value
     match (group, kind) {
         ("", "Pod") => pod(obj, age),
         ("", "Node") => node(obj, age),
+        ("", "Event") => event(obj, false),
+        ("events.k8s.io", "Event") => event(obj, true),
         ("apps", "Deployment") => {
             let replicas = int(obj, "/spec/replicas");
             let mut out = vec![
@@ -220,6 +243,87 @@ pub fn cells(group: &str, kind: &str, obj: &Value, age: &dyn Fn(&Value) -> Value
         ],
         _ => vec![age],
     }
+}
+
+/// How long ago the RFC 3339 time `t` was, as kubectl prints ages; `<unknown>` without one.
+fn since(t: &str) -> String {
+    t.parse::<jiff::Timestamp>().map_or_else(
+        |_| "<unknown>".to_owned(),
+        |t| crate::table::human_age(jiff::Timestamp::now().as_second() - t.as_second()),
+    )
+}
+
+/// An Event's cells (`events_k8s_io`: the `events.k8s.io/v1` field names): last seen (the
+/// series', else `lastTimestamp`, else `eventTime`), type, reason, `kind/name` of the object,
+/// its field path, the source, the message, first seen, count and name.
+fn event(obj: &Value, events_k8s_io: bool) -> Vec<Value> {
+    let (regarding, note, last, first, count, component, host) = if events_k8s_io {
+        (
+            "/regarding",
+            "/note",
+            "/deprecatedLastTimestamp",
+            "/deprecatedFirstTimestamp",
+            "/deprecatedCount",
+            "/deprecatedSource/component",
+            "/deprecatedSource/host",
+        )
+    } else {
+        (
+            "/involvedObject",
+            "/message",
+            "/lastTimestamp",
+            "/firstTimestamp",
+            "/count",
+            "/source/component",
+            "/source/host",
+        )
+    };
+    let pick = |candidates: &[&str]| {
+        candidates
+            .iter()
+            .map(|p| text(obj, p))
+            .find(|t| !t.is_empty())
+            .map_or_else(|| "<unknown>".to_owned(), since)
+    };
+    let last_seen = pick(&["/series/lastObservedTime", last, "/eventTime"]);
+    let first_seen = pick(&[first, "/eventTime"]);
+    let count = obj
+        .pointer("/series/count")
+        .or_else(|| obj.pointer(count))
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let source = {
+        let (c, h) = (text(obj, component), text(obj, host));
+        let (c, h) = if c.is_empty() {
+            (
+                text(obj, "/reportingController"),
+                text(obj, "/reportingInstance"),
+            )
+        } else {
+            (c, h)
+        };
+        if h.is_empty() {
+            c.to_owned()
+        } else {
+            format!("{c}, {h}")
+        }
+    };
+    vec![
+        json!(last_seen),
+        json!(text(obj, "/type")),
+        json!(text(obj, "/reason")),
+        json!(format!(
+            "{}/{}",
+            text(obj, &format!("{regarding}/kind")).to_lowercase(),
+            text(obj, &format!("{regarding}/name"))
+        )),
+        json!(text(obj, &format!("{regarding}/fieldPath"))),
+        json!(source),
+        json!(text(obj, note)),
+        json!(first_seen),
+        json!(count.to_string()),
+        json!(text(obj, "/metadata/name")),
+    ]
 }
 
 fn int(obj: &Value, pointer: &str) -> i64 {
@@ -539,6 +643,8 @@ mod tests {
             ("policy", "PodDisruptionBudget"),
             ("coordination.k8s.io", "Lease"),
             ("scheduling.k8s.io", "PriorityClass"),
+            ("", "Event"),
+            ("events.k8s.io", "Event"),
         ] {
             assert_eq!(
                 cells(g, k, &json!({}), &no_age).len(),
@@ -546,6 +652,30 @@ mod tests {
                 "{k}"
             );
         }
+    }
+
+    #[test]
+    fn an_event_prints_as_kube_apiservers_printer() {
+        let core = json!({"metadata": {"name": "n.1"}, "type": "Warning", "reason": "Unconsolidatable",
+            "involvedObject": {"kind": "Node", "name": "n"}, "message": "m",
+            "source": {"component": "karpenter"}, "count": 3});
+        let c = cells("", "Event", &core, &no_age);
+        assert_eq!(
+            c[1..4],
+            [json!("Warning"), json!("Unconsolidatable"), json!("node/n")]
+        );
+        assert_eq!(c[5], json!("karpenter"));
+        assert_eq!(c[6], json!("m"));
+        assert_eq!(c[8], json!("3"));
+        assert_eq!(c[9], json!("n.1"));
+        let v1 = json!({"metadata": {"name": "e"}, "type": "Normal", "reason": "Launched",
+            "regarding": {"kind": "NodeClaim", "name": "nc"}, "note": "launched",
+            "reportingController": "karpenter", "reportingInstance": "pod-1"});
+        let c = cells("events.k8s.io", "Event", &v1, &no_age);
+        assert_eq!(c[3], json!("nodeclaim/nc"));
+        assert_eq!(c[5], json!("karpenter, pod-1"));
+        assert_eq!(c[6], json!("launched"));
+        assert!(name_last("", "Event") && !name_last("", "Pod"));
     }
 
     #[test]

@@ -71,10 +71,28 @@ pub fn jsonpath<'a>(v: &'a Value, path: &str) -> Vec<&'a Value> {
     let mut rest = path.trim().trim_start_matches('{').trim_end_matches('}');
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            let (key, tail) = r.split_at(end);
+            // A key runs to the next unescaped `.` or `[`; `\.` is a dot in it
+            // (`.metadata.labels.node\.kubernetes\.io/instance-type`).
+            let (mut key, mut end, mut escaped) = (String::new(), r.len(), false);
+            for (i, ch) in r.char_indices() {
+                if escaped {
+                    key.push(ch);
+                    escaped = false;
+                } else if ch == '\\' {
+                    escaped = true;
+                } else if ch == '.' || ch == '[' {
+                    end = i;
+                    break;
+                } else {
+                    key.push(ch);
+                }
+            }
+            let tail = r.get(end..).unwrap_or_default();
             if !key.is_empty() {
-                current = current.into_iter().filter_map(|c| c.get(key)).collect();
+                current = current
+                    .into_iter()
+                    .filter_map(|c| c.get(key.as_str()))
+                    .collect();
             }
             rest = tail;
         } else if let Some(r) = rest.strip_prefix('[') {
@@ -171,7 +189,11 @@ fn age(obj: &Value) -> Value {
 }
 
 fn row(def: &ResourceDef, obj: &Value, include: Include) -> Value {
-    let mut cells = vec![json!(object::name(obj))];
+    let mut cells = if crate::printers::name_last(&def.group, &def.kind) {
+        Vec::new()
+    } else {
+        vec![json!(object::name(obj))]
+    };
     if printed(def).is_some() {
         cells.extend(crate::printers::cells(&def.group, &def.kind, obj, &age));
     } else {
@@ -196,6 +218,9 @@ fn row(def: &ResourceDef, obj: &Value, include: Include) -> Value {
 fn definitions(def: &ResourceDef, v: &Value) -> Vec<Value> {
     let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name",
         "description": "Name must be unique within a namespace.", "priority": 0})];
+    if crate::printers::name_last(&def.group, &def.kind) {
+        defs.clear();
+    }
     if let Some(printed) = printed(def) {
         defs.extend(printed.iter().map(|c| {
             json!({"name": c.name, "type": c.type_, "format": "", "description": "",
@@ -270,6 +295,19 @@ mod tests {
         );
         assert_eq!(jsonpath(&v, ".status.conditions[*].type").len(), 2);
         assert!(jsonpath(&v, ".status.missing").is_empty());
+        let labelled = json!({"metadata": {"labels": {"node.kubernetes.io/instance-type": "m5",
+            "karpenter.sh/nodepool": "default"}}});
+        assert_eq!(
+            jsonpath(
+                &labelled,
+                r".metadata.labels.node\.kubernetes\.io/instance-type"
+            ),
+            vec![&json!("m5")]
+        );
+        assert_eq!(
+            jsonpath(&labelled, r".metadata.labels.karpenter\.sh/nodepool"),
+            vec![&json!("default")]
+        );
     }
 
     #[test]

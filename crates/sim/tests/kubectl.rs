@@ -1007,3 +1007,88 @@ async fn kubectl_create_of_every_kind_sim_serves() {
     );
     server.shutdown().await.unwrap();
 }
+
+const NODECLAIM_AND_EVENT: &str = "apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: default-abc
+  labels:
+    karpenter.sh/nodepool: default
+    node.kubernetes.io/instance-type: m5-large
+    karpenter.sh/capacity-type: on-demand
+    topology.kubernetes.io/zone: zone-a
+spec:
+  nodeClassRef:
+    group: karpenter.cluster.x-k8s.io
+    kind: ClusterAPINodeClass
+    name: default
+  requirements: []
+---
+apiVersion: v1
+kind: Event
+metadata:
+  name: default-abc.1
+  namespace: default
+type: Normal
+reason: Launched
+message: Status condition transitioned
+involvedObject:
+  apiVersion: karpenter.sh/v1
+  kind: NodeClaim
+  name: default-abc
+source:
+  component: karpenter
+count: 2
+firstTimestamp: \"2026-01-01T00:00:00Z\"
+lastTimestamp: \"2026-01-01T00:00:00Z\"
+";
+
+/// Printer columns read labels through escaped JSONPath keys (`node\.kubernetes\.io/…`), and
+/// Events print kube-apiserver's event columns (Name last, wide only).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_prints_label_columns_and_events() {
+    require_kubectl().await;
+    let server = sim::serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let k = Kubectl {
+        kubeconfig: server.kubeconfig_path().to_owned(),
+        cache: tempfile::tempdir().unwrap(),
+    };
+    let files = tempfile::tempdir().unwrap();
+    let crd = api::crd::all()
+        .into_iter()
+        .find(|c| c.spec.names.kind == "NodeClaim")
+        .unwrap();
+    let crd_file = write(files.path(), "crd.yaml", &api::crd::render(&crd).unwrap());
+    k.ok(&["apply", "-f", &crd_file]).await;
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/nodeclaims.karpenter.sh",
+        "--timeout=30s",
+    ])
+    .await;
+    let objects = write(files.path(), "objects.yaml", NODECLAIM_AND_EVENT);
+    k.ok(&["create", "-f", &objects]).await;
+
+    let claims = k.ok(&["get", "nodeclaims", "-o", "wide"]).await;
+    let row = claims.lines().nth(1).unwrap();
+    for value in ["m5-large", "on-demand", "zone-a", "default"] {
+        assert!(row.contains(value), "{claims}");
+    }
+    let events = k.ok(&["get", "events"]).await;
+    let header: Vec<&str> = events.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{events}"
+    );
+    let row = events.lines().nth(1).unwrap();
+    assert!(
+        row.contains("Normal")
+            && row.contains("Launched")
+            && row.contains("nodeclaim/default-abc")
+            && row.contains("Status condition transitioned"),
+        "{events}"
+    );
+    server.shutdown().await.unwrap();
+}

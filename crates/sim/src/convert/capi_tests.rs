@@ -362,10 +362,13 @@ fn durations_are_gos() {
     }
     assert_eq!(duration_to_seconds(&json!("5d")), None);
     assert_eq!(duration_to_seconds(&json!("s")), None);
+    // Within Go's range (2562047h) but past an int32 of seconds: capped.
     assert_eq!(
-        duration_to_seconds(&json!("99999999h")),
+        duration_to_seconds(&json!("2000000h")),
         Some(i64::from(i32::MAX))
     );
+    // Past Go's range: `time.ParseDuration` refuses it.
+    assert_eq!(duration_to_seconds(&json!("99999999h")), None);
     for (secs, s) in [
         (0, "0s"),
         (10, "10s"),
