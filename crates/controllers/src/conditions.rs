@@ -7,7 +7,8 @@
 //! - `lastTransitionTime` changes only when status, reason or message change;
 //! - `observedGeneration` = the object's generation at write time;
 //! - the root is True iff every dependent is True, False if any is False, else Unknown
-//!   (reasons `UnhealthyDependents` / `ReconcilingDependents`);
+//!   (reasons `UnhealthyDependents` / `ReconcilingDependents`, the message naming the
+//!   dependents that are not True: `Launched=False, Registered=Unknown`);
 //! - conditions are kept sorted by type.
 //!
 //! Inputs: the old conditions, the generation, "now". Outputs: the new list and whether it
@@ -157,17 +158,40 @@ impl ConditionSet {
         if self.dependents.is_empty() {
             return;
         }
-        let statuses: Vec<ConditionStatus> = self
+        let statuses: Vec<(&str, ConditionStatus)> = self
             .dependents
             .iter()
-            .map(|d| self.get(d).map_or(ConditionStatus::Unknown, |c| c.status))
+            .map(|d| {
+                (
+                    *d,
+                    self.get(d).map_or(ConditionStatus::Unknown, |c| c.status),
+                )
+            })
             .collect();
-        if statuses.iter().all(|s| *s == ConditionStatus::True) {
+        // The message names the dependents that are not True, `Type=Status, …`, as
+        // operatorpkg writes it (`NodeClassReady=False`).
+        let unhealthy = statuses
+            .iter()
+            .filter(|(_, s)| *s != ConditionStatus::True)
+            .map(|(t, s)| format!("{t}={s:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if unhealthy.is_empty() {
             self.write(READY, ConditionStatus::True, READY, "");
-        } else if statuses.contains(&ConditionStatus::False) {
-            self.write(READY, ConditionStatus::False, UNHEALTHY_DEPENDENTS, "");
+        } else if statuses.iter().any(|(_, s)| *s == ConditionStatus::False) {
+            self.write(
+                READY,
+                ConditionStatus::False,
+                UNHEALTHY_DEPENDENTS,
+                &unhealthy,
+            );
         } else {
-            self.write(READY, ConditionStatus::Unknown, RECONCILING_DEPENDENTS, "");
+            self.write(
+                READY,
+                ConditionStatus::Unknown,
+                RECONCILING_DEPENDENTS,
+                &unhealthy,
+            );
         }
     }
 }
@@ -181,6 +205,30 @@ mod tests {
 
     fn at(secs: i64) -> Timestamp {
         Timestamp::from_second(secs).unwrap()
+    }
+
+    #[test]
+    fn the_root_names_the_dependents_that_are_not_true() {
+        let mut set = ConditionSet::new(None, DEPS, Some(1), at(10));
+        set.set_true("Initialized");
+        let ready = |set: &ConditionSet| set.get(READY).cloned().unwrap();
+        let r = ready(&set);
+        assert_eq!(
+            (r.reason.as_str(), r.message.as_str()),
+            (
+                RECONCILING_DEPENDENTS,
+                "Launched=Unknown, Registered=Unknown"
+            )
+        );
+        set.set_false("Launched", "LaunchFailed", "no capacity");
+        let r = ready(&set);
+        assert_eq!(
+            (r.reason.as_str(), r.message.as_str()),
+            (UNHEALTHY_DEPENDENTS, "Launched=False, Registered=Unknown")
+        );
+        set.set_true("Launched");
+        set.set_true("Registered");
+        assert_eq!(ready(&set).message, "");
     }
 
     #[test]

@@ -51,7 +51,8 @@ pub struct DoctorArgs {
 pub enum DoctorOutput {
     /// A readable report.
     Text,
-    /// One JSON object (`ok`, `blockers`, `warnings`, `findings`, `nodeClasses`, `nodePools`).
+    /// One JSON object (`ok`, `blockers`, `warnings`, `findings`, `nodeClasses`, `nodePools`,
+    /// `blockedNodePools`).
     Json,
 }
 

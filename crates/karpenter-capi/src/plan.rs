@@ -12,7 +12,7 @@
 //! removed or replaced and why the others cannot.
 //! Unknown kinds are skipped with a note on stderr; a malformed document is an error naming the
 //! document index, kind, name and field.
-//! Inputs: [`PlanArgs`]. Outputs: the plan on stdout, notes on stderr.
+//! Inputs: [`PlanArgs`]. Outputs: the plan on stdout, its notes first (JSON: `notes`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -85,7 +85,7 @@ pub struct Dump {
     notes: Vec<String>,
 }
 
-/// Runs `plan`: prints the plan on stdout, notes on stderr.
+/// Runs `plan`: prints the plan on stdout, its notes first (JSON: a `notes` field).
 pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
     let text = if args.filename.as_os_str() == "-" {
         let mut text = String::new();
@@ -108,19 +108,23 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
         PendingPolicy::AllUnbound
     };
     let (plan, notes) = plan(&dump, &scope, policy);
-    for note in dump.notes.iter().chain(&notes) {
-        eprintln!("note: {note}");
-    }
+    let notes: Vec<String> = dump.notes.iter().chain(&notes).cloned().collect();
     let disruption = disruption(&dump, &scope, Timestamp::now());
     match args.output {
         PlanOutput::Json => {
             let mut out = serde_json::to_value(&plan)?;
             if let Some(map) = out.as_object_mut() {
                 map.insert("disruption".into(), serde_json::to_value(&disruption)?);
+                map.insert("notes".into(), serde_json::to_value(&notes)?);
             }
             println!("{}", serde_json::to_string_pretty(&out)?);
         }
         PlanOutput::Table => {
+            // The notes (objects skipped, MachineDeployments left out) explain the table:
+            // they come first, on the same stream.
+            for note in &notes {
+                println!("note: {note}");
+            }
             print!("{}", render_table(&plan));
             print!("{}", render_disruption(&disruption));
         }

@@ -527,7 +527,7 @@ fn plan_basic_dump_decides_like_the_provisioner() {
     let keys: Vec<&String> = plan.as_object().unwrap().keys().collect();
     assert_eq!(
         keys,
-        ["bindings", "disruption", "nodeClaims", "unschedulable"]
+        ["bindings", "disruption", "nodeClaims", "notes", "unschedulable"]
     );
     assert_eq!(
         plan["disruption"],
@@ -643,11 +643,21 @@ fn plan_prints_a_table_and_notes_skipped_kinds() {
     let out = karpenter_capi(&["plan", "-f", &path]);
     assert!(out.status.success());
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.starts_with("NodeClaims to create: 2"), "{stdout}");
+    // The notes explain the table: first, on the same stream.
+    let table = stdout.find("NodeClaims to create: 2").unwrap();
+    let note = stdout.find("ConfigMap unrelated").unwrap();
+    assert!(note < table, "{stdout}");
     assert!(stdout.contains("capi/small-a"), "{stdout}");
     assert!(stdout.contains("Unschedulable pods: 3"), "{stdout}");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.contains("ConfigMap unrelated"), "{stderr}");
+    let json = plan_json(&["plan", "-f", &path, "-o", "json"]);
+    assert!(
+        json["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("ConfigMap unrelated")),
+        "{json}"
+    );
 }
 
 #[test]

@@ -166,6 +166,38 @@ pub struct Report {
     pub node_classes: Vec<NodeClassReport>,
     /// The NodePools.
     pub node_pools: Vec<NodePoolReport>,
+    /// The NodePools a blocker stops: named by it, or using a NodeClass named by it — every
+    /// NodePool when a blocker is not about one (a CRD, a permission).
+    pub blocked_node_pools: Vec<String>,
+}
+
+/// The NodePools `findings`' blockers stop (see [`Report::blocked_node_pools`]).
+fn blocked_pools(findings: &[Finding], pools: &[NodePoolReport]) -> Vec<String> {
+    let blockers: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Blocker)
+        .collect();
+    let named = |prefix: &str| -> Vec<&str> {
+        blockers
+            .iter()
+            .filter_map(|f| f.subject.strip_prefix(prefix))
+            .collect()
+    };
+    let (by_pool, by_class) = (named("NodePool "), named("ClusterAPINodeClass "));
+    let global = blockers.iter().any(|f| {
+        !f.subject.starts_with("NodePool ") && !f.subject.starts_with("ClusterAPINodeClass ")
+    });
+    pools
+        .iter()
+        .filter(|p| {
+            global
+                || by_pool.contains(&p.name.as_str())
+                || p.node_class
+                    .as_deref()
+                    .is_some_and(|c| by_class.contains(&c))
+        })
+        .map(|p| p.name.clone())
+        .collect()
 }
 
 impl Report {
@@ -186,6 +218,7 @@ impl Report {
             .iter()
             .filter(|f| f.severity == Severity::Warning)
             .count();
+        let blocked_node_pools = blocked_pools(&findings, &node_pools);
         Self {
             ok: blockers == 0,
             blockers,
@@ -194,6 +227,7 @@ impl Report {
             findings,
             node_classes,
             node_pools,
+            blocked_node_pools,
         }
     }
 
@@ -266,16 +300,27 @@ impl Report {
                 let _ = writeln!(out, "      → {hint}");
             }
         }
+        let working: Vec<&str> = self
+            .node_pools
+            .iter()
+            .map(|p| p.name.as_str())
+            .filter(|p| !self.blocked_node_pools.iter().any(|b| b == p))
+            .collect();
+        let verdict = if self.ok {
+            "OK, nothing blocks provisioning".to_owned()
+        } else if !working.is_empty() && !self.blocked_node_pools.is_empty() {
+            format!(
+                "NOT OK, provisioning is blocked for NodePool(s) {}; {} can provision",
+                self.blocked_node_pools.join(", "),
+                working.join(", ")
+            )
+        } else {
+            "NOT OK, provisioning is blocked".to_owned()
+        };
         let _ = writeln!(
             out,
-            "{}: {} blocker(s), {} warning(s)",
-            if self.ok {
-                "OK, nothing blocks provisioning"
-            } else {
-                "NOT OK, provisioning is blocked"
-            },
-            self.blockers,
-            self.warnings
+            "{verdict}: {} blocker(s), {} warning(s)",
+            self.blockers, self.warnings
         );
         out
     }
@@ -358,6 +403,50 @@ mod tests {
             0,
         );
         assert_eq!(ok.exit_code(), 0);
+
+        // A blocker about one NodePool (or its NodeClass) blocks that one; the verdict says
+        // which and which still work.
+        let pool = |name: &str, class: &str| NodePoolReport {
+            name: name.into(),
+            node_class: Some(class.into()),
+            compatible_instance_types: Vec::new(),
+            available_instance_types: Vec::new(),
+        };
+        let pools = vec![pool("a", "missing"), pool("b", "good"), pool("c", "broken")];
+        let r = Report::new(
+            vec![
+                Finding::new(
+                    Severity::Blocker,
+                    "nodepool-nodeclass-missing",
+                    "NodePool a",
+                    "x",
+                ),
+                Finding::new(
+                    Severity::Blocker,
+                    "nodeclass-selects-nothing",
+                    "ClusterAPINodeClass broken",
+                    "y",
+                ),
+            ],
+            Vec::new(),
+            pools.clone(),
+            0,
+        );
+        assert_eq!(r.blocked_node_pools, ["a", "c"]);
+        assert!(
+            r.render()
+                .contains("NOT OK, provisioning is blocked for NodePool(s) a, c; b can provision"),
+            "{}",
+            r.render()
+        );
+        let r = Report::new(
+            vec![Finding::new(Severity::Blocker, "crd-missing", "CRDs", "z")],
+            Vec::new(),
+            pools,
+            0,
+        );
+        assert_eq!(r.blocked_node_pools, ["a", "b", "c"]);
+        assert!(r.render().contains("NOT OK, provisioning is blocked: "));
         let json = serde_json::to_value(&ok).unwrap();
         assert_eq!(json["findings"][0]["severity"], "info");
     }
