@@ -30,9 +30,12 @@ use controllers::disruption::methods::{self, Method};
 
 use crate::connect::client_from_kubeconfig;
 
+mod render;
 mod settle;
+
 use crate::operator::{Operator, OperatorConfig};
 use crate::scenario::{self, Scenario, Step};
+pub use render::render;
 
 /// The controller's settings in `simulate`: the defaults, except that the disruption loop
 /// validates a consolidation after 2 s instead of 15 s and looks again after 1 s instead of
@@ -110,7 +113,7 @@ pub struct MachineDeploymentSummary {
 }
 
 /// One provisioning decision.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct DecisionSummary {
     /// Seconds since the scenario started, when the loop finished.
@@ -166,7 +169,7 @@ pub struct StepSummary {
 }
 
 /// What `simulate` prints at the end.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// The scenario's name.
@@ -208,16 +211,24 @@ pub struct Summary {
 /// # Errors
 /// The clusters cannot start, an object is rejected, or a wait times out.
 pub async fn simulate(scenario: &Scenario, options: SimulateOptions) -> anyhow::Result<Summary> {
+    // Without `--kubeconfig-dir` the kubeconfigs live in a temporary directory removed when
+    // the run ends (the guard lives until this function returns).
+    let mut _temporary = None;
     let dir = match &options.kubeconfig_dir {
         Some(d) => {
             std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
             d.clone()
         }
         None => {
-            std::env::temp_dir().join(format!("karpenter-capi-simulate-{}", std::process::id()))
+            let t = tempfile::Builder::new()
+                .prefix("karpenter-capi-simulate-")
+                .tempdir()
+                .context("cannot create a temporary directory for the kubeconfigs")?;
+            let path = t.path().to_path_buf();
+            _temporary = Some(t);
+            path
         }
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let world = world::serve_world(ServeWorldConfig {
         world: options.world.clone(),
         management_kubeconfig: Some(dir.join("management.kubeconfig")),
@@ -680,115 +691,4 @@ async fn summarize(
         decisions,
         steps,
     })
-}
-
-/// The summary as text.
-#[must_use]
-pub fn render(summary: &Summary) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "scenario {} finished in {:.1}s",
-        summary.scenario, summary.wall_seconds
-    );
-    let _ = writeln!(
-        out,
-        "pods: {} running of {}   nodes: {}   nodeclaims: {} ({} ready)",
-        summary.pods_running,
-        summary.pods,
-        summary.nodes,
-        summary.node_claims,
-        summary.node_claims_ready
-    );
-    let _ = writeln!(
-        out,
-        "utilization: cpu {:.1}%  memory {:.1}%   cost: ${:.3}/hour",
-        summary.cpu_utilization_percent, summary.memory_utilization_percent, summary.cost_per_hour
-    );
-    if summary.peak_nodes != summary.nodes
-        || (summary.peak_cost_per_hour - summary.cost_per_hour).abs() > 1e-9
-    {
-        let removed: usize = summary.disruptions.iter().map(|d| d.nodes.len()).sum();
-        let replaced: usize = summary
-            .disruptions
-            .iter()
-            .map(|d| d.replacements.len())
-            .sum();
-        let _ = writeln!(
-            out,
-            "peak: {} nodes at ${:.3}/hour   now: {} nodes at ${:.3}/hour   disruption removed {} node(s), launched {} replacement(s)",
-            summary.peak_nodes,
-            summary.peak_cost_per_hour,
-            summary.nodes,
-            summary.cost_per_hour,
-            removed,
-            replaced
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nMACHINEDEPLOYMENT          NODES  REPLICAS  $/NODE-HOUR"
-    );
-    for md in &summary.machine_deployments {
-        let _ = writeln!(
-            out,
-            "{:<26} {:>5}  {:>8}  {:>11.3}",
-            md.name, md.nodes, md.replicas, md.price_per_hour
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nDECISION AT   PODS  NODECLAIMS  ON-EXISTING  UNSCHEDULABLE  LATENCY  SOLVE"
-    );
-    for d in &summary.decisions {
-        let _ = writeln!(
-            out,
-            "{:>10.1}s {:>5}  {:>10}  {:>11}  {:>13}  {:>5}ms  {:>3}ms",
-            d.at_seconds,
-            d.pods,
-            d.node_claims,
-            d.pods_on_existing,
-            d.unschedulable,
-            d.latency_ms,
-            d.solve_ms
-        );
-    }
-    if !summary.disruptions.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nDISRUPTION AT  REASON         METHOD                     DECISION  NODES  REPLACEMENTS  SAVES $/H  COMPUTED  OUTCOME"
-        );
-        for d in &summary.disruptions {
-            let _ = writeln!(
-                out,
-                "{:>12.1}s  {:<13}  {:<25}  {:<8}  {:>5}  {:<12}  {:>9.3}  {:>6}ms  {}",
-                d.at_seconds,
-                d.reason,
-                d.method,
-                d.decision,
-                d.nodes.len(),
-                if d.replacements.is_empty() {
-                    "-".to_owned()
-                } else {
-                    d.replacements.join(",")
-                },
-                d.savings_per_hour,
-                d.computed_ms,
-                d.outcome
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\nSTEP                                      AT      TOOK"
-    );
-    for s in &summary.steps {
-        let _ = writeln!(
-            out,
-            "{:<40} {:>6.1}s {:>7.1}s",
-            s.step, s.started_seconds, s.took_seconds
-        );
-    }
-    out
 }

@@ -527,7 +527,13 @@ fn plan_basic_dump_decides_like_the_provisioner() {
     let keys: Vec<&String> = plan.as_object().unwrap().keys().collect();
     assert_eq!(
         keys,
-        ["bindings", "disruption", "nodeClaims", "notes", "unschedulable"]
+        [
+            "bindings",
+            "disruption",
+            "nodeClaims",
+            "notes",
+            "unschedulable"
+        ]
     );
     assert_eq!(
         plan["disruption"],
