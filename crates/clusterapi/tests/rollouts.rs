@@ -384,13 +384,7 @@ async fn a_create_during_a_rolling_update_claims_the_replacement_of_a_draining_m
         )
         .await
         .unwrap();
-    support::wait_for("the old Machine gone", Duration::from_secs(600), || async {
-        support::machine(&world, &old.machine.name)
-            .await
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    support::wait_machine_gone(&world, &old.machine.name, Duration::from_secs(600)).await;
     tokio::time::sleep(Duration::from_secs(60)).await;
     let left: Vec<String> = support::machines(&world, "md")
         .await

@@ -384,13 +384,7 @@ async fn a_failed_scale_down_is_finished_by_the_next_delete() {
         1,
         "the retry finished the job"
     );
-    support::wait_for("the Machine gone", Duration::from_secs(120), || async {
-        support::machine(&world, &la.machine.name)
-            .await
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    support::wait_machine_gone(&world, &la.machine.name, Duration::from_secs(120)).await;
     match p.delete(&a).await {
         Err(e) if e.is_not_found() => {}
         other => panic!("{other:?}"),
@@ -427,13 +421,7 @@ async fn a_removal_interrupted_by_a_restart_is_finished_by_the_collector() {
     let report = collector(&second).collect().await.unwrap();
     assert!(report.errors.is_empty(), "{report:?}");
     assert_eq!(replicas(&world, "md").await, 1, "{report:?}");
-    support::wait_for("the Machine gone", Duration::from_secs(120), || async {
-        support::machine(&world, &la.machine.name)
-            .await
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    support::wait_machine_gone(&world, &la.machine.name, Duration::from_secs(120)).await;
     collector(&second).collect().await.unwrap();
     assert_eq!(replicas(&world, "md").await, 1, "lowered once");
     assert!(!marked(
@@ -748,13 +736,7 @@ async fn a_raise_never_cancels_a_scale_down_cluster_api_has_not_carried_out() {
     pause_sets(&world, "md", false).await;
 
     let lc = create.await.unwrap().unwrap();
-    support::wait_for("a's Machine gone", Duration::from_secs(120), || async {
-        support::machine(&world, &la.machine.name)
-            .await
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    support::wait_machine_gone(&world, &la.machine.name, Duration::from_secs(120)).await;
     assert_ne!(lc.machine.name, la.machine.name);
     assert_ne!(lc.machine.name, lb.machine.name);
     let kept = support::machine(&world, &lb.machine.name).await.unwrap();

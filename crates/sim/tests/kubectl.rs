@@ -119,6 +119,15 @@ data:
   mode: fast
 ";
 
+/// `kind`'s Karpenter CRD written to `dir` as YAML; the file's path.
+fn karpenter_crd_file(dir: &Path, kind: &str) -> String {
+    let crd = api::crd::all()
+        .into_iter()
+        .find(|c| c.spec.names.kind == kind)
+        .unwrap();
+    write(dir, "crd.yaml", &api::crd::render(&crd).unwrap())
+}
+
 /// Read JSON documents from a stream until `done` says enough.
 async fn read_json_until(
     out: &mut tokio::process::ChildStdout,
@@ -162,11 +171,7 @@ async fn kubectl_drives_a_served_sim() {
         cache: tempfile::tempdir().unwrap(),
     };
     let files = tempfile::tempdir().unwrap();
-    let crd = api::crd::all()
-        .into_iter()
-        .find(|c| c.spec.names.kind == "NodePool")
-        .unwrap();
-    let crd_file = write(files.path(), "crd.yaml", &api::crd::render(&crd).unwrap());
+    let crd_file = karpenter_crd_file(files.path(), "NodePool");
     let pool_file = write(files.path(), "pool.yaml", NODEPOOL);
 
     let out = k.ok(&["apply", "-f", &crd_file]).await;
@@ -1054,11 +1059,7 @@ async fn kubectl_prints_label_columns_and_events() {
         cache: tempfile::tempdir().unwrap(),
     };
     let files = tempfile::tempdir().unwrap();
-    let crd = api::crd::all()
-        .into_iter()
-        .find(|c| c.spec.names.kind == "NodeClaim")
-        .unwrap();
-    let crd_file = write(files.path(), "crd.yaml", &api::crd::render(&crd).unwrap());
+    let crd_file = karpenter_crd_file(files.path(), "NodeClaim");
     k.ok(&["apply", "-f", &crd_file]).await;
     k.ok(&[
         "wait",

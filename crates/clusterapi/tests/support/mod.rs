@@ -306,6 +306,14 @@ pub async fn machine(world: &World, name: &str) -> Option<Machine> {
     api.get_opt(name).await.unwrap()
 }
 
+/// Waits (up to `within`) until the Machine `name` no longer exists.
+pub async fn wait_machine_gone(world: &World, name: &str, within: Duration) {
+    wait_for(&format!("Machine {name} gone"), within, || async {
+        machine(world, name).await.is_none().then_some(())
+    })
+    .await;
+}
+
 /// Pauses (or unpauses) every MachineSet of `md` (`cluster.x-k8s.io/paused`): no Machine is
 /// created or deleted meanwhile.
 pub async fn pause_sets(world: &World, md: &str, paused: bool) {

@@ -250,17 +250,23 @@ fn foreign(f: &mut Fixture, node: &str) {
     nc.spec.node_class_ref.kind = "EC2NodeClass".into();
 }
 
-/// One pool `p` of 4-cpu nodes `n1`, `n2` and `n3`, each holding a 3-cpu pod; the NodePool
-/// never consolidates, so only the rule under test acts.
-fn three_full_nodes() -> Fixture {
+/// A NodePool `p` of the 4-cpu type `c4` ($1/h), consolidating after `after`.
+fn pool_p(f: &mut Fixture, after: &str) -> Arc<InstanceType> {
     let it = instance_type("c4", 4, 1.0);
-    let mut f = Fixture::default();
     f.pool("p", vec![it.clone()])
         .spec
         .disruption
         .as_mut()
         .unwrap()
-        .consolidate_after = NillableDuration("Never".into());
+        .consolidate_after = NillableDuration(after.into());
+    it
+}
+
+/// One pool `p` of 4-cpu nodes `n1`, `n2` and `n3`, each holding a 3-cpu pod; the NodePool
+/// never consolidates, so only the rule under test acts.
+fn three_full_nodes() -> Fixture {
+    let mut f = Fixture::default();
+    let it = pool_p(&mut f, "Never");
     for n in ["n1", "n2", "n3"] {
         f.node(n, "p", &it);
         f.pod(&format!("{n}-pod"), Some(n), "3");
@@ -502,14 +508,8 @@ async fn a_command_in_flight_keeps_its_marks() {
 /// event, and not before (the fixture's NodeClaim initialized long ago: only the event holds).
 #[tokio::test(start_paused = true)]
 async fn consolidatable_is_written_after_consolidate_after() {
-    let it = instance_type("c4", 4, 1.0);
     let mut f = Fixture::default();
-    f.pool("p", vec![it.clone()])
-        .spec
-        .disruption
-        .as_mut()
-        .unwrap()
-        .consolidate_after = NillableDuration("5m".into());
+    let it = pool_p(&mut f, "5m");
     f.node("n1", "p", &it);
     let h = Harness::new(&f).await;
     // A pod binds to n1 while the loop watches: a pod event.
