@@ -29,7 +29,16 @@ async fn a_static_node_pool_keeps_its_replica_count(backend: Backend) {
     config.static_capacity.enabled = true;
     let operator = start_with(&world, config);
     node_count(&world, 2, Duration::from_secs(90)).await;
-    for node in nodes(&world).await {
+    // A Node exists before registration syncs the NodeClaim's labels onto it.
+    let registered = wait_for("both nodes registered", Duration::from_secs(90), || async {
+        let nodes = nodes(&world).await;
+        nodes
+            .iter()
+            .all(|n| !label(n, "karpenter.sh/nodepool").is_empty())
+            .then_some(nodes)
+    })
+    .await;
+    for node in registered {
         assert_eq!(label(&node, "karpenter.sh/nodepool"), "fixed");
         assert_eq!(label(&node, "pool"), "fixed");
         hold(&world, &node.name_any(), "an empty node of a static pool").await;
