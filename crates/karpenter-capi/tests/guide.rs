@@ -69,18 +69,23 @@ fn the_guides_simulated_path_runs_as_written() {
     );
     let dir = tempfile::tempdir().unwrap();
     let tmp = dir.path().to_str().unwrap();
+    // `/tmp/` first: the binary's own path may lie under /tmp (a checkout there).
     let body = sim_blocks(&guide())
         .concat()
+        .replace("/tmp/", &format!("{tmp}/"))
         .replace(
             "target/release/karpenter-capi",
             env!("CARGO_BIN_EXE_karpenter-capi"),
-        )
-        .replace("/tmp/", &format!("{tmp}/"));
-    // The background jobs (`sim serve`, `run`) end with the script, however it ends.
-    let script =
-        format!("set -euo pipefail\ntrap 'kill -9 $(jobs -p) 2>/dev/null || true' EXIT\n{body}");
-    let out = Command::new("bash")
-        .arg("-c")
+        );
+    // The background jobs (`sim serve`, `run`) end with the script, however it ends; a guide
+    // step that never finishes (the `until` loop) fails the test with its output instead of
+    // running into nextest's limit.
+    let script = format!(
+        "set -euo pipefail\ntrap 'kill -9 $(jobs -p) 2>/dev/null || true' EXIT\n\
+         trap 'exit 124' TERM\n{body}"
+    );
+    let out = Command::new("timeout")
+        .args(["-k", "10", "240", "bash", "-c"])
         .arg(&script)
         .env("METRICS_PORT", "0")
         .env("HEALTH_PROBE_PORT", "0")
