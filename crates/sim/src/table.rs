@@ -216,11 +216,12 @@ fn row(def: &ResourceDef, obj: &Value, include: Include) -> Value {
 }
 
 fn definitions(def: &ResourceDef, v: &Value) -> Vec<Value> {
-    let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name",
-        "description": "Name must be unique within a namespace.", "priority": 0})];
-    if crate::printers::name_last(&def.group, &def.kind) {
-        defs.clear();
-    }
+    let mut defs = if crate::printers::name_last(&def.group, &def.kind) {
+        Vec::new()
+    } else {
+        vec![json!({"name": "Name", "type": "string", "format": "name",
+            "description": "Name must be unique within a namespace.", "priority": 0})]
+    };
     if let Some(printed) = printed(def) {
         defs.extend(printed.iter().map(|c| {
             json!({"name": c.name, "type": c.type_, "format": "", "description": "",

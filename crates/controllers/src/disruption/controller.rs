@@ -36,7 +36,7 @@
 //!
 //! Every decision is kept as a [`Record`] for `simulate` and `bench`.
 //!
-//! Parts: `upkeep` (clean-up, expiration, conditions), `inputs` (world, candidates, floors,
+//! Parts: `upkeep` (clean-up, expiration, conditions), `inputs` (world, candidates of a class, floors,
 //! budgets), `start` (validation and start of a command), `reporting` (metrics and Events),
 //! `watchdog` (the 15-minute stall log); this file holds the loop and the pass.
 //!
@@ -379,7 +379,8 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let mut in_flight = lock(&self.orchestrator.in_flight).clone();
         in_flight.extend(expired);
         let floors = self.floors(&snapshot, &in_flight).await;
-        let (cands, blocked) = self.candidates(&snapshot, &its, &in_flight, &floors, now);
+        let (cands, blocked) =
+            self.candidates_of(&snapshot, &its, &in_flight, &floors, now, Class::Graceful);
         // A static pool's nodes are only ever replaced when drifted (StaticDrift, below).
         let cands: Vec<Candidate> = cands
             .into_iter()

@@ -37,17 +37,6 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         .with_spot_to_spot(self.config.spot_to_spot)
     }
 
-    pub(super) fn candidates(
-        &self,
-        snapshot: &Snapshot,
-        its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
-        in_flight: &BTreeSet<String>,
-        floors: &Floors,
-        now: Timestamp,
-    ) -> (Vec<Candidate>, Vec<Blocked>) {
-        self.candidates_of(snapshot, its, in_flight, floors, now, Class::Graceful)
-    }
-
     /// The minimum sizes of our nodes' groups: the provider's room per NodeClaim of ours with
     /// a node, less the NodeClaims already leaving (deleting, tainted, in flight).
     pub(super) async fn floors(&self, snapshot: &Snapshot, in_flight: &BTreeSet<String>) -> Floors {

@@ -112,7 +112,8 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let its = self.instance_types(&snapshot.node_pools).await;
         let in_flight = lock(&self.orchestrator.in_flight).clone();
         let floors = self.floors(&snapshot, &in_flight).await;
-        let (cands, _) = self.candidates(&snapshot, &its, &in_flight, &floors, now);
+        let (cands, _) =
+            self.candidates_of(&snapshot, &its, &in_flight, &floors, now, Class::Graceful);
         let mut budgets = self.budgets(&snapshot, &in_flight, cmd.reason(), now);
         budgets.groups.clone_from(floors.rooms());
         let fresh = validation::recheck(&cmd, &cands, &mut budgets).map_err(|why| (method, why))?;

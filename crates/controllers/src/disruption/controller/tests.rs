@@ -379,7 +379,7 @@ async fn drift_runs_when_nothing_is_gracefully_disruptable() {
     h.provider
         .set_drifted("n1-claim", "MachineDeploymentDrifted");
 
-    let (cands, blocked) = h.disruption.candidates(
+    let (cands, blocked) = h.disruption.candidates_of(
         &h.disruption.state.snapshot(),
         &h.disruption
             .instance_types(&h.disruption.state.snapshot().node_pools)
@@ -387,6 +387,7 @@ async fn drift_runs_when_nothing_is_gracefully_disruptable() {
         &BTreeSet::new(),
         &Floors::default(),
         h.disruption.clock.now(),
+        Class::Graceful,
     );
     assert!(
         cands.is_empty(),
