@@ -159,25 +159,33 @@ async fn mid_on_delete_rollout_an_empty_new_node_waits_for_the_old_machine_set(b
         let ms = machines(&world).await;
         seen.lock().unwrap().extend(ms.iter().map(|m| m.name_any()));
     }
-    let events =
-        Api::<k8s_openapi::api::events::v1::Event>::namespaced(world.workload_client(), "default")
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items;
-    assert!(
-        events
-            .iter()
-            .any(|e| e.reason.as_deref() == Some("DisruptionBlocked")
-                && e.note
-                    .as_deref()
-                    .is_some_and(|n| n.contains("is rolling out through 2 MachineSets"))),
-        "{:?}",
-        events
-            .iter()
-            .filter_map(|e| e.note.clone())
-            .collect::<Vec<_>>()
-    );
+    // The node may first be held for another reason (nominated for a pod a moment ago); the
+    // rollout's reason follows within a few passes.
+    let events_api =
+        Api::<k8s_openapi::api::events::v1::Event>::namespaced(world.workload_client(), "default");
+    wait_for(
+        "DisruptionBlocked: rolling out through 2 MachineSets",
+        Duration::from_secs(120),
+        || async {
+            let ms = machines(&world).await;
+            seen.lock().unwrap().extend(ms.iter().map(|m| m.name_any()));
+            assert!(
+                nodes(&world).await.iter().any(|n| n.name_any() == new_node),
+                "the empty new node stays while the rollout goes on"
+            );
+            let events = events_api.list(&ListParams::default()).await.unwrap().items;
+            events
+                .iter()
+                .any(|e| {
+                    e.reason.as_deref() == Some("DisruptionBlocked")
+                        && e.note
+                            .as_deref()
+                            .is_some_and(|n| n.contains("is rolling out through 2 MachineSets"))
+                })
+                .then_some(())
+        },
+    )
+    .await;
     // The do-not-disrupt pod goes: the old node is removed (drift, its exact Machine), the
     // rollout ends, and the empty new node goes too.
     Api::<Deployment>::namespaced(world.workload_client(), "default")
