@@ -8,6 +8,7 @@
 //! Inputs: a [`Template`], a pod and its cached data, topology. Outputs: a [`Proposal`] to
 //! commit with [`Claim::add`], or a human-readable reason.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::instance_type::{
@@ -142,16 +143,8 @@ impl Claim {
                 Ok(()) => "incompatible requirements".to_owned(),
             }));
         }
-        // Generic pods add no requirements: skip the copy until something changes.
-        let merged;
-        let base = if data.requirements.is_empty() {
-            &self.requirements
-        } else {
-            let mut r = self.requirements.clone();
-            r.add_all(&data.requirements);
-            merged = r;
-            &merged
-        };
+        let base = self.with_pod(data);
+        let base = base.as_ref();
         let topology_requirements = topology
             .add_requirements(pod, &data.strict_requirements, base)
             .map_err(|e| reject(&|| e.to_string()))?;
@@ -180,6 +173,23 @@ impl Claim {
             options,
             min_values_relaxed: self.min_values_relaxed || min_values_relaxed,
         })
+    }
+
+    /// The claim's requirements with the pod's added. Generic pods add no requirements: no copy
+    /// then.
+    fn with_pod(&self, data: &PodData) -> Cow<'_, Requirements> {
+        if data.requirements.is_empty() {
+            Cow::Borrowed(&self.requirements)
+        } else {
+            let mut r = self.requirements.clone();
+            r.add_all(&data.requirements);
+            Cow::Owned(r)
+        }
+    }
+
+    /// [`Topology::allows_domains`] for `pod` here (when it refuses, so does [`Self::can_add`]).
+    pub(crate) fn domains_allow(&self, pod: &Pod, data: &PodData, topology: &Topology) -> bool {
+        topology.allows_domains(pod, &data.strict_requirements, self.with_pod(data).as_ref())
     }
 
     /// Commits `pod` with an accepted proposal.

@@ -12,11 +12,19 @@
 //! NodeClaims (fewest pods first, ties by age), then new NodeClaims per NodePool. Upstream
 //! evaluates candidates in parallel and takes the lowest index that succeeds; evaluating them in
 //! order gives the same answer.
+//!
+//! The scan of planned NodeClaims skips, without asking them, the claims a pod certainly cannot
+//! join: those a hostname check already refused (counts only grow, so the refusal stands;
+//! `host_blocks`) and those whose zone, or other non-hostname domain, topology refused for
+//! another claim of the same domains in this scan (`classes`). Skipping a claim that would
+//! refuse changes no decision; `index_tests` solves workloads both ways and compares.
 
 mod claim;
+mod classes;
 mod daemons;
 mod existing;
 mod finalize;
+mod host_blocks;
 mod input;
 mod preferences;
 mod queue;
@@ -31,8 +39,10 @@ use crate::requirements::Requirements;
 use crate::topology::{ClusterNode, DomainUniverse, Placement, Topology, TopologyInput};
 
 use claim::{Claim, FilterContext};
+use classes::{Classes, Verdict};
 use daemons::DaemonPod;
 use existing::ExistingCandidate;
+use host_blocks::HostBlocks;
 use template::{GroupOptions, Template};
 
 pub use crate::topology::PreferencePolicy;
@@ -72,6 +82,13 @@ pub struct Scheduler {
     claims: Vec<Claim>,
     /// Claim indices ordered by (pod count, index): the order planned claims are tried in.
     claim_order: Vec<usize>,
+    /// Domain classes of the claims, to skip the claims whose zone topology refuses a pod.
+    classes: Classes,
+    /// Claims known to be refused by a hostname check.
+    host_blocks: HostBlocks,
+    /// Whether scans use [`Self::classes`] and [`Self::host_blocks`] (always, but for the tests
+    /// that compare).
+    use_classes: bool,
     topology: Topology,
     hostname_seq: usize,
 }
@@ -122,6 +139,9 @@ impl Scheduler {
             existing,
             claims: Vec::new(),
             claim_order: Vec::new(),
+            classes: Classes::default(),
+            host_blocks: HostBlocks::default(),
+            use_classes: true,
             topology,
             hostname_seq: 0,
         }
@@ -206,12 +226,42 @@ impl Scheduler {
             }
         }
         let hosts = self.topology.host_filter(pod);
+        // Claims of a class whose domains topology refused are skipped.
+        let by_class = self.use_classes && self.topology.has_domain_groups(pod);
+        if by_class {
+            self.classes.begin_scan(&self.topology);
+        }
+        let blocks = if self.use_classes {
+            self.host_blocks.slots(hosts.checks())
+        } else {
+            Vec::new()
+        };
         let mut accepted = None;
         for (position, &index) in self.claim_order.iter().enumerate() {
             let Some(claim) = self.claims.get(index) else {
                 continue;
             };
-            if !hosts.is_empty() && hosts.rejects(claim.hostname()) {
+            if !blocks.is_empty() && self.host_blocks.known_refused(&blocks, index) {
+                continue;
+            }
+            if by_class {
+                let class = self.classes.class(index, claim);
+                match self.classes.verdict(class) {
+                    Verdict::Refuses => continue,
+                    Verdict::Allows => {}
+                    Verdict::Unknown => {
+                        let allows = claim.domains_allow(pod, data, &self.topology);
+                        self.classes.set_verdict(class, allows);
+                        if !allows {
+                            continue;
+                        }
+                    }
+                }
+            }
+            if !hosts.is_empty()
+                && let Some(check) = hosts.refusing(claim.hostname())
+            {
+                self.host_blocks.refused(check, index);
                 continue;
             }
             let Some(template) = self.templates.get(claim.template) else {
@@ -238,6 +288,7 @@ impl Scheduler {
                 );
                 claim.add(pod, proposal, template);
             }
+            self.classes.invalidate(index);
             self.reorder(position);
             return Ok(());
         }
@@ -300,8 +351,12 @@ impl Scheduler {
                     }
                     self.claims.push(claim);
                     let index = self.claims.len() - 1;
-                    self.claim_order.insert(0, index);
-                    self.reorder(0);
+                    let key = |s: &Self, i: usize| s.claims.get(i).map(|c| (c.pods.len(), i));
+                    let new = key(self, index);
+                    let at = self
+                        .claim_order
+                        .partition_point(|&other| key(self, other) < new);
+                    self.claim_order.insert(at, index);
                     return Ok(());
                 }
                 Err(e) => errors.push(format!(
@@ -314,19 +369,20 @@ impl Scheduler {
         Err(errors.join("; "))
     }
 
-    /// Restores the (pod count, index) order after the claim at `position` gained a pod.
-    fn reorder(&mut self, mut position: usize) {
+    /// Restores the (pod count, index) order after the claim at `position` gained a pod: its
+    /// key only grew, so it moves later, past the claims whose keys are now smaller (found by
+    /// binary search in the sorted rest).
+    fn reorder(&mut self, position: usize) {
         let key = |s: &Self, i: usize| s.claims.get(i).map(|c| (c.pods.len(), i));
-        while let (Some(&here), Some(&next)) = (
-            self.claim_order.get(position),
-            self.claim_order.get(position + 1),
-        ) {
-            if key(self, next) < key(self, here) {
-                self.claim_order.swap(position, position + 1);
-                position += 1;
-            } else {
-                break;
-            }
+        let Some(&moved) = self.claim_order.get(position) else {
+            return;
+        };
+        let moved_key = key(self, moved);
+        let passed = self.claim_order.get(position + 1..).map_or(0, |rest| {
+            rest.partition_point(|&other| key(self, other) < moved_key)
+        });
+        if let Some(span) = self.claim_order.get_mut(position..=position + passed) {
+            span.rotate_left(1);
         }
     }
 }
@@ -411,3 +467,6 @@ fn topology_for(
         batch: pods,
     })
 }
+
+#[cfg(test)]
+mod index_tests;

@@ -290,6 +290,7 @@ impl Topology {
         }
         self.count_existing(&mut group);
         let id = self.groups.len();
+        self.note_key(&group);
         for entry in self.pods.values_mut() {
             if group.selects(&entry.namespace, &entry.labels) {
                 entry.selected_by.push(id);
@@ -307,6 +308,7 @@ impl Topology {
         }
         let group = self.seeded(spec.clone(), creator);
         let id = self.inverse.len();
+        self.note_key(&group);
         for entry in self.pods.values_mut() {
             if group.selects(&entry.namespace, &entry.labels) {
                 entry.inverse_selecting.push(id);
@@ -315,6 +317,15 @@ impl Topology {
         self.inverse.push(group);
         self.inverse_ids.insert(spec, id);
         id
+    }
+
+    /// Files a new group's key among the domain keys unless it is hostname.
+    fn note_key(&mut self, group: &Group) {
+        if !group.hostname
+            && let Err(at) = self.domain_keys.binary_search(group.key())
+        {
+            self.domain_keys.insert(at, group.key().clone());
+        }
     }
 
     /// A new group holding the universe's domains (filtered by taints unless a spread constraint

@@ -94,10 +94,16 @@ pub struct HostFilter<'a> {
     checks: Vec<(&'a Group, HostCheck)>,
 }
 
-#[derive(Debug, Clone, Copy)]
-enum HostCheck {
-    AntiAffinity,
-    Spread { own: i64, max_skew: i64 },
+/// One hostname check: a host is refused when the group counts more than `threshold` pods
+/// there (anti-affinity: more than 0; spread: more than maxSkew minus the pod's own 1 or 0).
+/// Counts only grow during a solve, so a host refused by a check stays refused by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HostCheck {
+    /// Whether the group is an inverse anti-affinity group.
+    inverse: bool,
+    /// The group's index among groups of its kind.
+    group: usize,
+    threshold: i64,
 }
 
 impl HostFilter<'_> {
@@ -107,12 +113,21 @@ impl HostFilter<'_> {
     /// `false` decides nothing.
     #[must_use]
     pub fn rejects(&self, hostname: &str) -> bool {
-        self.checks.iter().any(|(group, check)| match *check {
-            HostCheck::AntiAffinity => group.domains.count(hostname) > 0,
-            HostCheck::Spread { own, max_skew } => {
-                i64::from(group.domains.count(hostname)) + own > max_skew
-            }
-        })
+        self.refusing(hostname).is_some()
+    }
+
+    /// The first check refusing `hostname`, if any (see [`Self::rejects`]).
+    #[must_use]
+    pub fn refusing(&self, hostname: &str) -> Option<HostCheck> {
+        self.checks
+            .iter()
+            .find(|(group, check)| i64::from(group.domains.count(hostname)) > check.threshold)
+            .map(|&(_, check)| check)
+    }
+
+    /// The checks, in order.
+    pub fn checks(&self) -> impl Iterator<Item = HostCheck> + '_ {
+        self.checks.iter().map(|&(_, check)| check)
     }
 
     /// Whether the pod has no hostname constraint at all.
@@ -135,6 +150,8 @@ pub struct Topology {
     inverse_ids: HashMap<GroupSpec, usize>,
     pods: HashMap<Arc<str>, PodEntry>,
     registered: BTreeMap<Arc<str>, Registered>,
+    /// Keys of the groups not keyed on hostname, sorted and unique.
+    domain_keys: Vec<Arc<str>>,
 }
 
 impl Topology {
@@ -155,6 +172,7 @@ impl Topology {
             inverse_ids: HashMap::default(),
             pods: HashMap::with_capacity_and_hasher(input.batch.len(), Default::default()),
             registered: BTreeMap::new(),
+            domain_keys: Vec::new(),
         };
         for node in input.nodes {
             topology.register(HOSTNAME, node.hostname());
@@ -208,33 +226,99 @@ impl Topology {
     pub fn host_filter(&self, pod: &Pod) -> HostFilter<'_> {
         let mut checks = Vec::new();
         if let Some(entry) = self.pods.get(&*pod.uid) {
-            for group in entry
+            for (i, group) in entry
                 .inverse_selecting
                 .iter()
-                .filter_map(|&i| self.inverse.get(i))
+                .filter_map(|&i| self.inverse.get(i).map(|g| (i, g)))
             {
                 if group.hostname {
-                    checks.push((group, HostCheck::AntiAffinity));
+                    let check = HostCheck {
+                        inverse: true,
+                        group: i,
+                        threshold: 0,
+                    };
+                    checks.push((group, check));
                 }
             }
             for &(i, selects) in &entry.owned {
                 let Some(group) = self.groups.get(i).filter(|g| g.hostname) else {
                     continue;
                 };
-                match group.kind() {
-                    TopologyType::PodAntiAffinity => checks.push((group, HostCheck::AntiAffinity)),
-                    TopologyType::Spread => checks.push((
-                        group,
-                        HostCheck::Spread {
-                            own: i64::from(selects),
-                            max_skew: i64::from(group.spec.max_skew),
-                        },
-                    )),
-                    TopologyType::PodAffinity => {}
-                }
+                let threshold = match group.kind() {
+                    TopologyType::PodAntiAffinity => 0,
+                    TopologyType::Spread => i64::from(group.spec.max_skew) - i64::from(selects),
+                    TopologyType::PodAffinity => continue,
+                };
+                let check = HostCheck {
+                    inverse: false,
+                    group: i,
+                    threshold,
+                };
+                checks.push((group, check));
             }
         }
         HostFilter { checks }
+    }
+
+    /// The keys of every group not keyed on hostname, sorted; grows when groups with new keys
+    /// appear. A candidate's requirements for these keys are all [`Self::allows_domains`]
+    /// reads of it.
+    #[must_use]
+    pub fn domain_keys(&self) -> &[Arc<str>] {
+        &self.domain_keys
+    }
+
+    /// Whether some group `pod` must satisfy is not keyed on hostname (so that
+    /// [`Self::allows_domains`] can refuse it).
+    #[must_use]
+    pub fn has_domain_groups(&self, pod: &Pod) -> bool {
+        match self.pods.get(&*pod.uid) {
+            Some(entry) => {
+                let inverse = entry
+                    .inverse_selecting
+                    .iter()
+                    .filter_map(|&i| self.inverse.get(i));
+                let owned = entry.owned.iter().filter_map(|&(i, _)| self.groups.get(i));
+                inverse.chain(owned).any(|g| !g.hostname)
+            }
+            None => !self.inverse.is_empty(),
+        }
+    }
+
+    /// [`Self::add_requirements`] with only the groups not keyed on hostname: `false` when one
+    /// of them leaves no domain, and then `add_requirements` fails too (groups of one key only
+    /// read and narrow that key, so leaving the hostname groups out changes nothing for the
+    /// others). Reads nothing of the candidate but its requirements for [`Self::domain_keys`].
+    #[must_use]
+    pub fn allows_domains(
+        &self,
+        pod: &Pod,
+        pod_requirements: &Requirements,
+        node_requirements: &Requirements,
+    ) -> bool {
+        let result = match self.pods.get(&*pod.uid) {
+            Some(entry) if entry.is_unconstrained() => return true,
+            Some(entry) => self.solve(
+                pod_requirements,
+                node_requirements,
+                entry.inverse_selecting.iter().copied(),
+                &entry.owned,
+                false,
+            ),
+            None if self.inverse.is_empty() => return true,
+            None => {
+                let inverse = self.inverse.iter().enumerate();
+                let selecting = inverse.filter(|(_, g)| g.selects(&pod.namespace, &pod.labels));
+                self.solve(
+                    pod_requirements,
+                    node_requirements,
+                    selecting.map(|(i, _)| i),
+                    &[],
+                    false,
+                )
+            }
+        };
+        result.is_ok()
     }
 
     /// The requirements topology adds for placing `pod` on a candidate whose requirements are
@@ -256,6 +340,7 @@ impl Topology {
                 node_requirements,
                 entry.inverse_selecting.iter().copied(),
                 &entry.owned,
+                true,
             ),
             None if self.inverse.is_empty() => Ok(Requirements::new()),
             None => {
@@ -266,20 +351,25 @@ impl Topology {
                     node_requirements,
                     selecting.map(|(i, _)| i),
                     &[],
+                    true,
                 )
             }
         }
     }
 
+    /// Evaluates the pod's groups in order; `hostname_groups == false` leaves out the groups
+    /// keyed on hostname.
     fn solve(
         &self,
         pod_requirements: &Requirements,
         node_requirements: &Requirements,
         inverse: impl Iterator<Item = usize>,
         owned: &[(usize, bool)],
+        hostname_groups: bool,
     ) -> Result<Requirements, TopologyError> {
+        let wanted = |g: &&Group| hostname_groups || !g.hostname;
         let mut out = Requirements::new();
-        for group in inverse.filter_map(|i| self.inverse.get(i)) {
+        for group in inverse.filter_map(|i| self.inverse.get(i)).filter(wanted) {
             let (allowed, _) = evaluate(
                 group,
                 true,
@@ -296,7 +386,7 @@ impl Topology {
         }
         let mut bootstrapped = Vec::new();
         for &(i, selects) in owned {
-            let Some(group) = self.groups.get(i) else {
+            let Some(group) = self.groups.get(i).filter(wanted) else {
                 continue;
             };
             let (allowed, bootstrap) = evaluate(
