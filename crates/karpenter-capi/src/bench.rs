@@ -2,9 +2,11 @@
 //!
 //! Responsibility: build the benchmark's workload (diverse pods from our seeded generator, the
 //! recorded seed-42 table via `--pods-file`, or the preference pods), schedule it `--iterations`
-//! times on a freshly built scheduler, time only the solves, and report pods/s, NodeClaims and
-//! pods per NodeClaim as text or JSON.
-//! Inputs: flags. Outputs: a [`Report`].
+//! times on a freshly built scheduler, time only the solves, and report pods/s, solving CPU time,
+//! NodeClaims, pods per NodeClaim, every unschedulable pod's reason (grouped) and the peak
+//! resident set, as text or JSON; with `--sizes`, one report per size from one process (the
+//! peak is reset between sizes).
+//! Inputs: flags. Outputs: [`Report`]s.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -24,10 +26,14 @@ pub struct SchedulingArgs {
     /// Generate this many pods of the chosen workload.
     #[arg(
         long,
-        conflicts_with = "pods_file",
-        required_unless_present = "pods_file"
+        conflicts_with_all = ["pods_file", "sizes"],
+        required_unless_present_any = ["pods_file", "sizes"]
     )]
     pub pods: Option<usize>,
+    /// Generate and schedule each of these sizes in turn, one report each (comma-separated,
+    /// e.g. `1000,5000,20000,50000,150000`; JSON output is then an array).
+    #[arg(long, value_delimiter = ',', conflicts_with = "pods_file", num_args = 1..)]
+    pub sizes: Vec<usize>,
     /// Read the pods from a TSV file in the format of the seed-42 fixture (columns index, kind,
     /// pod_label_value, tsc_selector_value, cpu_request, memory_request).
     #[arg(long, value_name = "FILE")]
@@ -103,10 +109,28 @@ pub struct Report {
     pub pods_per_cpu_sec: Option<f64>,
     /// Pods per NodeClaim in the first solve.
     pub pods_per_nodeclaim: PodsPerNodeClaim,
+    /// Why the unschedulable pods of the first solve could not be placed: each distinct reason
+    /// with how many pods gave it, most frequent first.
+    pub unschedulable_reasons: Vec<ReasonCount>,
+    /// The benchmark NodePool's limits. Each new NodeClaim counts its largest possible instance
+    /// type against them (as upstream), so a batch large enough exhausts them.
+    pub nodepool_limits: String,
+    /// Peak resident set of the process while this size was generated, built and solved, MiB
+    /// (Linux; absent elsewhere).
+    pub peak_rss_mib: Option<f64>,
     /// What ran.
     pub workload: String,
     /// Respect or Ignore.
     pub preferences: String,
+}
+
+/// One reason pods were unschedulable.
+#[derive(Debug, serde::Serialize, PartialEq, Eq)]
+pub struct ReasonCount {
+    /// The scheduler's message (as `plan` and the FailedScheduling Event show it).
+    pub reason: String,
+    /// Pods that got it.
+    pub pods: usize,
 }
 
 /// Pods per NodeClaim.
@@ -120,15 +144,15 @@ pub struct PodsPerNodeClaim {
     pub max: usize,
 }
 
-fn workload(args: &SchedulingArgs) -> anyhow::Result<(Vec<Pod>, String)> {
+fn workload(args: &SchedulingArgs, size: Option<usize>) -> anyhow::Result<(Vec<Pod>, String)> {
     if let Some(path) = &args.pods_file {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let pods = read_pods_tsv(&text).with_context(|| format!("{}", path.display()))?;
         return Ok((pods, format!("file {}", path.display())));
     }
-    let Some(n) = args.pods else {
-        bail!("give --pods N or --pods-file FILE")
+    let Some(n) = size.or(args.pods) else {
+        bail!("give --pods N, --sizes N,… or --pods-file FILE")
     };
     let mut rng = Rng::new(args.seed);
     Ok(match args.workload {
@@ -143,9 +167,18 @@ fn workload(args: &SchedulingArgs) -> anyhow::Result<(Vec<Pod>, String)> {
     })
 }
 
-/// Runs the benchmark.
-pub fn scheduling(args: &SchedulingArgs) -> anyhow::Result<Report> {
-    let (pods, workload) = workload(args)?;
+/// Runs the benchmark: once, or once per `--sizes` entry.
+pub fn scheduling(args: &SchedulingArgs) -> anyhow::Result<Vec<Report>> {
+    if args.sizes.is_empty() {
+        return Ok(vec![one(args, None)?]);
+    }
+    args.sizes.iter().map(|&n| one(args, Some(n))).collect()
+}
+
+/// One size: generate (or read) the pods, solve `--iterations` times, report.
+fn one(args: &SchedulingArgs, size: Option<usize>) -> anyhow::Result<Report> {
+    let rss_reset = karpenter_capi::process::reset_peak_rss();
+    let (pods, workload) = workload(args, size)?;
     let instance_types =
         fake_instance_types(args.instance_types).context("building the fake instance types")?;
     let policy = match args.preferences {
@@ -153,6 +186,16 @@ pub fn scheduling(args: &SchedulingArgs) -> anyhow::Result<Report> {
         Preferences::Ignore => PreferencePolicy::Ignore,
     };
     let pools = [benchmark_node_pool(instance_types)];
+    let nodepool_limits = pools
+        .first()
+        .and_then(|p| p.limits.as_ref())
+        .map(|l| {
+            l.iter()
+                .map(|(name, q)| format!("{}: {q}", name.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_else(|| "none".to_owned());
     let cluster = Cluster::default();
     let mut elapsed = Duration::ZERO;
     let mut cpu = Some(Duration::ZERO);
@@ -169,6 +212,11 @@ pub fn scheduling(args: &SchedulingArgs) -> anyhow::Result<Report> {
         };
         first.get_or_insert(results);
     }
+    let peak_rss_mib = if rss_reset {
+        karpenter_capi::process::peak_rss_mib()
+    } else {
+        None
+    };
     let Some(results) = first else {
         bail!("no iteration ran")
     };
@@ -203,9 +251,29 @@ pub fn scheduling(args: &SchedulingArgs) -> anyhow::Result<Report> {
             },
             max: sizes.iter().copied().max().unwrap_or(0),
         },
+        unschedulable_reasons: reasons(results.errors.iter().map(|e| e.message.as_str())),
+        nodepool_limits,
+        peak_rss_mib,
         workload,
         preferences: format!("{:?}", args.preferences).to_lowercase(),
     })
+}
+
+/// Distinct reasons with their pod counts, most frequent first (ties by reason).
+fn reasons<'a>(messages: impl Iterator<Item = &'a str>) -> Vec<ReasonCount> {
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for message in messages {
+        *counts.entry(message).or_default() += 1;
+    }
+    let mut out: Vec<ReasonCount> = counts
+        .into_iter()
+        .map(|(reason, pods)| ReasonCount {
+            reason: reason.to_owned(),
+            pods,
+        })
+        .collect();
+    out.sort_by(|a, b| b.pods.cmp(&a.pods).then_with(|| a.reason.cmp(&b.reason)));
+    out
 }
 
 /// CPU time of the calling thread, from `/proc/thread-self/schedstat` (nanoseconds on CPU).
@@ -215,32 +283,151 @@ fn thread_cpu_time() -> Option<Duration> {
     Some(Duration::from_nanos(nanos))
 }
 
-/// Renders a report.
-pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
-    Ok(match output {
-        Output::Json => serde_json::to_string_pretty(report)?,
-        Output::Text => format!(
-            "workload: {} ({} pods, preferences {})\n\
-             pods/s: {:.0} ({} solves in {:.3}s{})\n\
-             nodeclaims: {} for {} pods ({} unschedulable)\n\
-             pods per nodeclaim: min {} / mean {:.2} / max {}",
-            report.workload,
-            report.pods,
-            report.preferences,
-            report.pods_per_sec,
-            report.iterations,
-            report.seconds,
-            match (report.cpu_seconds, report.pods_per_cpu_sec) {
-                (Some(cpu), Some(rate)) =>
-                    format!("; {rate:.0} pods per CPU-second, {cpu:.3}s CPU"),
-                _ => String::new(),
-            },
-            report.nodeclaims,
-            report.pods_scheduled,
-            report.pods_unschedulable,
-            report.pods_per_nodeclaim.min,
-            report.pods_per_nodeclaim.mean,
-            report.pods_per_nodeclaim.max,
-        ),
-    })
+/// How many distinct reasons the text output lists per report.
+const REASONS_SHOWN: usize = 5;
+
+/// Renders the reports: one in full, several as a table with each size's reasons below.
+pub fn render(reports: &[Report], output: Output) -> anyhow::Result<String> {
+    match (output, reports) {
+        (Output::Json, [one]) => Ok(serde_json::to_string_pretty(one)?),
+        (Output::Json, all) => Ok(serde_json::to_string_pretty(all)?),
+        (Output::Text, [one]) => Ok(render_one(one)),
+        (Output::Text, all) => Ok(render_table(all)),
+    }
+}
+
+fn render_one(report: &Report) -> String {
+    let mut text = format!(
+        "workload: {} ({} pods, preferences {})\n\
+         pods/s: {:.0} ({} solves in {:.3}s{})\n\
+         nodeclaims: {} for {} pods ({} unschedulable)\n\
+         pods per nodeclaim: min {} / mean {:.2} / max {}",
+        report.workload,
+        report.pods,
+        report.preferences,
+        report.pods_per_sec,
+        report.iterations,
+        report.seconds,
+        match (report.cpu_seconds, report.pods_per_cpu_sec) {
+            (Some(cpu), Some(rate)) => format!("; {rate:.0} pods per CPU-second, {cpu:.3}s CPU"),
+            _ => String::new(),
+        },
+        report.nodeclaims,
+        report.pods_scheduled,
+        report.pods_unschedulable,
+        report.pods_per_nodeclaim.min,
+        report.pods_per_nodeclaim.mean,
+        report.pods_per_nodeclaim.max,
+    );
+    if let Some(rss) = report.peak_rss_mib {
+        text.push_str(&format!("\npeak RSS: {rss:.0} MiB"));
+    }
+    text.push_str(&reasons_text(report));
+    text
+}
+
+fn render_table(reports: &[Report]) -> String {
+    let or_dash = |v: Option<f64>, precision: usize| {
+        v.map_or_else(|| "-".to_owned(), |v| format!("{v:.precision$}"))
+    };
+    let mut rows: Vec<[String; 8]> = vec![
+        [
+            "PODS",
+            "PODS/S",
+            "SECONDS",
+            "CPU-S",
+            "PODS/CPU-S",
+            "NODECLAIMS",
+            "UNSCHEDULABLE",
+            "PEAK-RSS-MIB",
+        ]
+        .map(str::to_owned),
+    ];
+    for r in reports {
+        rows.push([
+            r.pods.to_string(),
+            format!("{:.0}", r.pods_per_sec),
+            format!("{:.3}", r.seconds),
+            or_dash(r.cpu_seconds, 3),
+            or_dash(r.pods_per_cpu_sec, 0),
+            r.nodeclaims.to_string(),
+            r.pods_unschedulable.to_string(),
+            or_dash(r.peak_rss_mib, 0),
+        ]);
+    }
+    let mut widths = [0usize; 8];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut text = String::new();
+    if let Some(first) = reports.first() {
+        text.push_str(&format!(
+            "workload: {} (preferences {}, {} solves per size)\n",
+            first.workload, first.preferences, first.iterations
+        ));
+    }
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:>w$}"))
+            .collect();
+        text.push_str(&cells.join("  "));
+        text.push('\n');
+    }
+    for r in reports.iter().filter(|r| r.pods_unschedulable > 0) {
+        text.push_str(&format!("\n{} pods:{}\n", r.pods, reasons_text(r)));
+    }
+    text.trim_end().to_owned()
+}
+
+/// The unschedulable pods' reasons, most frequent first, and the NodePool's limits when a reason
+/// is about them.
+fn reasons_text(report: &Report) -> String {
+    let mut text = String::new();
+    for reason in report.unschedulable_reasons.iter().take(REASONS_SHOWN) {
+        text.push_str(&format!(
+            "\n  {} unschedulable: {}",
+            reason.pods, reason.reason
+        ));
+    }
+    let more = report
+        .unschedulable_reasons
+        .len()
+        .saturating_sub(REASONS_SHOWN);
+    if more > 0 {
+        text.push_str(&format!(
+            "\n  … and {more} other reasons (--output json lists them all)"
+        ));
+    }
+    if report
+        .unschedulable_reasons
+        .iter()
+        .any(|r| r.reason.contains("limits"))
+    {
+        text.push_str(&format!(
+            "\n  (the benchmark NodePool's limits are {}; each new NodeClaim counts its largest \
+             possible instance type against them, as upstream does)",
+            report.nodepool_limits
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_grouped_most_frequent_first() {
+        let got = reasons(["b", "a", "b", "c", "a", "b"].into_iter());
+        let want = [("b", 3), ("a", 2), ("c", 1)].map(|(reason, pods)| ReasonCount {
+            reason: reason.to_owned(),
+            pods,
+        });
+        assert_eq!(got, want);
+        assert!(reasons(std::iter::empty()).is_empty());
+    }
 }

@@ -81,8 +81,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Bench(args) => match args.which {
             cli::BenchCommand::Scheduling(args) => {
-                let report = bench::scheduling(&args)?;
-                println!("{}", bench::render(&report, args.output)?);
+                let reports = bench::scheduling(&args)?;
+                println!("{}", bench::render(&reports, args.output)?);
                 Ok(ExitCode::SUCCESS)
             }
             cli::BenchCommand::Sim(args) => {

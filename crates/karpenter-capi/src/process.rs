@@ -2,7 +2,8 @@
 //!
 //! Responsibility: this process's resource use for the benchmarks: [`cpu_seconds`]
 //! (user + system, from `/proc/self/stat`) and [`peak_rss_mib`] (`VmHWM` from
-//! `/proc/self/status`). Linux only; elsewhere the figures are absent.
+//! `/proc/self/status`), and [`reset_peak_rss`] so one process can measure several runs in turn.
+//! Linux only; elsewhere the figures are absent.
 //! Inputs: `/proc`. Outputs: numbers.
 
 /// CPU seconds (user + system) this process used so far; 0 when unknown.
@@ -36,6 +37,13 @@ pub fn peak_rss_mib_of(pid: &str) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// Resets this process's peak resident set to its current resident set (Linux 4.0+: writing
+/// `5` to `/proc/self/clear_refs`), so the next [`peak_rss_mib`] covers only what follows.
+/// Whether the reset took effect.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +54,22 @@ mod tests {
             assert!(peak_rss_mib().is_some_and(|m| m > 0.0));
             assert!(cpu_seconds() >= 0.0);
         }
+    }
+
+    #[test]
+    fn a_reset_peak_forgets_an_earlier_high_water_mark() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let big = vec![1u8; 256 << 20];
+        std::hint::black_box(&big);
+        let high = peak_rss_mib().unwrap();
+        drop(big);
+        assert!(reset_peak_rss());
+        let after = peak_rss_mib().unwrap();
+        assert!(
+            after + 128.0 < high,
+            "peak {high} MiB, after the reset {after} MiB"
+        );
     }
 }

@@ -243,6 +243,59 @@ fn bench_scheduling_reports_json_with_the_agreed_keys() {
 }
 
 #[test]
+fn bench_scheduling_sizes_report_each_size_with_every_unschedulable_reason() {
+    // One 1-CPU instance type: the 1- and 1.5-CPU pods of the diverse workload fit nowhere.
+    let args = [
+        "bench",
+        "scheduling",
+        "--sizes",
+        "30,60",
+        "--instance-types",
+        "1",
+        "--iterations",
+        "1",
+    ];
+    let out = karpenter_capi(&[&args[..], &["--output", "json"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reports = json.as_array().expect("--sizes gives an array");
+    assert_eq!(reports.len(), 2);
+    for (report, pods) in reports.iter().zip([30, 60]) {
+        assert_eq!(report["pods"], pods);
+        let unschedulable = report["pods_unschedulable"].as_u64().unwrap();
+        assert!(unschedulable > 0, "{report}");
+        let reasons = report["unschedulable_reasons"].as_array().unwrap();
+        let counted: u64 = reasons.iter().map(|r| r["pods"].as_u64().unwrap()).sum();
+        assert_eq!(
+            counted, unschedulable,
+            "every unschedulable pod has its reason"
+        );
+        assert!(
+            reasons.iter().all(|r| r["reason"]
+                .as_str()
+                .unwrap()
+                .contains("no instance type has enough")),
+            "{reasons:?}"
+        );
+        if cfg!(target_os = "linux") {
+            assert!(report["peak_rss_mib"].as_f64().unwrap() > 0.0);
+        }
+    }
+    let out = karpenter_capi(&args);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("PODS/S") && text.contains("PEAK-RSS-MIB"),
+        "{text}"
+    );
+    assert!(text.contains("unschedulable: nodepool"), "{text}");
+}
+
+#[test]
 fn bench_scheduling_reads_the_seed_42_table() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
