@@ -296,29 +296,8 @@ impl Topology {
         pod_requirements: &Requirements,
         node_requirements: &Requirements,
     ) -> bool {
-        let result = match self.pods.get(&*pod.uid) {
-            Some(entry) if entry.is_unconstrained() => return true,
-            Some(entry) => self.solve(
-                pod_requirements,
-                node_requirements,
-                entry.inverse_selecting.iter().copied(),
-                &entry.owned,
-                false,
-            ),
-            None if self.inverse.is_empty() => return true,
-            None => {
-                let inverse = self.inverse.iter().enumerate();
-                let selecting = inverse.filter(|(_, g)| g.selects(&pod.namespace, &pod.labels));
-                self.solve(
-                    pod_requirements,
-                    node_requirements,
-                    selecting.map(|(i, _)| i),
-                    &[],
-                    false,
-                )
-            }
-        };
-        result.is_ok()
+        self.requirements_for(pod, pod_requirements, node_requirements, false)
+            .is_ok()
     }
 
     /// The requirements topology adds for placing `pod` on a candidate whose requirements are
@@ -333,6 +312,18 @@ impl Topology {
         pod_requirements: &Requirements,
         node_requirements: &Requirements,
     ) -> Result<Requirements, TopologyError> {
+        self.requirements_for(pod, pod_requirements, node_requirements, true)
+    }
+
+    /// The groups constraining `pod` (its own and the inverse groups selecting it), evaluated by
+    /// [`Self::solve`].
+    fn requirements_for(
+        &self,
+        pod: &Pod,
+        pod_requirements: &Requirements,
+        node_requirements: &Requirements,
+        hostname_groups: bool,
+    ) -> Result<Requirements, TopologyError> {
         match self.pods.get(&*pod.uid) {
             Some(entry) if entry.is_unconstrained() => Ok(Requirements::new()),
             Some(entry) => self.solve(
@@ -340,7 +331,7 @@ impl Topology {
                 node_requirements,
                 entry.inverse_selecting.iter().copied(),
                 &entry.owned,
-                true,
+                hostname_groups,
             ),
             None if self.inverse.is_empty() => Ok(Requirements::new()),
             None => {
@@ -351,7 +342,7 @@ impl Topology {
                     node_requirements,
                     selecting.map(|(i, _)| i),
                     &[],
-                    true,
+                    hostname_groups,
                 )
             }
         }
