@@ -703,7 +703,7 @@ fn rbac_is_least_privilege() {
         "patch"
     ));
     assert!(has_rule(workload, "events.k8s.io", "events", "create"));
-    assert!(has_rule(workload, "events.k8s.io", "events", "patch"));
+    assert!(!has_rule(workload, "events.k8s.io", "events", "patch"));
     assert!(
         !has_rule(workload, "", "events", "create"),
         "kube's Recorder writes events.k8s.io"

@@ -333,7 +333,10 @@ pub struct Context {
     management: kube::Client,
     config: StatusConfig,
     templates: Arc<Templates>,
-    recorder: Recorder,
+    /// Who reports the Events; each is created by a new `Recorder` (a shared one would fold a
+    /// later Event of the NodeClass with the same reason into the first one's series, keeping
+    /// the first message).
+    reporter: Reporter,
     /// (NodeClass, MD, annotation) → last message published.
     published: Mutex<HashMap<(String, String, String), String>>,
     /// NodeClass → consecutive failures.
@@ -352,13 +355,10 @@ impl Context {
     /// A context over `workload` (NodeClasses, Events) and `management` (MachineDeployments).
     #[must_use]
     pub fn new(workload: kube::Client, management: kube::Client, config: StatusConfig) -> Self {
-        let recorder = Recorder::new(
-            workload.clone(),
-            Reporter {
-                controller: config.reporter.clone(),
-                instance: None,
-            },
-        );
+        let reporter = Reporter {
+            controller: config.reporter.clone(),
+            instance: None,
+        };
         let templates = config.templates.clone().unwrap_or_else(|| {
             Arc::new(Templates::scoped(
                 management.clone(),
@@ -371,7 +371,7 @@ impl Context {
             management,
             config,
             templates,
-            recorder,
+            reporter,
             published: Mutex::default(),
             failures: Mutex::default(),
         }
@@ -493,7 +493,7 @@ impl Context {
                 action: "SelectMachineDeployments".into(),
                 secondary: None,
             };
-            self.recorder
+            Recorder::new(self.workload.clone(), self.reporter.clone())
                 .publish(&event, &nodeclass.object_ref(&()))
                 .await
                 .map_err(kube_error("publish Event"))?;
@@ -547,7 +547,7 @@ impl Context {
                 action: "SelectMachineDeployments".into(),
                 secondary: None,
             };
-            self.recorder
+            Recorder::new(self.workload.clone(), self.reporter.clone())
                 .publish(&event, &reference)
                 .await
                 .map_err(kube_error("publish Event"))?;

@@ -1,14 +1,17 @@
 //! Kubernetes Events from the controllers, deduplicated like upstream's recorder.
 //!
-//! Responsibility: [`Events::publish`] sends an `events.k8s.io/v1` Event about an object
-//! through kube-runtime's [`Recorder`] (which also aggregates repeats into a series), at most
-//! once per (object, reason, dedupe key) within the event's dedupe window (default 2 min;
+//! Responsibility: [`Events::publish`] creates an `events.k8s.io/v1` Event about an object
+//! through kube-runtime's [`Recorder`], at most once per (object, reason, dedupe key) within the
+//! event's dedupe window (default 2 min;
 //! upstream uses 5 min for `FailedScheduling` and 1 min for `NoCompatibleInstanceTypes`),
 //! and, for a reason given a [`RateLimit`] (upstream: `Nominated`, 5/s with a burst of 10),
 //! only while that reason's token bucket has a token: an Event over the limit is dropped,
 //! not queued, and not remembered as sent.
 //! Publishing never blocks or fails a reconcile: it runs on a spawned task and a failure is
-//! only logged.
+//! only logged. Every Event is created afresh by a new `Recorder`: a shared one folds a later
+//! Event of the same object, reason and action into the first one's series, keeping the first
+//! note (a node held first as "nominated", then by a rollout, kept saying "nominated"); repeats
+//! are already held back by the dedupe window.
 //! Inputs: a workload `kube::Client`. Outputs: Events in the workload cluster.
 
 use std::collections::HashMap;
@@ -147,7 +150,8 @@ type Published = Vec<(ObjectReference, Message)>;
 /// The event publisher shared by the controllers.
 #[derive(Clone)]
 pub struct Events {
-    recorder: Option<Recorder>,
+    /// Where Events go and who reports them (`None`: recording publishers for tests).
+    target: Option<(kube::Client, Reporter)>,
     seen: Arc<Mutex<Seen>>,
     buckets: Arc<Mutex<HashMap<&'static str, Bucket>>>,
     /// What was published, kept only by [`Events::recording`] publishers (tests): a
@@ -158,7 +162,7 @@ pub struct Events {
 impl std::fmt::Debug for Events {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Events")
-            .field("enabled", &self.recorder.is_some())
+            .field("enabled", &self.target.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -172,7 +176,7 @@ impl Events {
             instance,
         };
         Self {
-            recorder: Some(Recorder::new(client, reporter)),
+            target: Some((client, reporter)),
             seen: Arc::default(),
             buckets: Arc::default(),
             published: None,
@@ -183,7 +187,7 @@ impl Events {
     #[must_use]
     pub fn recording() -> Self {
         Self {
-            recorder: None,
+            target: None,
             seen: Arc::default(),
             buckets: Arc::default(),
             published: Some(Arc::default()),
@@ -254,7 +258,8 @@ impl Events {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push((reference.clone(), message.clone()));
         }
-        if let Some(recorder) = self.recorder.clone() {
+        if let Some((client, reporter)) = self.target.clone() {
+            let recorder = Recorder::new(client, reporter);
             let event = Event {
                 type_: match message.kind {
                     Kind::Normal => EventType::Normal,
@@ -362,6 +367,60 @@ mod tests {
         }
         assert!(events.published.is_none());
         assert!(events.published().is_empty());
+    }
+
+    /// A node held first for one reason and then for another gets an Event saying each: a
+    /// shared kube-runtime Recorder folded the second into the first one's series, and the
+    /// cluster only ever showed the first note (seen on a real kube-apiserver: a node held as
+    /// nominated, then by a rollout).
+    #[tokio::test]
+    async fn a_new_note_for_the_same_object_and_reason_is_its_own_event() {
+        let sim = sim::Sim::new(sim::SimConfig::default());
+        let client = kube::Client::new(sim.router(), "default");
+        let events = Events::new(client.clone(), None);
+        let node = k8s_openapi::api::core::v1::Node {
+            metadata: ObjectMeta {
+                name: Some("n1".into()),
+                uid: Some("n1-uid".into()),
+                ..ObjectMeta::default()
+            },
+            ..Default::default()
+        };
+        let api = kube::Api::<k8s_openapi::api::events::v1::Event>::namespaced(client, "default");
+        let mut notes = Vec::new();
+        // One after the other, as a node's reasons come; each published on a spawned task, so
+        // wait for it (a generous bound, not a timing claim).
+        for (i, note) in [
+            "Node is nominated",
+            "Node is rolling out through 2 MachineSets",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert!(events.publish(&node, Message::normal("DisruptionBlocked", note)));
+            for _ in 0..1_500 {
+                notes = api
+                    .list(&kube::api::ListParams::default())
+                    .await
+                    .unwrap()
+                    .items
+                    .into_iter()
+                    .filter_map(|e| e.note)
+                    .collect();
+                if notes.len() > i {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        notes.sort();
+        assert_eq!(
+            notes,
+            [
+                "Node is nominated",
+                "Node is rolling out through 2 MachineSets"
+            ]
+        );
     }
 
     #[test]

@@ -99,7 +99,7 @@ pub const WORKLOAD_RULES: &[Rule] = &[
     ("", "namespaces", &["get", "list", "watch"]),
     ("apps", "daemonsets", &["list", "watch"]),
     ("policy", "poddisruptionbudgets", &["list", "watch"]),
-    ("events.k8s.io", "events", &["create", "patch"]),
+    ("events.k8s.io", "events", &["create"]),
 ];
 
 /// The management-cluster ClusterRole's rules
