@@ -228,6 +228,7 @@ impl Templates {
             let mut errors = WatchErrors::new(what);
             let stream = watcher(api, watcher::Config::default())
                 .retry_backoff()
+                .modify(state::strip_managed_fields)
                 .reflect(writer);
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {

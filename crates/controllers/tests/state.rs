@@ -83,7 +83,35 @@ async fn provisionable_pods_trigger(backend: Backend) {
     assert_eq!(trigger, Trigger::Pod(wanted.metadata.uid.unwrap()));
 }
 
+/// Issue 25 item 4: what the caches keep. `metadata.managedFields` (kept by every API server
+/// that tracks server-side apply) is dropped before an object is cached; the rest is kept.
+async fn cached_objects_carry_no_managed_fields(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
+    let state = ClusterState::start(&world.workload_client(), StateConfig::default());
+    state.wait_listed(Duration::from_secs(10)).await.unwrap();
+    let created = pod(&world, "tracked", "1").await;
+    assert!(
+        created
+            .metadata
+            .managed_fields
+            .as_ref()
+            .is_some_and(|m| !m.is_empty()),
+        "the server tracks the pod's fields: {:?}",
+        created.metadata
+    );
+    let cached = wait_for("the pod in the cache", Duration::from_secs(10), || {
+        let pods = state.snapshot().pods;
+        async move { pods.into_iter().next() }
+    })
+    .await;
+    assert_eq!(cached.metadata.managed_fields, None);
+    assert_eq!(cached.metadata.uid, created.metadata.uid);
+    assert_eq!(cached.metadata.labels, created.metadata.labels);
+    assert_eq!(cached.spec, created.spec);
+}
+
 world::backend_tests!(
+    cached_objects_carry_no_managed_fields,
     the_gate_waits_for_listing_unseen_and_launching_node_claims,
     provisionable_pods_trigger,
     a_node_claim_of_another_provider_does_not_hold_the_gate,

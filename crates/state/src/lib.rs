@@ -187,6 +187,7 @@ where
     let task = tokio::spawn(async move {
         let stream = watcher(api, watcher::Config::default())
             .retry_backoff()
+            .modify(strip_managed_fields)
             .reflect(writer);
         let mut stream = std::pin::pin!(stream);
         let mut errors = watch_errors::WatchErrors::new(K::kind(&()));
@@ -221,6 +222,15 @@ where
         }
     });
     (store, (format!("{} watch", K::kind(&())), task))
+}
+
+/// Drops `metadata.managedFields` before an object is cached, as controller-runtime's
+/// `TransformStripManagedFields` does for upstream Karpenter: no controller reads them, and on
+/// an API server that tracks server-side apply (every real one, and `sim`) they are often the
+/// largest part of a Pod or Node. Every write is a merge or JSON patch or goes to a subresource,
+/// never an update of a cached copy, so nothing is written back without them.
+pub fn strip_managed_fields<K: Resource>(obj: &mut K) {
+    obj.meta_mut().managed_fields = None;
 }
 
 /// Whether `nc` is one of ours (its NodeClass is a ClusterAPINodeClass) still launching. A

@@ -137,6 +137,7 @@ impl MachineCache {
         let task = tokio::spawn(async move {
             let stream = watcher(api, watcher::Config::default())
                 .retry_backoff()
+                .modify(state::strip_managed_fields)
                 .reflect(writer);
             let mut stream = std::pin::pin!(stream);
             // Rebuilt from scratch on every (re)list, swapped in at InitDone.

@@ -123,6 +123,7 @@ where
             let mut report = WatchErrors::new(kind);
             let stream = watcher(api, watcher::Config::default())
                 .retry_backoff()
+                .modify(state::strip_managed_fields)
                 .reflect(writer);
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {

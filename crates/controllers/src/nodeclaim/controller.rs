@@ -95,6 +95,7 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
             watcher::Config::default(),
         )
         .retry_backoff()
+        .modify(state::strip_managed_fields)
         .reflect(writer)
         .touched_objects();
         // A provider that watches its instances says when a launch changed: no 2 s polling for
