@@ -3,7 +3,7 @@
 //! 400 fake instance types, one NodePool, an empty cluster; diverse pods at 1 … 20,000 and
 //! 4,000 preference pods under Respect and Ignore. Only the solve is timed, on a freshly built
 //! scheduler each iteration. `cargo bench -p karpenter-capi-scheduling --bench scheduling`;
-//! `-- --test` runs each case once (what CI does).
+//! `cargo test --workspace --bench scheduling` runs each case once (what CI does).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
