@@ -138,20 +138,7 @@ impl NodeSelectorOperator {
 #[serde(rename_all = "camelCase")]
 pub struct NodeSelectorRequirementWithMinValues {
     /// The label key the requirement applies to.
-    #[schemars(extend(
-        "maxLength" = 316,
-        "pattern" = schema::QUALIFIED_NAME,
-        "x-kubernetes-validations" = [
-            {
-                "message": "label domain \"karpenter.sh\" is restricted",
-                "rule": "self in [\"karpenter.sh/capacity-type\", \"karpenter.sh/nodepool\"] || !self.find(\"^([^/]+)\").endsWith(\"karpenter.sh\")",
-            },
-            {
-                "message": "label \"kubernetes.io/hostname\" is restricted",
-                "rule": "self != \"kubernetes.io/hostname\"",
-            },
-        ],
-    ))]
+    #[schemars(schema_with = "schema::requirement_key")]
     pub key: String,
     /// The minimum number of distinct values this key must keep among the instance-type options
     /// (alpha).
@@ -163,11 +150,7 @@ pub struct NodeSelectorRequirementWithMinValues {
     /// The values: non-empty for In/NotIn, empty for Exists/DoesNotExist, one integer for
     /// Gt/Lt/Gte/Lte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend(
-        "x-kubernetes-list-type" = "atomic",
-        "maxLength" = 63,
-        "pattern" = schema::LABEL_VALUE,
-    ))]
+    #[schemars(schema_with = "schema::requirement_values")]
     pub values: Option<Vec<String>>,
 }
 

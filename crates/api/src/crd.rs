@@ -8,7 +8,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::{ClusterAPINodeClass, NodeClaim, NodePool};
+use crate::{ClusterAPINodeClass, NodeClaim, NodeOverlay, NodePool};
 
 /// Why CRDs could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -24,12 +24,13 @@ pub enum CrdError {
     },
 }
 
-/// Our CRDs, in a stable order: NodePool, NodeClaim, ClusterAPINodeClass.
+/// Our CRDs, in a stable order: NodePool, NodeClaim, ClusterAPINodeClass, NodeOverlay.
 pub fn all() -> Vec<CustomResourceDefinition> {
     [
         NodePool::crd(),
         NodeClaim::crd(),
         ClusterAPINodeClass::crd(),
+        NodeOverlay::crd(),
     ]
     .into_iter()
     .map(finish)
@@ -62,6 +63,9 @@ fn root_description(kind: &str) -> String {
     match kind {
         "NodePool" => "NodePool describes a class of nodes Karpenter may launch and how it may \
                        disrupt them."
+            .into(),
+        "NodeOverlay" => "NodeOverlay changes the price or the extended resources of the \
+                          instance types its requirements select."
             .into(),
         "NodeClaim" => {
             "NodeClaim is a request for one node and the record of its lifecycle.".into()

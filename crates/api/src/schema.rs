@@ -3,7 +3,7 @@
 //! Responsibility: the validation vocabulary of the upstream CRDs (patterns, CEL rules, quantity
 //! and condition schemas) in one place, so every type that needs it says the same thing.
 //! Inputs: nothing. Outputs: `const` patterns and `schema_with` functions used by the derives in
-//! [`crate::common`], [`crate::nodepool`], [`crate::nodeclaim`] and [`crate::nodeclass`].
+//! [`crate::common`], [`crate::nodepool`], [`crate::nodeclaim`], [`crate::nodeclass`] and [`crate::nodeoverlay`].
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 
@@ -29,6 +29,38 @@ pub const CONDITION_TYPE: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-
 /// A condition reason.
 pub const CONDITION_REASON: &str = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
 
+/// A requirement's `key`: a qualified name, where the `karpenter.sh` domain (but for the
+/// capacity type and NodePool labels) and `kubernetes.io/hostname` are restricted.
+pub fn requirement_key(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "maxLength": 316,
+        "pattern": QUALIFIED_NAME,
+        "x-kubernetes-validations": [
+            {
+                "message": "label domain \"karpenter.sh\" is restricted",
+                "rule": "self in [\"karpenter.sh/capacity-type\", \"karpenter.sh/nodepool\"] || !self.find(\"^([^/]+)\").endsWith(\"karpenter.sh\")",
+            },
+            {
+                "message": "label \"kubernetes.io/hostname\" is restricted",
+                "rule": "self != \"kubernetes.io/hostname\"",
+            },
+        ],
+    })
+}
+
+/// A requirement's `values`: label values, an atomic list (upstream puts `maxLength` and
+/// `pattern` on the list itself, and so do we).
+pub fn requirement_values(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": {"type": "string"},
+        "x-kubernetes-list-type": "atomic",
+        "maxLength": 63,
+        "pattern": LABEL_VALUE,
+    })
+}
+
 /// The schema of one resource quantity: an int-or-string matching [`QUANTITY`].
 pub fn quantity(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
@@ -43,6 +75,19 @@ pub fn resource_list(generator: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",
         "additionalProperties": quantity(generator),
+    })
+}
+
+/// NodeOverlay `spec.capacity`: a resource list that may not name cpu, memory,
+/// ephemeral-storage or pods (an overlay only adds extended resources).
+pub fn overlay_capacity(generator: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "additionalProperties": quantity(generator),
+        "x-kubernetes-validations": [{
+            "message": "invalid resource restricted",
+            "rule": "self.all(x, !(x in ['cpu', 'memory', 'ephemeral-storage', 'pods']))",
+        }],
     })
 }
 
@@ -145,6 +190,32 @@ fn requirement_rules() -> serde_json::Value {
             "rule": "self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)",
         },
     ])
+}
+
+/// NodeOverlay `spec.requirements`: at most 100 requirements without `minValues`, with the
+/// CEL rules upstream's NodeOverlay CRD carries (its wording differs from the NodePool's).
+pub fn nodeoverlay_requirements(generator: &mut SchemaGenerator) -> Schema {
+    let item = generator.subschema_for::<crate::nodeoverlay::OverlayRequirement>();
+    json_schema!({
+        "type": "array",
+        "items": item,
+        "maxItems": 100,
+        "x-kubernetes-list-type": "atomic",
+        "x-kubernetes-validations": [
+            {
+                "message": "requirements with operator 'NotIn' must have a value defined",
+                "rule": "self.all(x, x.operator == 'NotIn' ? x.values.size() != 0 : true)",
+            },
+            {
+                "message": "requirements with operator 'In' must have a value defined",
+                "rule": "self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",
+            },
+            {
+                "message": "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value",
+                "rule": "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
+            },
+        ],
+    })
 }
 
 /// NodeClaim `spec.requirements`: at most 100 requirements, with upstream's CEL rules.

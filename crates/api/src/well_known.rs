@@ -41,6 +41,10 @@ pub mod annotations {
         "karpenter.sh/nodeclaim-termination-timestamp";
     /// `"true"` / `"false"`: whether the scheduler relaxed minValues for this NodeClaim.
     pub const NODECLAIM_MIN_VALUES_RELAXED: &str = "karpenter.sh/nodeclaim-min-values-relaxed";
+    /// NodeClaim: a NodeOverlay set the price of one of its instance types' offerings.
+    pub const PRICE_OVERLAY_APPLIED: &str = "karpenter.sh/price-overlay-applied";
+    /// NodeClaim: a NodeOverlay added extended resources to one of its instance types.
+    pub const CAPACITY_OVERLAY_APPLIED: &str = "karpenter.sh/capacity-overlay-applied";
     /// The Machine (`namespace/name`) a NodeClaim is bound to. Our own key: upstream's
     /// [`LEGACY_MACHINE`] collides with the annotation CAPI puts on Nodes.
     pub const MACHINE: &str = "karpenter.cluster.x-k8s.io/machine";
@@ -107,6 +111,10 @@ pub mod conditions {
 
     /// Reasons.
     pub mod reasons {
+        /// NodeOverlay ValidationSucceeded: runtime validation failed.
+        pub const RUNTIME_VALIDATION: &str = "RuntimeValidation";
+        /// NodeOverlay ValidationSucceeded: an overlay of the same weight sets the same thing.
+        pub const CONFLICT: &str = "Conflict";
         /// A missing dependent condition materialised as Unknown.
         pub const AWAITING_RECONCILIATION: &str = "AwaitingReconciliation";
         /// Ready is False because a dependent is False.

@@ -38,7 +38,7 @@ fn committed_crds_equal_the_generated_ones() {
 }
 
 #[test]
-fn rendered_stream_is_the_three_documents_in_order() {
+fn rendered_stream_is_the_four_documents_in_order() {
     let all = api::crd::render_all().unwrap();
     let names: Vec<&str> = all
         .lines()
@@ -50,7 +50,8 @@ fn rendered_stream_is_the_three_documents_in_order() {
         [
             "nodepools.karpenter.sh",
             "nodeclaims.karpenter.sh",
-            "clusterapinodeclasses.karpenter.cluster.x-k8s.io"
+            "clusterapinodeclasses.karpenter.cluster.x-k8s.io",
+            "nodeoverlays.karpenter.sh",
         ]
     );
 }

@@ -1,7 +1,7 @@
 //! Compatibility of our CRDs with upstream's.
 //!
-//! Walks the OpenAPI schemas of the upstream CRDs in `../shared/fixtures/upstream-crds/` and of
-//! ours, and fails for any upstream property path ours lacks, types differently, or validates
+//! Walks the OpenAPI schemas of the upstream CRDs in `../shared/fixtures/upstream-crds/` (and
+//! NodeOverlay's in `upstream-crds-gated/`) and of ours, and fails for any upstream property path ours lacks, types differently, or validates
 //! differently (patterns, enums, required fields, defaults, bounds, list/map types, CEL rules).
 //! Deliberate differences are listed in [`EXCEPTIONS`], each with its reason. Descriptions are
 //! prose and are not compared.
@@ -57,28 +57,33 @@ const KEYWORDS: &[&str] = &[
     "x-kubernetes-preserve-unknown-fields",
 ];
 
-fn upstream_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/upstream-crds")
+fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
 }
 
+/// Upstream's CRDs: the three of `upstream-crds/`, and from `upstream-crds-gated/` the
+/// NodeOverlay CRD (we serve it; CapacityBuffer is not ours yet).
 fn upstream_crds() -> BTreeMap<String, Value> {
-    let dir = upstream_dir();
-    let mut crds = BTreeMap::new();
-    let entries = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("upstream CRD fixtures missing at {}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
-        let crd: Value = serde_norway::from_str(&text).unwrap();
-        let name = crd["metadata"]["name"].as_str().unwrap().to_owned();
-        crds.insert(name, crd);
-    }
+    let dir = fixtures_dir().join("upstream-crds");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("upstream CRD fixtures missing at {}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .collect();
     assert_eq!(
-        crds.len(),
+        paths.len(),
         3,
         "expected the three upstream CRDs in {}",
         dir.display()
     );
+    paths.push(fixtures_dir().join("upstream-crds-gated/karpenter.sh_nodeoverlays.yaml"));
+    let mut crds = BTreeMap::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let crd: Value = serde_norway::from_str(&text).unwrap();
+        let name = crd["metadata"]["name"].as_str().unwrap().to_owned();
+        crds.insert(name, crd);
+    }
     crds
 }
 

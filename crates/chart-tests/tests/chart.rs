@@ -774,6 +774,33 @@ fn rbac_is_least_privilege() {
 }
 
 #[test]
+fn nodeoverlay_rbac_comes_with_its_gate_only() {
+    let off = render(&[]);
+    let workload = named(&off, "ClusterRole", RELEASE).unwrap();
+    assert!(!has_rule(workload, "karpenter.sh", "nodeoverlays", "watch"));
+    assert!(!has_rule(
+        workload,
+        "karpenter.sh",
+        "nodeoverlays/status",
+        "patch"
+    ));
+    let on = render(&["--set", "settings.featureGates.nodeOverlay=true"]);
+    let workload = named(&on, "ClusterRole", RELEASE).unwrap();
+    for verb in ["list", "watch"] {
+        assert!(has_rule(workload, "karpenter.sh", "nodeoverlays", verb));
+    }
+    assert!(!has_rule(workload, "karpenter.sh", "nodeoverlays", "patch"));
+    assert!(has_rule(
+        workload,
+        "karpenter.sh",
+        "nodeoverlays/status",
+        "patch"
+    ));
+    let gates = env_value(&on, "FEATURE_GATES").unwrap_or_default();
+    assert!(gates.contains(",NodeOverlay=true"), "{gates}");
+}
+
+#[test]
 fn every_rbac_rule_names_the_code_that_needs_it() {
     for file in [
         "clusterrole.yaml",
@@ -932,7 +959,7 @@ fn settings_map_to_runs_environment() {
 }
 
 #[test]
-fn include_crds_renders_the_three_committed_crds() {
+fn include_crds_renders_the_four_committed_crds() {
     let objects = render(&["--include-crds"]);
     let crds: BTreeSet<&str> = objects
         .iter()
@@ -944,12 +971,13 @@ fn include_crds_renders_the_three_committed_crds() {
         [
             "clusterapinodeclasses.karpenter.cluster.x-k8s.io",
             "nodeclaims.karpenter.sh",
+            "nodeoverlays.karpenter.sh",
             "nodepools.karpenter.sh",
         ]
         .into()
     );
     let files = std::fs::read_dir(chart().join("crds")).unwrap().count();
-    assert_eq!(files, 3, "one file per CRD in crds/");
+    assert_eq!(files, 4, "one file per CRD in crds/");
 }
 
 /// `RUN_ENV` and `RUN_FLAGS` are exactly what `RunArgs` (with the `ClusterArgs` it flattens) declares (read from its source, so

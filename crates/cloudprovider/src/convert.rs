@@ -16,7 +16,7 @@ use scheduling::resources::Resources;
 
 use crate::CloudProviderError;
 
-fn operator(op: NodeSelectorOperator) -> Operator {
+pub(crate) fn operator(op: NodeSelectorOperator) -> Operator {
     match op {
         NodeSelectorOperator::In => Operator::In,
         NodeSelectorOperator::NotIn => Operator::NotIn,

@@ -11,6 +11,8 @@
 //!   a low-cardinality [`CloudProviderError::metric_label`].
 //! - [`convert`]: NodeClaim requirements and requests → scheduling values (shared by providers).
 //! - [`fake`]: [`FakeCloudProvider`], a recording fake for core tests.
+//! - [`overlay`]: NodeOverlays — validation, evaluation, the store and the [`overlay::Overlaid`]
+//!   provider wrapper.
 //!
 //! **Async design.** The trait uses return-position `impl Future + Send` (Rust 2024 native
 //! async in traits; implementors simply write `async fn`). It is therefore *not* object safe:
@@ -23,6 +25,7 @@
 pub mod convert;
 pub mod error;
 pub mod fake;
+pub mod overlay;
 pub mod types;
 
 use std::future::Future;

@@ -8,6 +8,7 @@
 //! - [`termination`]: the Node finalizer: taint, drain through the Eviction API, instance
 //!   termination;
 //! - [`nodepool`]: NodePool status (resources, readiness, registration health) and hash;
+//! - [`nodeoverlay`]: NodeOverlay evaluation (the overlay store) and status;
 //! - shared plumbing: [`clock`] (wall time that follows tokio time), [`conditions`] (upstream's condition library), [`events`] (deduplicated
 //!   Kubernetes Events), [`metrics`] (upstream metric names), [`liveness`] (the tasks
 //!   `/healthz` watches), [`metered`] (the CloudProvider metrics decorator), [`http`] (the health and metrics server).
@@ -25,6 +26,7 @@ pub mod liveness;
 pub mod metered;
 pub mod metrics;
 pub mod nodeclaim;
+pub mod nodeoverlay;
 pub mod nodepool;
 pub mod provisioning;
 pub mod static_capacity;

@@ -5,8 +5,10 @@
 //! that is not one is an error (a typo must not silently leave a gate off). `StaticCapacity`
 //! turns on static NodePools; `SpotToSpotConsolidation` lets consolidation replace spot nodes
 //! (MachineDeployments labelled `karpenter.sh/capacity-type: spot`) by cheaper spot nodes, with
-//! upstream's rules. `ReservedCapacity` is accepted either way and changes nothing (Cluster
-//! API offerings have no reserved capacity). `NodeRepair` and `NodeOverlay` are not
+//! upstream's rules. `NodeOverlay` turns on NodeOverlays (`karpenter.sh/v1alpha1`): their
+//! controller, and their prices and extended resources in every instance-type query and launch.
+//! `ReservedCapacity` is accepted either way and changes nothing (Cluster
+//! API offerings have no reserved capacity). `NodeRepair` is not
 //! implemented: `=false` is accepted, `=true` is an error saying so, rather than a gate that
 //! looks on and does nothing.
 //! Inputs: the flag's text. Outputs: [`FeatureGates`] or an error naming the entry.
@@ -18,10 +20,12 @@ pub struct FeatureGates {
     pub static_capacity: bool,
     /// Consolidation may replace spot nodes by spot nodes.
     pub spot_to_spot_consolidation: bool,
+    /// NodeOverlays are evaluated and applied.
+    pub node_overlay: bool,
 }
 
 /// Upstream gates accepted but not implemented here: `=true` is refused.
-const NOT_IMPLEMENTED: [&str; 2] = ["NodeRepair", "NodeOverlay"];
+const NOT_IMPLEMENTED: [&str; 1] = ["NodeRepair"];
 
 impl std::str::FromStr for FeatureGates {
     type Err = String;
@@ -45,17 +49,18 @@ impl std::str::FromStr for FeatureGates {
             match name {
                 "StaticCapacity" => gates.static_capacity = on,
                 "SpotToSpotConsolidation" => gates.spot_to_spot_consolidation = on,
+                "NodeOverlay" => gates.node_overlay = on,
                 "ReservedCapacity" => {}
                 n if NOT_IMPLEMENTED.contains(&n) => {
                     if on {
                         return Err(format!(
-                            "feature gate {n} is not implemented by karpenter-capi (StaticCapacity and SpotToSpotConsolidation are)"
+                            "feature gate {n} is not implemented by karpenter-capi (StaticCapacity, SpotToSpotConsolidation and NodeOverlay are)"
                         ));
                     }
                 }
                 other => {
                     return Err(format!(
-                        "unknown feature gate {other:?} (known: StaticCapacity, SpotToSpotConsolidation, ReservedCapacity, {})",
+                        "unknown feature gate {other:?} (known: StaticCapacity, SpotToSpotConsolidation, NodeOverlay, ReservedCapacity, {})",
                         NOT_IMPLEMENTED.join(", ")
                     ));
                 }
@@ -78,6 +83,9 @@ mod tests {
         assert!(!g.spot_to_spot_consolidation);
         let spot: FeatureGates = "SpotToSpotConsolidation=true".parse().unwrap();
         assert!(spot.spot_to_spot_consolidation && !spot.static_capacity);
+        let overlay: FeatureGates = "NodeOverlay=true".parse().unwrap();
+        assert!(overlay.node_overlay && !overlay.static_capacity);
+        assert!(!g.node_overlay, "off unless named");
         assert_eq!("".parse::<FeatureGates>().unwrap(), FeatureGates::default());
         assert!(
             !"StaticCapacity=false"

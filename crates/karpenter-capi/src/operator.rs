@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::NodePool;
+use cloudprovider::overlay::{Overlaid, OverlayStore};
 use clusterapi::gc::{GcConfig, MachineGc};
 use clusterapi::nodeclass_status::{self, StatusConfig};
 use clusterapi::provider::{ClusterApiProvider, ProviderConfig};
@@ -21,6 +22,7 @@ use controllers::events::Events;
 use controllers::metered::Metered;
 use controllers::metrics::Metrics;
 use controllers::nodeclaim::{Lifecycle, LifecycleConfig};
+use controllers::nodeoverlay::NodeOverlayController;
 use controllers::nodepool::NodePoolControllers;
 use controllers::nodepool::hash::{HASH_VERSION, pool_hash};
 use controllers::provisioning::node_claim::PoolHash;
@@ -51,6 +53,8 @@ pub struct OperatorConfig {
     pub disruption: DisruptionConfig,
     /// Static NodePools (off unless the `StaticCapacity` gate is on).
     pub static_capacity: StaticConfig,
+    /// NodeOverlays: `Some` when the `NodeOverlay` gate is on.
+    pub node_overlay: Option<controllers::nodeoverlay::NodeOverlayConfig>,
     /// The Event reporter instance (pod name or host).
     pub instance: Option<String>,
 }
@@ -160,15 +164,28 @@ impl Operator {
             state,
             triggers: rx,
         } = caches;
-        let provider = Arc::new(ClusterApiProvider::new(
-            management.clone(),
-            workload.clone(),
-            config.provider.clone(),
-        ));
+        // With the NodeOverlay gate on, one store: the overlay controller writes it; every
+        // instance-type query (through `Overlaid`) and the Cluster API launch read it.
+        let overlays = config
+            .node_overlay
+            .as_ref()
+            .map(|_| Arc::new(OverlayStore::new()));
+        let provider = Arc::new(
+            ClusterApiProvider::new(
+                management.clone(),
+                workload.clone(),
+                config.provider.clone(),
+            )
+            .with_overlays(overlays.clone()),
+        );
+        let overlaid = Arc::new(match &overlays {
+            Some(store) => Overlaid::new(Arc::clone(&provider), Arc::clone(store)),
+            None => Overlaid::disabled(Arc::clone(&provider)),
+        });
         // Each controller calls the provider through the metrics decorator, under its own name.
         let metered = |controller| {
             Arc::new(Metered::new(
-                Arc::clone(&provider),
+                Arc::clone(&overlaid),
                 controller,
                 Arc::clone(&metrics),
             ))
@@ -225,6 +242,21 @@ impl Operator {
         );
         let disruptions = disruption.records();
         let disruption_passes = disruption.pass_counters();
+        let node_overlays = config.node_overlay.clone().zip(overlays).map(|(c, store)| {
+            NodeOverlayController::new(
+                workload.clone(),
+                // The instance types before overlays: the controller decides them.
+                Arc::new(Metered::new(
+                    Arc::clone(&provider),
+                    "nodeoverlay",
+                    Arc::clone(&metrics),
+                )),
+                Arc::clone(&state),
+                store,
+                events.clone(),
+                c,
+            )
+        });
         let node_pools = NodePoolControllers::new(
             workload.clone(),
             Arc::clone(&state),
@@ -264,6 +296,9 @@ impl Operator {
         // read as a stopped task).
         if static_enabled {
             tasks.push(("static capacity", tokio::spawn(static_capacity.run())));
+        }
+        if let Some(controller) = node_overlays {
+            tasks.push(("nodeoverlay", tokio::spawn(controller.run())));
         }
         Self {
             state,

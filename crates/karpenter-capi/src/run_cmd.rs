@@ -194,8 +194,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub timeouts: TimeoutArgs,
     /// Upstream's feature gates, e.g. `StaticCapacity=true` (static NodePools),
-    /// `SpotToSpotConsolidation=true`; `ReservedCapacity` is accepted and changes nothing;
-    /// unknown names, and `NodeRepair` or `NodeOverlay` set to true, are refused.
+    /// `SpotToSpotConsolidation=true`, `NodeOverlay=true` (NodeOverlays); `ReservedCapacity` is
+    /// accepted and changes nothing; unknown names, and `NodeRepair` set to true, are refused.
     #[arg(long, env = "FEATURE_GATES", default_value = "", value_name = "LIST")]
     pub feature_gates: karpenter_capi::feature_gates::FeatureGates,
     /// Sustained requests per second of each Kubernetes client (workload and management,
@@ -533,6 +533,10 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             enabled: args.feature_gates.static_capacity,
             ..Default::default()
         },
+        node_overlay: args
+            .feature_gates
+            .node_overlay
+            .then(controllers::nodeoverlay::NodeOverlayConfig::default),
         ..OperatorConfig::default()
     };
 

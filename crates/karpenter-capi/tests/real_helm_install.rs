@@ -122,10 +122,11 @@ async fn get(client: &kube::Client, (kind, namespace, name): &Key) -> Option<Dyn
         .filter(|o| o.metadata.deletion_timestamp.is_none())
 }
 
-const CRDS: [&str; 3] = [
+const CRDS: [&str; 4] = [
     "nodepools.karpenter.sh",
     "nodeclaims.karpenter.sh",
     "clusterapinodeclasses.karpenter.cluster.x-k8s.io",
+    "nodeoverlays.karpenter.sh",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

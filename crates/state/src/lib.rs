@@ -224,6 +224,26 @@ where
     (store, (format!("{} watch", K::kind(&())), task))
 }
 
+/// A store of every `K` kept by a watch (managedFields stripped, watch errors logged and
+/// retried as for the state's own stores), ticking `tick` on every event; and the task that
+/// feeds it, named for health reporting. For controllers that watch a kind the state does not
+/// (NodeOverlays, behind their gate). Must be called inside a tokio runtime.
+pub fn watch_store<K>(
+    client: &kube::Client,
+    tick: Arc<watch::Sender<u64>>,
+) -> (Store<K>, (String, JoinHandle<()>))
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    spawn_reflector(client, tick, None)
+}
+
 /// Drops `metadata.managedFields` before an object is cached, as controller-runtime's
 /// `TransformStripManagedFields` does for upstream Karpenter: no controller reads them, and on
 /// an API server that tracks server-side apply (every real one, and `sim`) they are often the

@@ -232,7 +232,21 @@ impl ClusterApiProvider {
         let catalogue = self.catalogue(&nodeclass.spec).await?;
         let requirements = requirements_of(nc)?;
         let requests = requests_of(nc)?;
-        let its: Vec<Arc<InstanceType>> = catalogue.instance_types();
+        let mut its: Vec<Arc<InstanceType>> = catalogue.instance_types();
+        if let Some(store) = self.overlays() {
+            // Ranked at the prices the scheduler planned with; same order, so the indexes
+            // below still name the catalogue's entries.
+            let pool = nc
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(scheduling::labels::NODE_POOL))
+                .map(String::as_str)
+                .unwrap_or_default();
+            its = store
+                .apply(pool, its)
+                .map_err(|e| CloudProviderError::Transient(e.to_string()))?;
+        }
         let mut reasons = Vec::new();
         for choice in compatible_offerings(&its, &requirements, &requests, &self.well_known) {
             let Some(entry) = catalogue.entries().get(choice.instance_type) else {

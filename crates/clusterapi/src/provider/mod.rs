@@ -213,6 +213,9 @@ pub struct ClusterApiProvider {
     /// Per MD: until when it is unavailable after a launch that could not complete, and why.
     launch_failures: Mutex<HashMap<MachineDeploymentRef, (tokio::time::Instant, String)>>,
     /// Events on NodeClaims (the workload cluster).
+    /// The NodeOverlay store (the `NodeOverlay` gate): a launch ranks offerings at the prices
+    /// the scheduler planned with.
+    overlays: Option<Arc<cloudprovider::overlay::OverlayStore>>,
     recorder: kube::runtime::events::Recorder,
 }
 
@@ -369,8 +372,24 @@ impl ClusterApiProvider {
             batches: Arc::default(),
             removals: Mutex::default(),
             launch_failures: Mutex::default(),
+            overlays: None,
             recorder,
         }
+    }
+
+    /// The same provider ranking launch offerings with NodeOverlays applied (`None`: without).
+    #[must_use]
+    pub fn with_overlays(
+        mut self,
+        overlays: Option<Arc<cloudprovider::overlay::OverlayStore>>,
+    ) -> Self {
+        self.overlays = overlays;
+        self
+    }
+
+    /// The NodeOverlay store, when the gate is on.
+    pub(crate) fn overlays(&self) -> Option<&Arc<cloudprovider::overlay::OverlayStore>> {
+        self.overlays.as_ref()
     }
 
     /// Offer `md` as unavailable for the unavailable-offering TTL: a launch on it could not

@@ -8,8 +8,10 @@
 //! - labels: the NodePool template's labels, `karpenter.sh/nodepool`, the NodeClass label, and
 //!   one label per custom (neither well-known nor restricted) requirement key with a concrete
 //!   value;
-//! - annotations: the template's, the NodePool hash and hash version (when given), and
-//!   `karpenter.sh/nodeclaim-min-values-relaxed`;
+//! - annotations: the template's, the NodePool hash and hash version (when given),
+//!   `karpenter.sh/nodeclaim-min-values-relaxed`, and `karpenter.sh/price-overlay-applied` /
+//!   `karpenter.sh/capacity-overlay-applied` (`"true"`) when a NodeOverlay changed one of its
+//!   instance types;
 //! - spec: the template spec as the NodePool has it (taints, startup taints, nodeClassRef,
 //!   expireAfter, terminationGracePeriod — copied as JSON, so nothing is lost), with the
 //!   requirements narrowed to the chosen instance types and capacity types
@@ -23,7 +25,8 @@ use std::collections::BTreeMap;
 
 use api::NodeClaim;
 use api::well_known::annotations::{
-    NODECLAIM_MIN_VALUES_RELAXED, NODEPOOL_HASH, NODEPOOL_HASH_VERSION,
+    CAPACITY_OVERLAY_APPLIED, NODECLAIM_MIN_VALUES_RELAXED, NODEPOOL_HASH, NODEPOOL_HASH_VERSION,
+    PRICE_OVERLAY_APPLIED,
 };
 use api::well_known::finalizers::TERMINATION;
 use api::well_known::labels::NODECLASS;
@@ -117,6 +120,17 @@ pub fn node_claim(
         NODECLAIM_MIN_VALUES_RELAXED.to_owned(),
         planned.min_values_relaxed.to_string(),
     );
+    // Upstream: set when a NodeOverlay changed a price or the capacity of one of the instance
+    // types the NodeClaim may launch as.
+    let marks = planned.instance_types.iter().map(|it| it.overlay_marks());
+    for (applied, key) in [
+        (marks.clone().any(|m| m.price), PRICE_OVERLAY_APPLIED),
+        (marks.clone().any(|m| m.capacity), CAPACITY_OVERLAY_APPLIED),
+    ] {
+        if applied {
+            annotations.insert(key.to_owned(), "true".to_owned());
+        }
+    }
 
     let mut spec = serde_json::to_value(&pool.spec.template.spec).map_err(schema)?;
     let entries: Vec<Value> = requirements
@@ -211,6 +225,31 @@ mod tests {
             pods: vec![Arc::from("u1")],
             min_values_relaxed: false,
         }
+    }
+
+    #[test]
+    fn overlay_annotations_follow_the_instance_types_marks() {
+        let wk = WellKnownLabels::cluster_api();
+        let v = serde_json::to_value(node_claim(&planned(), &pool(), &wk, None).unwrap()).unwrap();
+        let annotations = v["metadata"]["annotations"].as_object().unwrap();
+        assert!(!annotations.contains_key("karpenter.sh/price-overlay-applied"));
+        assert!(!annotations.contains_key("karpenter.sh/capacity-overlay-applied"));
+        let mut marked = planned();
+        let first = (*marked.instance_types[0]).clone();
+        marked.instance_types[0] = Arc::new(first.with_overlay_marks(
+            scheduling::instance_type::OverlayMarks {
+                price: true,
+                capacity: false,
+            },
+        ));
+        let v = serde_json::to_value(node_claim(&marked, &pool(), &wk, None).unwrap()).unwrap();
+        let annotations = &v["metadata"]["annotations"];
+        assert_eq!(annotations["karpenter.sh/price-overlay-applied"], "true");
+        assert!(
+            annotations
+                .get("karpenter.sh/capacity-overlay-applied")
+                .is_none()
+        );
     }
 
     #[test]

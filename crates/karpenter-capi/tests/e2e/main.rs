@@ -12,6 +12,7 @@
 )]
 
 mod disruption;
+mod node_overlay;
 mod provisioning;
 mod rollouts;
 mod static_pool;

@@ -126,11 +126,22 @@ pub enum InstanceTypeError {
     },
 }
 
+/// Which NodeOverlays changed an instance type: a price of one of its offerings, or its
+/// capacity. Set by the overlay store; NodeClaims launched from such types are annotated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OverlayMarks {
+    /// An overlay set the price of at least one offering.
+    pub price: bool,
+    /// An overlay added or replaced an extended resource.
+    pub capacity: bool,
+}
+
 /// A validated instance type with its allocatable computed once.
 ///
 /// Immutable: build a changed copy with [`InstanceType::to_spec`] and [`InstanceType::new`].
 #[derive(Debug, Clone)]
 pub struct InstanceType {
+    overlay_marks: OverlayMarks,
     name: Arc<str>,
     requirements: Requirements,
     offerings: Offerings,
@@ -198,6 +209,7 @@ impl InstanceType {
         validate(&spec)?;
         let allocatable = allocatable(&spec.capacity, &spec.overhead.total());
         Ok(Self {
+            overlay_marks: OverlayMarks::default(),
             key_mask: key_mask(spec.requirements.keys()),
             offering_key_mask: key_mask(spec.offerings.iter().flat_map(|o| o.requirements.keys())),
             simple_offerings: spec.offerings.iter().map(simple_offering).collect(),
@@ -221,6 +233,19 @@ impl InstanceType {
             capacity: self.capacity.clone(),
             overhead: self.overhead.clone(),
         }
+    }
+
+    /// The same instance type, marked as changed by NodeOverlays.
+    #[must_use]
+    pub fn with_overlay_marks(mut self, marks: OverlayMarks) -> Self {
+        self.overlay_marks = marks;
+        self
+    }
+
+    /// Which NodeOverlays changed it (none unless the overlay store set them).
+    #[must_use]
+    pub fn overlay_marks(&self) -> OverlayMarks {
+        self.overlay_marks
     }
 
     /// The name.
