@@ -127,6 +127,7 @@ impl<P: CloudProvider> NodeOverlayController<P> {
         let (tick, _changes) = tokio::sync::watch::channel(0_u64);
         let (overlays, (_, task)) = state::watch_store::<NodeOverlay>(&self.client, Arc::new(tick));
         let _abort = AbortOnDrop(task);
+        let listed = state::listed::listed(&overlays);
         let mut last: Option<(Inputs, tokio::time::Instant)> = None;
         loop {
             let mut inputs = Inputs::new();
@@ -144,8 +145,8 @@ impl<P: CloudProvider> NodeOverlayController<P> {
                     *seen != inputs || at.elapsed() >= self.config.resync || self.store.take_stale()
                 }
             };
-            let listed = overlays.wait_until_ready();
-            if due && tokio::time::timeout(self.config.poll, listed).await.is_ok() {
+            // Until the overlays have listed once, an evaluation would drop every overlay.
+            if due && state::listed::is_listed(&listed) {
                 let complete = self.reconcile(&overlays.state()).await;
                 // A pool that could not be evaluated is tried again at the next poll.
                 last = complete.then(|| (inputs, tokio::time::Instant::now()));
