@@ -5,7 +5,8 @@
 //! times on a freshly built scheduler, time only the solves, and report pods/s, solving CPU time,
 //! NodeClaims, pods per NodeClaim, every unschedulable pod's reason (grouped) and the peak
 //! resident set, as text or JSON; with `--sizes`, one report per size from one process (the
-//! peak is reset between sizes).
+//! peak is reset between sizes). `--overlays N` solves on a catalogue with N NodeOverlays
+//! applied ([`crate::bench_overlays`]) and reports what evaluating and applying them cost.
 //! Inputs: flags. Outputs: [`Report`]s.
 
 use std::path::PathBuf;
@@ -53,6 +54,10 @@ pub struct SchedulingArgs {
     /// How many fake instance types.
     #[arg(long, default_value_t = 400)]
     pub instance_types: usize,
+    /// NodeOverlays to evaluate and apply to the catalogue before solving (each a price
+    /// adjustment on one offering; the first per instance type also adds an extended resource).
+    #[arg(long, default_value_t = 0)]
+    pub overlays: usize,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Text)]
     pub output: Output,
@@ -122,6 +127,9 @@ pub struct Report {
     pub workload: String,
     /// Respect or Ignore.
     pub preferences: String,
+    /// With `--overlays`: what evaluating and applying them cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlays: Option<crate::bench_overlays::OverlayFigures>,
 }
 
 /// One reason pods were unschedulable.
@@ -181,6 +189,13 @@ fn one(args: &SchedulingArgs, size: Option<usize>) -> anyhow::Result<Report> {
     let (pods, workload) = workload(args, size)?;
     let instance_types =
         fake_instance_types(args.instance_types).context("building the fake instance types")?;
+    let (instance_types, overlays) = if args.overlays > 0 {
+        let (its, figures) =
+            crate::bench_overlays::overlaid(instance_types, args.overlays, "benchmark")?;
+        (its, Some(figures))
+    } else {
+        (instance_types, None)
+    };
     let policy = match args.preferences {
         Preferences::Respect => PreferencePolicy::Respect,
         Preferences::Ignore => PreferencePolicy::Ignore,
@@ -256,6 +271,7 @@ fn one(args: &SchedulingArgs, size: Option<usize>) -> anyhow::Result<Report> {
         peak_rss_mib,
         workload,
         preferences: format!("{:?}", args.preferences).to_lowercase(),
+        overlays,
     })
 }
 
@@ -321,6 +337,13 @@ fn render_one(report: &Report) -> String {
     );
     if let Some(rss) = report.peak_rss_mib {
         text.push_str(&format!("\npeak RSS: {rss:.0} MiB"));
+    }
+    if let Some(o) = &report.overlays {
+        text.push_str(&format!(
+            "\noverlays: {} ({} applied, {} instance types changed); evaluated in {:.3}s, \
+             applied in {:.3}s",
+            o.overlays, o.applied, o.instance_types_changed, o.evaluation_seconds, o.apply_seconds
+        ));
     }
     text.push_str(&reasons_text(report));
     text

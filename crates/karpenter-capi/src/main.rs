@@ -8,6 +8,7 @@ mod bench;
 mod bench_chaos;
 mod bench_disruption;
 mod bench_e2e;
+mod bench_overlays;
 mod bench_sim;
 mod cli;
 mod doctor_cmd;

@@ -92,14 +92,23 @@ pub fn required(capi: &CapiVersion) -> Vec<Required> {
     ]
 }
 
-/// Asks discovery of each cluster which [`required`] resources it serves: those it does not,
+/// [`required`], and NodeOverlays on the workload cluster when their gate is on.
+#[must_use]
+pub fn required_with(capi: &CapiVersion, node_overlay: bool) -> Vec<Required> {
+    let mut all = required(capi);
+    if node_overlay {
+        all.insert(3, of::<api::NodeOverlay>(Cluster::Workload, &()));
+    }
+    all
+}
+
+/// Asks discovery of each cluster which `required` resources it serves: those it does not,
 /// and the groups whose discovery failed for another reason (with the error).
 pub async fn served(
     workload: &kube::Client,
     management: &kube::Client,
-    capi: &CapiVersion,
+    required: Vec<Required>,
 ) -> (Vec<Required>, Vec<String>) {
-    let required = required(capi);
     let mut missing = Vec::new();
     let mut failed = Vec::new();
     let mut groups: Vec<(Cluster, &str, &str)> = required
@@ -144,8 +153,9 @@ pub async fn check_crds(
     workload: &kube::Client,
     management: &kube::Client,
     capi: &CapiVersion,
+    node_overlay: bool,
 ) -> Result<(), String> {
-    let (missing, failed) = served(workload, management, capi).await;
+    let (missing, failed) = served(workload, management, required_with(capi, node_overlay)).await;
     let mut reasons = Vec::new();
     if !missing.is_empty() {
         let names: Vec<String> = missing.iter().map(ToString::to_string).collect();
@@ -228,6 +238,8 @@ pub struct CrdCheckConfig {
     pub retry: Duration,
     /// Once everything is served (a CRD may be deleted later).
     pub recheck: Duration,
+    /// The `NodeOverlay` gate is on: NodeOverlays must be served too.
+    pub node_overlay: bool,
 }
 
 impl Default for CrdCheckConfig {
@@ -235,6 +247,7 @@ impl Default for CrdCheckConfig {
         Self {
             retry: Duration::from_secs(5),
             recheck: Duration::from_secs(60),
+            node_overlay: false,
         }
     }
 }
@@ -325,7 +338,7 @@ impl Probes {
         self.live.spawn("CRD check", async move {
             let mut last: Option<Result<(), String>> = None;
             loop {
-                let outcome = check_crds(&workload, &management, &capi).await;
+                let outcome = check_crds(&workload, &management, &capi, config.node_overlay).await;
                 if last.as_ref() != Some(&outcome) {
                     match &outcome {
                         Ok(()) => tracing::info!("the CRDs are served"),
@@ -368,6 +381,12 @@ mod tests {
             v2[0].to_string(),
             "nodepools.karpenter.sh/v1 (workload cluster)"
         );
+        let gated = required_with(&CapiVersion::v1beta2(), true);
+        assert_eq!(
+            gated[3].to_string(),
+            "nodeoverlays.karpenter.sh/v1alpha1 (workload cluster)"
+        );
+        assert_eq!(required_with(&CapiVersion::v1beta2(), false), v2);
     }
 
     #[test]

@@ -560,7 +560,10 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         workload.clone(),
         management.clone(),
         capi,
-        CrdCheckConfig::default(),
+        CrdCheckConfig {
+            node_overlay: args.feature_gates.node_overlay,
+            ..CrdCheckConfig::default()
+        },
     );
     // The caches run on every replica: a standby is ready once they listed (as upstream:
     // ready means synced, leading or not), so a rolling update of an HA Deployment proceeds.

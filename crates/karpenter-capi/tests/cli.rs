@@ -17,7 +17,7 @@ fn karpenter_capi(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn crds_prints_three_parseable_custom_resource_definitions() {
+fn crds_prints_four_parseable_custom_resource_definitions() {
     let out = karpenter_capi(&["crds"]);
     assert!(
         out.status.success(),
@@ -32,7 +32,15 @@ fn crds_prints_three_parseable_custom_resource_definitions() {
         .iter()
         .map(|d| d["spec"]["names"]["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["NodePool", "NodeClaim", "ClusterAPINodeClass"]);
+    assert_eq!(
+        kinds,
+        [
+            "NodePool",
+            "NodeClaim",
+            "ClusterAPINodeClass",
+            "NodeOverlay"
+        ]
+    );
     assert!(docs.iter().all(|d| d["kind"] == "CustomResourceDefinition"));
 }
 
@@ -55,6 +63,7 @@ fn crds_output_dir_writes_one_file_per_crd() {
         [
             "karpenter.cluster.x-k8s.io_clusterapinodeclasses.yaml",
             "karpenter.sh_nodeclaims.yaml",
+            "karpenter.sh_nodeoverlays.yaml",
             "karpenter.sh_nodepools.yaml"
         ]
     );

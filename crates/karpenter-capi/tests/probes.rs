@@ -107,6 +107,8 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
         CrdCheckConfig {
             retry: Duration::from_millis(50),
             recheck: Duration::from_millis(50),
+            // The gate on: NodeOverlays are required too.
+            node_overlay: true,
         },
     );
     let caches = Caches::start(&workload);
@@ -127,6 +129,7 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
         "nodepools.karpenter.sh/v1 (workload cluster)",
         "nodeclaims.karpenter.sh/v1 (workload cluster)",
         "clusterapinodeclasses.karpenter.cluster.x-k8s.io/v1alpha1 (workload cluster)",
+        "nodeoverlays.karpenter.sh/v1alpha1 (workload cluster)",
         "machines.cluster.x-k8s.io/v1beta2 (management cluster)",
         "machinesets.cluster.x-k8s.io/v1beta2 (management cluster)",
         "machinedeployments.cluster.x-k8s.io/v1beta2 (management cluster)",

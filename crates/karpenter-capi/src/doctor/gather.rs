@@ -1,7 +1,7 @@
 //! Reading what `doctor` examines from the two clusters.
 //!
 //! Responsibility: the only I/O of `doctor`. Discovery for the CRDs `run` needs
-//! ([`crate::probes::served`]); our three CRDs as installed, compared field by field with this
+//! ([`crate::probes::served`]); our CRDs as installed, compared field by field with this
 //! binary's (when the caller may read CRDs); ClusterAPINodeClasses and NodePools (workload
 //! cluster); MachineDeployments and MachineSets (management cluster, the scope's namespace or
 //! all; MachineSets for blocked scale-ups, none when they cannot be listed) and the
@@ -55,7 +55,7 @@ pub async fn gather(
     // Without a version to speak, name what v1beta2 would need (current Cluster API).
     let speak = capi.clone().unwrap_or_else(CapiVersion::v1beta2);
     let (crds_missing, mut discovery_errors) =
-        crate::probes::served(workload, management, &speak).await;
+        crate::probes::served(workload, management, crate::probes::required(&speak)).await;
     discovery_errors.extend(capi_error);
     let (crd_drift, crd_definitions_unreadable) = crd_drift(workload).await;
     let node_classes = list::<ClusterAPINodeClass>(Api::all(workload.clone())).await;
