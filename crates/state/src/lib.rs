@@ -168,19 +168,31 @@ impl Drop for ClusterState {
 type OnEvent<K> = Box<dyn Fn(Seen, &K) + Send + Sync>;
 type PodPredicateTx = (mpsc::UnboundedSender<Trigger>, PodPredicate);
 
-fn spawn_reflector<K>(
-    client: &kube::Client,
-    tick: Arc<watch::Sender<u64>>,
-    on_event: Option<OnEvent<K>>,
-) -> (Store<K>, (String, JoinHandle<()>))
-where
+/// What a kind needs to be kept by a watch here: a static type, cloneable, decodable and
+/// sendable between tasks.
+pub trait Watched:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl<K> Watched for K where
     K: Resource<DynamicType = ()>
         + Clone
         + DeserializeOwned
         + std::fmt::Debug
         + Send
         + Sync
-        + 'static,
+        + 'static
+{
+}
+
+fn spawn_reflector<K>(
+    client: &kube::Client,
+    tick: Arc<watch::Sender<u64>>,
+    on_event: Option<OnEvent<K>>,
+) -> (Store<K>, (String, JoinHandle<()>))
+where
+    K: Watched,
 {
     let (store, writer) = reflector::store();
     let api: Api<K> = Api::all(client.clone());
@@ -233,13 +245,7 @@ pub fn watch_store<K>(
     tick: Arc<watch::Sender<u64>>,
 ) -> (Store<K>, (String, JoinHandle<()>))
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     spawn_reflector(client, tick, None)
 }
