@@ -8,7 +8,9 @@
 //!   the instance types of the provider it is given — the undecorated one;
 //! - evaluates again when an overlay, a NodePool or a NodeClass changes (name, generation,
 //!   deletion), when the store met an instance type it has not evaluated (a MachineDeployment
-//!   added since), and at least every [`NodeOverlayConfig::resync`];
+//!   added since), and at least every [`NodeOverlayConfig::resync`]; it wakes on a change of
+//!   the NodeOverlay watch or the state, else every [`NodeOverlayConfig::poll`]; when the
+//!   NodeOverlay watch task ends the controller ends too (so `/healthz` names it);
 //! - a NodePool whose instance types cannot be read is left unevaluated (the others are
 //!   evaluated; the store refuses that pool, so nothing launches there at prices an overlay
 //!   might change) and retried at the next pass;
@@ -39,10 +41,15 @@ use state::ClusterState;
 use crate::conditions::ConditionSet;
 use crate::events::{Events, Message};
 
+/// The shortest time between two comparisons of the inputs.
+const MIN_INTERVAL: Duration = Duration::from_millis(500);
+
 /// Settings of the controller.
 #[derive(Debug, Clone)]
 pub struct NodeOverlayConfig {
-    /// How often the inputs are compared with the last evaluation's.
+    /// The longest time between two comparisons of the inputs with the last evaluation's
+    /// (a change of an overlay, NodePool or NodeClass wakes the controller at once; this
+    /// catches a store gone stale through a new MachineDeployment).
     pub poll: Duration,
     /// The longest time between two evaluations (upstream: 6 h; Cluster API's instance types
     /// change more often than a cloud's catalogue).
@@ -52,7 +59,7 @@ pub struct NodeOverlayConfig {
 impl Default for NodeOverlayConfig {
     fn default() -> Self {
         Self {
-            poll: Duration::from_secs(1),
+            poll: Duration::from_secs(5),
             resync: Duration::from_secs(300),
         }
     }
@@ -122,11 +129,13 @@ impl<P: CloudProvider> NodeOverlayController<P> {
         }
     }
 
-    /// Watches NodeOverlays and evaluates until dropped.
+    /// Watches NodeOverlays and evaluates until dropped. Returns (an error logged) when the
+    /// NodeOverlay watch ends, so `/healthz` names this controller as stopped.
     pub async fn run(self) {
-        let (tick, _changes) = tokio::sync::watch::channel(0_u64);
+        let (tick, mut overlay_changes) = tokio::sync::watch::channel(0_u64);
         let (overlays, (_, task)) = state::watch_store::<NodeOverlay>(&self.client, Arc::new(tick));
-        let _abort = AbortOnDrop(task);
+        let watch = AbortOnDrop(task);
+        let mut state_changes = self.state.changes();
         let listed = state::listed::listed(&overlays);
         let mut last: Option<(Inputs, tokio::time::Instant)> = None;
         loop {
@@ -151,7 +160,17 @@ impl<P: CloudProvider> NodeOverlayController<P> {
                 // A pool that could not be evaluated is tried again at the next poll.
                 last = complete.then(|| (inputs, tokio::time::Instant::now()));
             }
-            tokio::time::sleep(self.config.poll).await;
+            if watch.0.is_finished() {
+                tracing::error!("the NodeOverlay watch ended; the NodeOverlay controller stops");
+                return;
+            }
+            // Folds bursts of changes (the state ticks on every pod change too).
+            tokio::time::sleep(self.config.poll.min(MIN_INTERVAL)).await;
+            tokio::select! {
+                _ = overlay_changes.changed() => {}
+                _ = state_changes.changed() => {}
+                () = tokio::time::sleep(self.config.poll) => {}
+            }
         }
     }
 
