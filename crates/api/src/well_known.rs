@@ -168,6 +168,10 @@ pub mod capi {
     pub const DELETE_MACHINE: &str = "cluster.x-k8s.io/delete-machine";
     /// Annotation that pauses reconciliation of a CAPI object.
     pub const PAUSED: &str = "cluster.x-k8s.io/paused";
+    /// Machine annotation (any value): MachineHealthChecks do not remediate this Machine.
+    pub const SKIP_REMEDIATION: &str = "cluster.x-k8s.io/skip-remediation";
+    /// The kind that health-checks and remediates Machines.
+    pub const MACHINE_HEALTH_CHECK: &str = "MachineHealthCheck";
     /// MachineDeployment annotation: the largest replica count autoscalers may set.
     pub const MAX_SIZE: &str = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size";
     /// MachineDeployment annotation: the smallest replica count autoscalers may set.

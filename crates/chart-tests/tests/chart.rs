@@ -55,6 +55,8 @@ const RUN_ENV: &[&str] = &[
     "REPLACEMENT_TIMEOUT",
     "UNCLAIMED_MACHINE_GRACE",
     "FEATURE_GATES",
+    "NODE_REPAIR_POLICIES",
+    "NODE_REPAIR_NODE_DELETED_TOLERATION",
 ];
 
 /// The long flags of `karpenter-capi run`.
@@ -90,6 +92,8 @@ const RUN_FLAGS: &[&str] = &[
     "--replacement-timeout",
     "--unclaimed-machine-grace",
     "--feature-gates",
+    "--node-repair-policies",
+    "--node-repair-node-deleted-toleration",
 ];
 
 /// Kinds without a namespace.
@@ -798,6 +802,47 @@ fn nodeoverlay_rbac_comes_with_its_gate_only() {
     ));
     let gates = env_value(&on, "FEATURE_GATES").unwrap_or_default();
     assert!(gates.contains(",NodeOverlay=true"), "{gates}");
+}
+
+#[test]
+fn machinehealthcheck_rbac_comes_with_node_repair_only() {
+    let role = format!("{RELEASE}-cluster-api");
+    for args in [
+        &[][..],
+        &["--set", "clusterAPI.managementRBACOnly=true"][..],
+    ] {
+        let off = render(args);
+        let management = named(&off, "ClusterRole", &role).unwrap();
+        assert!(!has_rule(
+            management,
+            "cluster.x-k8s.io",
+            "machinehealthchecks",
+            "list"
+        ));
+        let mut with = args.to_vec();
+        with.extend(["--set", "settings.featureGates.nodeRepair=true"]);
+        let on = render(&with);
+        let management = named(&on, "ClusterRole", &role).unwrap();
+        assert!(has_rule(
+            management,
+            "cluster.x-k8s.io",
+            "machinehealthchecks",
+            "list"
+        ));
+        for verb in ["get", "watch", "patch", "delete"] {
+            assert!(
+                !has_rule(management, "cluster.x-k8s.io", "machinehealthchecks", verb),
+                "{verb}: node repair only lists MachineHealthChecks"
+            );
+        }
+    }
+    let on = render(&["--set", "settings.featureGates.nodeRepair=true"]);
+    let gates = env_value(&on, "FEATURE_GATES").unwrap_or_default();
+    assert!(gates.contains(",NodeRepair=true"), "{gates}");
+    assert_eq!(
+        env_value(&on, "NODE_REPAIR_POLICIES").as_deref(),
+        Some("Ready=False:30m,Ready=Unknown:30m")
+    );
 }
 
 #[test]

@@ -35,6 +35,8 @@ pub enum Method {
     GetInstanceTypes,
     /// [`CloudProvider::is_drifted`].
     IsDrifted,
+    /// [`CloudProvider::remediated_elsewhere`].
+    RemediatedElsewhere,
 }
 
 /// One recorded call.
@@ -54,6 +56,9 @@ struct State {
     /// By NodeClaim name.
     launches: BTreeMap<String, Launch>,
     drifted: HashMap<String, String>,
+    repair: crate::RepairPolicies,
+    /// By NodeClaim name: who remediates it instead.
+    remediators: HashMap<String, String>,
     next_id: u64,
     assign_on_create: bool,
 }
@@ -125,6 +130,18 @@ impl FakeCloudProvider {
         self.lock()
             .drifted
             .insert(node_claim.to_owned(), reason.to_owned());
+    }
+
+    /// Repair with `policies` (the default: none).
+    pub fn set_repair_policies(&self, policies: crate::RepairPolicies) {
+        self.lock().repair = policies;
+    }
+
+    /// Report `remediator` as remediating NodeClaim `node_claim` itself.
+    pub fn set_remediated_elsewhere(&self, node_claim: &str, remediator: &str) {
+        self.lock()
+            .remediators
+            .insert(node_claim.to_owned(), remediator.to_owned());
     }
 
     /// Every call so far, in order.
@@ -275,6 +292,19 @@ impl CloudProvider for FakeCloudProvider {
         let name = name_of(node_claim);
         self.enter(Method::IsDrifted, &name)?;
         Ok(self.lock().drifted.get(&name).cloned())
+    }
+
+    fn repair_policies(&self) -> crate::RepairPolicies {
+        self.lock().repair.clone()
+    }
+
+    async fn remediated_elsewhere(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> Result<Option<String>, CloudProviderError> {
+        let name = name_of(node_claim);
+        self.enter(Method::RemediatedElsewhere, &name)?;
+        Ok(self.lock().remediators.get(&name).cloned())
     }
 
     fn name(&self) -> &'static str {

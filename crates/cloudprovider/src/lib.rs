@@ -11,6 +11,7 @@
 //!   a low-cardinality [`CloudProviderError::metric_label`].
 //! - [`convert`]: NodeClaim requirements and requests → scheduling values (shared by providers).
 //! - [`fake`]: [`FakeCloudProvider`], a recording fake for core tests.
+//! - [`repair`]: node repair policies (the `NodeRepair` gate) and their setting.
 //! - [`overlay`]: NodeOverlays — validation, evaluation, the store and the [`overlay::Overlaid`]
 //!   provider wrapper.
 //!
@@ -26,6 +27,7 @@ pub mod convert;
 pub mod error;
 pub mod fake;
 pub mod overlay;
+pub mod repair;
 pub mod types;
 
 use std::future::Future;
@@ -36,6 +38,7 @@ use scheduling::instance_type::InstanceType;
 
 pub use error::CloudProviderError;
 pub use fake::{Call, FakeCloudProvider, Method};
+pub use repair::{RepairPolicies, RepairPolicy};
 pub use types::{Launch, ObjectRef, RemovalRoom};
 
 /// What Karpenter core needs from an infrastructure provider.
@@ -134,6 +137,26 @@ pub trait CloudProvider: Send + Sync {
         &self,
         node_claim: &NodeClaim,
     ) -> impl Future<Output = Result<Option<RemovalRoom>, CloudProviderError>> + Send {
+        let _ = node_claim;
+        std::future::ready(Ok(None))
+    }
+
+    /// What the provider repairs (gate `NodeRepair`): Node conditions held too long, and a
+    /// Node deleted under a live instance. Empty (the default): no repair.
+    fn repair_policies(&self) -> RepairPolicies {
+        RepairPolicies::default()
+    }
+
+    /// Another controller that remediates `node_claim`'s instance itself (for Cluster API: the
+    /// MachineHealthCheck whose targets include its Machine), described for an Event; node
+    /// repair then leaves it to that controller. `None` (the default): nothing else does.
+    ///
+    /// # Errors
+    /// When that cannot be told (a list that failed): core then does not repair the node.
+    fn remediated_elsewhere(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> impl Future<Output = Result<Option<String>, CloudProviderError>> + Send {
         let _ = node_claim;
         std::future::ready(Ok(None))
     }

@@ -9,6 +9,7 @@
 //!   termination;
 //! - [`nodepool`]: NodePool status (resources, readiness, registration health) and hash;
 //! - [`nodeoverlay`]: NodeOverlay evaluation (the overlay store) and status;
+//! - [`health`]: node repair (gate `NodeRepair`): replacing nodes that stay unhealthy;
 //! - shared plumbing: [`clock`] (wall time that follows tokio time), [`conditions`] (upstream's condition library), [`events`] (deduplicated
 //!   Kubernetes Events), [`metrics`] (upstream metric names), [`liveness`] (the tasks
 //!   `/healthz` watches), [`metered`] (the CloudProvider metrics decorator), [`http`] (the health and metrics server).
@@ -20,6 +21,7 @@ pub mod clock;
 pub mod conditions;
 pub mod disruption;
 pub mod events;
+pub mod health;
 pub mod http;
 pub mod leader;
 pub mod liveness;

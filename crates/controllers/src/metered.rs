@@ -126,6 +126,21 @@ impl<P: CloudProvider> CloudProvider for Metered<P> {
             .await
     }
 
+    fn repair_policies(&self) -> cloudprovider::RepairPolicies {
+        self.inner.repair_policies()
+    }
+
+    async fn remediated_elsewhere(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> Result<Option<String>, CloudProviderError> {
+        self.measure(
+            "RemediatedElsewhere",
+            self.inner.remediated_elsewhere(node_claim),
+        )
+        .await
+    }
+
     fn name(&self) -> &'static str {
         self.inner.name()
     }

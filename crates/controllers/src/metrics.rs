@@ -50,6 +50,19 @@ pub struct DisruptedLabels {
     pub capacity_type: String,
 }
 
+/// `{condition, nodepool, capacity_type, image_id}` (node repair).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UnhealthyLabels {
+    /// The condition, snake case (`ready`, `node_deleted`).
+    pub condition: String,
+    /// NodePool.
+    pub nodepool: String,
+    /// Capacity type.
+    pub capacity_type: String,
+    /// The NodeClaim's `status.imageID`.
+    pub image_id: String,
+}
+
 /// `{decision, reason, consolidation_type}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DecisionLabels {
@@ -219,6 +232,8 @@ pub struct Metrics {
     pub nodeclaims_terminated: Family<PoolTypeZoneLabels, Counter>,
     /// `karpenter_nodeclaims_disrupted_total`.
     pub nodeclaims_disrupted: Family<DisruptedLabels, Counter>,
+    /// `karpenter_nodeclaims_unhealthy_disrupted_total`.
+    pub nodeclaims_unhealthy_disrupted: Family<UnhealthyLabels, Counter>,
     /// `karpenter_nodeclaims_termination_duration_seconds`.
     pub nodeclaims_termination_duration: Hist<PoolLabels>,
     /// `karpenter_nodeclaims_instance_termination_duration_seconds`.
@@ -297,6 +312,7 @@ impl Metrics {
             nodeclaims_created: Family::default(),
             nodeclaims_terminated: Family::default(),
             nodeclaims_disrupted: Family::default(),
+            nodeclaims_unhealthy_disrupted: Family::default(),
             nodeclaims_termination_duration: Family::new_with_constructor(long_buckets),
             nodeclaims_instance_termination_duration: Family::new_with_constructor(long_buckets),
             nodes_created: Family::default(),
@@ -351,6 +367,13 @@ impl Metrics {
             "nodeclaims_disrupted",
             "NodeClaims disrupted",
             m.nodeclaims_disrupted.clone(),
+        );
+        register(
+            r,
+            &mut families,
+            "nodeclaims_unhealthy_disrupted",
+            "NodeClaims replaced by node repair, by the condition that made them unhealthy",
+            m.nodeclaims_unhealthy_disrupted.clone(),
         );
         register(
             r,

@@ -7,10 +7,12 @@
 //! (MachineDeployments labelled `karpenter.sh/capacity-type: spot`) by cheaper spot nodes, with
 //! upstream's rules. `NodeOverlay` turns on NodeOverlays (`karpenter.sh/v1alpha1`): their
 //! controller, and their prices and extended resources in every instance-type query and launch.
-//! `ReservedCapacity` is accepted either way and changes nothing (Cluster
-//! API offerings have no reserved capacity). `NodeRepair` is not
-//! implemented: `=false` is accepted, `=true` is an error saying so, rather than a gate that
-//! looks on and does nothing.
+//! `NodeRepair` turns on node repair (`controllers::health`): nodes whose conditions match
+//! the repair policies past their toleration are replaced, unless a MachineHealthCheck
+//! remediates their Machine. `ReservedCapacity` is accepted either way and changes nothing
+//! (Cluster API offerings have no reserved capacity). `CapacityBuffer` is not implemented:
+//! `=false` is accepted, `=true` is an error saying so, rather than a gate that looks on and
+//! does nothing.
 //! Inputs: the flag's text. Outputs: [`FeatureGates`] or an error naming the entry.
 
 /// The gates this binary acts on.
@@ -22,10 +24,12 @@ pub struct FeatureGates {
     pub spot_to_spot_consolidation: bool,
     /// NodeOverlays are evaluated and applied.
     pub node_overlay: bool,
+    /// Nodes that stay unhealthy are replaced.
+    pub node_repair: bool,
 }
 
 /// Upstream gates accepted but not implemented here: `=true` is refused.
-const NOT_IMPLEMENTED: [&str; 1] = ["NodeRepair"];
+const NOT_IMPLEMENTED: [&str; 1] = ["CapacityBuffer"];
 
 impl std::str::FromStr for FeatureGates {
     type Err = String;
@@ -50,17 +54,18 @@ impl std::str::FromStr for FeatureGates {
                 "StaticCapacity" => gates.static_capacity = on,
                 "SpotToSpotConsolidation" => gates.spot_to_spot_consolidation = on,
                 "NodeOverlay" => gates.node_overlay = on,
+                "NodeRepair" => gates.node_repair = on,
                 "ReservedCapacity" => {}
                 n if NOT_IMPLEMENTED.contains(&n) => {
                     if on {
                         return Err(format!(
-                            "feature gate {n} is not implemented by karpenter-capi (StaticCapacity, SpotToSpotConsolidation and NodeOverlay are)"
+                            "feature gate {n} is not implemented by karpenter-capi (StaticCapacity, SpotToSpotConsolidation, NodeOverlay and NodeRepair are)"
                         ));
                     }
                 }
                 other => {
                     return Err(format!(
-                        "unknown feature gate {other:?} (known: StaticCapacity, SpotToSpotConsolidation, NodeOverlay, ReservedCapacity, {})",
+                        "unknown feature gate {other:?} (known: StaticCapacity, SpotToSpotConsolidation, NodeOverlay, NodeRepair, ReservedCapacity, {})",
                         NOT_IMPLEMENTED.join(", ")
                     ));
                 }
@@ -86,6 +91,9 @@ mod tests {
         let overlay: FeatureGates = "NodeOverlay=true".parse().unwrap();
         assert!(overlay.node_overlay && !overlay.static_capacity);
         assert!(!g.node_overlay, "off unless named");
+        let repair: FeatureGates = "NodeRepair=true".parse().unwrap();
+        assert!(repair.node_repair && !repair.node_overlay);
+        assert!(!g.node_repair);
         assert_eq!("".parse::<FeatureGates>().unwrap(), FeatureGates::default());
         assert!(
             !"StaticCapacity=false"
@@ -102,8 +110,12 @@ mod tests {
             typo.contains("unknown feature gate \"StaticCapcity\""),
             "{typo}"
         );
-        let repair = "NodeRepair=true".parse::<FeatureGates>().unwrap_err();
-        assert!(repair.contains("not implemented"), "{repair}");
+        let buffer = "CapacityBuffer=true".parse::<FeatureGates>().unwrap_err();
+        assert!(buffer.contains("not implemented"), "{buffer}");
+        assert_eq!(
+            "CapacityBuffer=false".parse::<FeatureGates>().unwrap(),
+            FeatureGates::default()
+        );
         let value = "StaticCapacity=yes".parse::<FeatureGates>().unwrap_err();
         assert!(value.contains("not true or false"), "{value}");
         let shape = "StaticCapacity".parse::<FeatureGates>().unwrap_err();

@@ -53,6 +53,8 @@ pub struct OperatorConfig {
     pub disruption: DisruptionConfig,
     /// Static NodePools (off unless the `StaticCapacity` gate is on).
     pub static_capacity: StaticConfig,
+    /// Node repair (off unless the `NodeRepair` gate is on).
+    pub node_repair: controllers::health::HealthConfig,
     /// NodeOverlays: `Some` when the `NodeOverlay` gate is on.
     pub node_overlay: Option<controllers::nodeoverlay::NodeOverlayConfig>,
     /// The Event reporter instance (pod name or host).
@@ -257,6 +259,15 @@ impl Operator {
                 c,
             )
         });
+        let node_health = controllers::health::NodeHealth::new(
+            workload.clone(),
+            metered("node.health"),
+            Arc::clone(&state),
+            events.clone(),
+            Arc::clone(&metrics),
+            controllers::clock::Clock::new(),
+            config.node_repair.clone(),
+        );
         let node_pools = NodePoolControllers::new(
             workload.clone(),
             Arc::clone(&state),
@@ -296,6 +307,10 @@ impl Operator {
         // read as a stopped task).
         if static_enabled {
             tasks.push(("static capacity", tokio::spawn(static_capacity.run())));
+        }
+        // Node repair runs behind its gate, and only when the provider repairs something.
+        if node_health.active() {
+            tasks.push(("node health", tokio::spawn(node_health.run())));
         }
         if let Some(controller) = node_overlays {
             tasks.push(("nodeoverlay", tokio::spawn(controller.run())));

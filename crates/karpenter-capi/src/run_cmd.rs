@@ -194,10 +194,21 @@ pub struct RunArgs {
     #[command(flatten)]
     pub timeouts: TimeoutArgs,
     /// Upstream's feature gates, e.g. `StaticCapacity=true` (static NodePools),
-    /// `SpotToSpotConsolidation=true`, `NodeOverlay=true` (NodeOverlays); `ReservedCapacity` is
-    /// accepted and changes nothing; unknown names, and `NodeRepair` set to true, are refused.
+    /// `SpotToSpotConsolidation=true`, `NodeOverlay=true` (NodeOverlays), `NodeRepair=true`
+    /// (node repair); `ReservedCapacity` is accepted and changes nothing; unknown names, and
+    /// `CapacityBuffer` set to true, are refused.
     #[arg(long, env = "FEATURE_GATES", default_value = "", value_name = "LIST")]
     pub feature_gates: karpenter_capi::feature_gates::FeatureGates,
+    /// With `NodeRepair=true`: the Node conditions that make a node unhealthy, each with how
+    /// long it may hold (`Type=Status:duration`, comma separated).
+    #[arg(long, env = "NODE_REPAIR_POLICIES", value_name = "LIST",
+        default_value = cloudprovider::repair::DEFAULT_CONDITIONS)]
+    pub node_repair_policies: cloudprovider::repair::Conditions,
+    /// With `NodeRepair=true`: how long a registered NodeClaim may be without its Node while
+    /// its Machine lives on before it is repaired (`0s`: never).
+    #[arg(long, env = "NODE_REPAIR_NODE_DELETED_TOLERATION", default_value = "5m",
+        value_parser = duration)]
+    pub node_repair_node_deleted_toleration: Duration,
     /// Sustained requests per second of each Kubernetes client (workload and management,
     /// each its own token bucket).
     #[arg(long, env = "KUBE_CLIENT_QPS", default_value_t = 200,
@@ -512,6 +523,11 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             scope: args.clusters.scope(),
             claim_timeout: args.timeouts.machine_claim_timeout,
             removal_escalation: args.timeouts.machine_removal_escalation,
+            repair: cloudprovider::RepairPolicies {
+                conditions: args.node_repair_policies.0.clone(),
+                node_deleted: Some(args.node_repair_node_deleted_toleration)
+                    .filter(|d| !d.is_zero()),
+            },
             ..Default::default()
         },
         lifecycle: controllers::nodeclaim::LifecycleConfig {
@@ -529,6 +545,10 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             ..Default::default()
         },
         instance: std::env::var("HOSTNAME").ok(),
+        node_repair: controllers::health::HealthConfig {
+            enabled: args.feature_gates.node_repair,
+            ..Default::default()
+        },
         static_capacity: controllers::static_capacity::StaticConfig {
             enabled: args.feature_gates.static_capacity,
             ..Default::default()

@@ -232,6 +232,63 @@ pub async fn install_capi_crds_serving(
     install(management, &capi_crds_serving(serving)?).await
 }
 
+/// The MachineHealthCheck CRD: `v1beta2` alone (the fields node repair reads,
+/// `spec.clusterName` and `spec.selector`, are the same in `v1beta1`), `spec` and `status`
+/// kept whole, CAPI v1.14's names and printer columns. The world runs no MachineHealthCheck
+/// controller: tests install one to see that node repair leaves its Machines to it.
+pub fn machine_health_check_crd() -> Result<CustomResourceDefinition, CrdError> {
+    let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let column = |name: &str, type_: &str, path: &str, description: &str| json!({"name": name, "type": type_, "jsonPath": path, "description": description});
+    let mut paused = column(
+        "Paused",
+        "string",
+        ".status.conditions[?(@.type==\"Paused\")].status",
+        "Reconciliation paused",
+    );
+    object::set_path(&mut paused, ".priority", json!(10));
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("machinehealthchecks.{GROUP}"),
+            "labels": {"cluster.x-k8s.io/provider": "cluster-api"}},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": "MachineHealthCheck", "listKind": "MachineHealthCheckList",
+                "plural": "machinehealthchecks", "singular": "machinehealthcheck",
+                "shortNames": ["mhc", "mhcs"], "categories": ["cluster-api"]},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1beta2", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "apiVersion": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "metadata": {"type": "object"},
+                    "spec": open.clone(),
+                    "status": open,
+                }}},
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    column("Cluster", "string", ".spec.clusterName", "Cluster"),
+                    column("Replicas", "integer", ".status.expectedMachines",
+                        "Number of machines currently monitored"),
+                    column("Healthy", "integer", ".status.currentHealthy",
+                        "Current observed healthy machines"),
+                    paused,
+                    column("Age", "date", ".metadata.creationTimestamp",
+                        "Time duration since creation of MachineHealthCheck"),
+                ],
+            }],
+        },
+    });
+    Ok(serde_json::from_value(crd)?)
+}
+
+/// Install the MachineHealthCheck CRD ([`machine_health_check_crd`]) into a management
+/// cluster.
+pub async fn install_machine_health_check_crd(management: &kube::Client) -> Result<(), CrdError> {
+    install(management, &[machine_health_check_crd()?]).await
+}
+
 /// Install our Karpenter CRDs (NodePool, NodeClaim, ClusterAPINodeClass) into a workload
 /// cluster.
 pub async fn install_karpenter_crds(workload: &kube::Client) -> Result<(), CrdError> {

@@ -103,6 +103,17 @@ impl<P: CloudProvider> CloudProvider for Overlaid<P> {
         self.inner.removal_room(node_claim).await
     }
 
+    fn repair_policies(&self) -> crate::RepairPolicies {
+        self.inner.repair_policies()
+    }
+
+    async fn remediated_elsewhere(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> Result<Option<String>, CloudProviderError> {
+        self.inner.remediated_elsewhere(node_claim).await
+    }
+
     fn name(&self) -> &'static str {
         self.inner.name()
     }

@@ -83,6 +83,10 @@
 //!
 //! **Drift** ([`crate::drift`]): `is_drifted` compares the Machine with its MachineDeployment.
 //!
+//! **Repair** (gate `NodeRepair`): the policies come from [`ProviderConfig::repair`];
+//! `remediated_elsewhere` names the MachineHealthCheck that targets the Machine
+//! ([`health_checks`]), so core leaves that Machine to it.
+//!
 //! Modules, by responsibility: `create` (resume, reservation and batched raises), `claim`
 //! (compare-and-set claims and their undo), `removal` (terminate and the one removal path,
 //! batched), `scale` (replica + record writes), `reads` (NodeClasses, catalogues, Get / List /
@@ -97,6 +101,7 @@ mod adopt;
 pub mod cache;
 mod claim;
 mod create;
+pub mod health_checks;
 mod identity;
 mod machinesets;
 pub mod objects;
@@ -165,6 +170,8 @@ pub struct ProviderConfig {
     /// The Cluster API group and version spoken to the management cluster; callers set it
     /// from [`crate::discovery::discover`] (the default, v1beta2, is for tests).
     pub capi: CapiVersion,
+    /// What node repair repairs (used only with the `NodeRepair` gate).
+    pub repair: cloudprovider::RepairPolicies,
 }
 
 impl Default for ProviderConfig {
@@ -178,6 +185,7 @@ impl Default for ProviderConfig {
             template_sync_timeout: Duration::from_secs(10),
             unavailable_offering_ttl: Duration::from_secs(180),
             capi: CapiVersion::v1beta2(),
+            repair: cloudprovider::RepairPolicies::cluster_api_defaults(),
         }
     }
 }
@@ -653,6 +661,17 @@ impl CloudProvider for ClusterApiProvider {
         node_claim: &NodeClaim,
     ) -> Result<Option<cloudprovider::RemovalRoom>, CloudProviderError> {
         self.removal_room_of(node_claim).await
+    }
+
+    fn repair_policies(&self) -> cloudprovider::RepairPolicies {
+        self.config.repair.clone()
+    }
+
+    async fn remediated_elsewhere(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> Result<Option<String>, CloudProviderError> {
+        self.health_check_of(node_claim).await
     }
 
     fn name(&self) -> &'static str {

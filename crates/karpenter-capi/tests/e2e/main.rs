@@ -13,6 +13,7 @@
 
 mod disruption;
 mod node_overlay;
+mod node_repair;
 mod provisioning;
 mod rollouts;
 mod static_pool;
