@@ -184,6 +184,18 @@ pub enum PriceSource {
     Unpriced,
 }
 
+impl std::fmt::Display for PriceSource {
+    /// `annotation`, `legacy annotation`, `nodeclass spec.prices[N]` or `none (0)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Annotation => f.write_str("annotation"),
+            Self::LegacyAnnotation => f.write_str("legacy annotation"),
+            Self::NodeClass { entry } => write!(f, "nodeclass spec.prices[{entry}]"),
+            Self::Unpriced => f.write_str("none (0)"),
+        }
+    }
+}
+
 /// Why an offering cannot be launched now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Unavailable {

@@ -4,7 +4,9 @@
 //! unpacked), type each object by apiVersion/kind (NodePools, NodeClaims,
 //! ClusterAPINodeClasses, MachineDeployments, `infrastructure.cluster.x-k8s.io` machine
 //! templates kept as JSON, Nodes, Pods, DaemonSets, PodDisruptionBudgets, Namespaces), then run
-//! exactly the provisioning path — `controllers::provisioning::inputs` and
+//! exactly the provisioning path — `controllers::provisioning::inputs`, the dump's
+//! NodeOverlays under `--feature-gates NodeOverlay=true` (each planned NodeClaim names where
+//! its price came from: an overlay or its MachineDeployment), and
 //! `scheduling::scheduler::Scheduler` — and print the [`Plan`] as a table or JSON.
 //! Then it explains voluntary disruption for the same objects
 //! ([`controllers::disruption::explain`]): the command the disruption loop's next pass would
@@ -57,6 +59,10 @@ pub struct PlanArgs {
     /// often lack the `PodScheduled` condition.
     #[arg(long)]
     pub require_unschedulable_condition: bool,
+    /// `run`'s feature gates, as the cluster runs with them: with `NodeOverlay=true` the
+    /// dump's NodeOverlays change prices and extended resources, as in the controller.
+    #[arg(long, env = "FEATURE_GATES", default_value = "", value_name = "LIST")]
+    pub feature_gates: karpenter_capi::feature_gates::FeatureGates,
 }
 
 /// Output formats of `plan`.
@@ -81,6 +87,7 @@ pub struct Dump {
     daemon_sets: Vec<DaemonSet>,
     pdbs: Vec<PodDisruptionBudget>,
     namespaces: Vec<Namespace>,
+    node_overlays: Vec<api::NodeOverlay>,
     /// What was skipped, for stderr.
     notes: Vec<String>,
 }
@@ -107,7 +114,7 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
     } else {
         PendingPolicy::AllUnbound
     };
-    let (plan, notes) = plan(&dump, &scope, policy);
+    let (plan, notes) = plan(&dump, &scope, policy, args.feature_gates.node_overlay);
     let notes: Vec<String> = dump.notes.iter().chain(&notes).cloned().collect();
     let disruption = disruption(&dump, &scope, Timestamp::now());
     match args.output {
@@ -265,6 +272,7 @@ impl Dump {
         match (group, kind.as_str()) {
             ("karpenter.sh", "NodePool") => self.node_pools.push(typed(&what, &value)?),
             ("karpenter.sh", "NodeClaim") => self.node_claims.push(typed(&what, &value)?),
+            ("karpenter.sh", "NodeOverlay") => self.node_overlays.push(typed(&what, &value)?),
             ("karpenter.cluster.x-k8s.io", "ClusterAPINodeClass") => {
                 self.node_classes.push(typed(&what, &value)?);
             }
@@ -301,8 +309,73 @@ fn typed<T: DeserializeOwned>(what: &str, value: &serde_json::Value) -> anyhow::
         .map_err(|e| anyhow::anyhow!("{what}: {}: {}", e.path(), e.inner()))
 }
 
-/// The provisioning decisions for `dump`, and notes (objects skipped, MDs excluded).
-pub fn plan(dump: &Dump, scope: &Scope, policy: PendingPolicy) -> (Plan, Vec<String>) {
+/// The dump's NodeOverlays evaluated (as the NodeOverlay controller does) and applied to
+/// `pools`' instance types; notes name every overlay not applied, and why.
+fn overlay(
+    dump: &Dump,
+    pools: &mut [scheduling::scheduler::NodePool],
+    well_known: &WellKnownLabels,
+    notes: &mut Vec<String>,
+) -> cloudprovider::overlay::Evaluated {
+    use cloudprovider::overlay::{Outcome, OverlayStore, PoolInput, evaluate, validate};
+    let checked: Vec<(String, Result<_, String>)> = dump
+        .node_overlays
+        .iter()
+        .map(|o| {
+            (
+                o.metadata.name.clone().unwrap_or_default(),
+                validate(o, well_known),
+            )
+        })
+        .collect();
+    let inputs: Vec<PoolInput> = pools
+        .iter()
+        .map(|p| PoolInput {
+            name: p.name.to_string(),
+            labels: dump
+                .node_pools
+                .iter()
+                .find(|np| np.metadata.name.as_deref() == Some(&*p.name))
+                .and_then(|np| np.spec.template.metadata.as_ref()?.labels.clone())
+                .unwrap_or_default(),
+            instance_types: p.instance_types.clone(),
+        })
+        .collect();
+    let evaluation = evaluate(&checked, &inputs, well_known);
+    for (name, outcome) in &evaluation.outcomes {
+        match outcome {
+            Outcome::Applied => {}
+            Outcome::Invalid(m) => notes.push(format!("NodeOverlay {name}: not applied: {m}")),
+            Outcome::Conflict(m) => notes.push(format!("NodeOverlay {name}: not applied: {m}")),
+        }
+    }
+    let store = OverlayStore::new();
+    store.swap(evaluation.evaluated.clone());
+    for pool in pools.iter_mut() {
+        let its = std::mem::take(&mut pool.instance_types);
+        match store.apply(&pool.name, its.clone()) {
+            Ok(overlaid) => pool.instance_types = overlaid,
+            Err(e) => {
+                notes.push(format!(
+                    "NodePool {}: NodeOverlays not applied: {e}",
+                    pool.name
+                ));
+                pool.instance_types = its;
+            }
+        }
+    }
+    evaluation.evaluated
+}
+
+/// The provisioning decisions for `dump`, and notes (objects skipped, MDs excluded). With
+/// `node_overlay` (the `NodeOverlay` gate) the dump's NodeOverlays change the NodePools'
+/// instance types first, and each planned NodeClaim names the overlay behind its price.
+pub fn plan(
+    dump: &Dump,
+    scope: &Scope,
+    policy: PendingPolicy,
+    node_overlay: bool,
+) -> (Plan, Vec<String>) {
     let well_known = WellKnownLabels::cluster_api();
     let mut notes = Vec::new();
     let (catalogues, problems) = inputs::catalogues(
@@ -317,7 +390,18 @@ pub fn plan(dump: &Dump, scope: &Scope, policy: PendingPolicy) -> (Plan, Vec<Str
             .iter()
             .map(|p| format!("ClusterAPINodeClass {}: {}", p.node_class, p.message)),
     );
-    let (pools, dropped) = inputs::node_pools(&dump.node_pools, &catalogues, &well_known);
+    let (mut pools, dropped) = inputs::node_pools(&dump.node_pools, &catalogues, &well_known);
+    let overlays = match (dump.node_overlays.len(), node_overlay) {
+        (0, _) => None,
+        (_, true) => Some(overlay(dump, &mut pools, &well_known, &mut notes)),
+        (n, false) => {
+            notes.push(format!(
+                "{n} NodeOverlay(s) in the dump not applied: the NodeOverlay gate is off \
+                 (--feature-gates NodeOverlay=true, as the controller runs)"
+            ));
+            None
+        }
+    };
     let (cluster, warnings) = inputs::cluster(&ClusterObjects {
         nodes: &dump.nodes,
         node_claims: &dump.node_claims,
@@ -351,6 +435,7 @@ pub fn plan(dump: &Dump, scope: &Scope, policy: PendingPolicy) -> (Plan, Vec<Str
             node_pools: &dump.node_pools,
             catalogues: &catalogues,
             well_known: &well_known,
+            overlays: overlays.as_ref(),
         },
     );
     (plan, notes)
@@ -372,6 +457,7 @@ pub fn render_table(plan: &Plan) -> String {
                 c.zone.clone().unwrap_or_else(|| "-".into()),
                 c.capacity_type.clone().unwrap_or_else(|| "-".into()),
                 price(c.price),
+                c.price_source.clone().unwrap_or_else(|| "-".into()),
                 c.instance_types.len().to_string(),
                 c.pods.join(","),
             ]
@@ -386,6 +472,7 @@ pub fn render_table(plan: &Plan) -> String {
             "ZONE",
             "CAPACITY-TYPE",
             "PRICE",
+            "PRICE-SOURCE",
             "OPTIONS",
             "PODS",
         ],

@@ -705,6 +705,74 @@ fn plan_explains_which_nodes_disruption_could_remove_and_why_not_the_others() {
     );
 }
 
+/// With `--feature-gates NodeOverlay=true` the dump's NodeOverlays change prices as in the
+/// controller, and each NodeClaim names where its price came from; without the gate they are
+/// noted and left out.
+#[test]
+fn plan_applies_node_overlays_behind_their_gate_and_names_the_price_source() {
+    let basic = std::fs::read_to_string(fixture("plan-basic.yaml")).unwrap();
+    let dump = format!(
+        "{basic}\n---\napiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\n\
+         metadata: {{name: cheaper-a}}\nspec:\n  price: \"0.01\"\n  requirements:\n\
+         \x20 - {{key: node.kubernetes.io/instance-type, operator: In, values: [small]}}\n\
+         \x20 - {{key: topology.kubernetes.io/zone, operator: In, values: [zone-a]}}\n"
+    );
+    let path = std::env::temp_dir().join(format!("plan-overlay-{}.yaml", std::process::id()));
+    std::fs::write(&path, dump).unwrap();
+    let path = path.to_str().unwrap();
+    let sources = |plan: &serde_json::Value| -> Vec<(String, String, f64)> {
+        plan["nodeClaims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["instanceType"] == "small")
+            .map(|c| {
+                (
+                    c["machineDeployment"].as_str().unwrap().to_owned(),
+                    c["priceSource"].as_str().unwrap().to_owned(),
+                    c["price"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let off = plan_json(&["plan", "-f", path, "-o", "json"]);
+    assert_eq!(
+        sources(&off),
+        [("capi/small-a".to_owned(), "annotation".to_owned(), 0.1)],
+        "{off:#}"
+    );
+    assert!(
+        off["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("1 NodeOverlay(s) in the dump not applied: the NodeOverlay gate is off")),
+        "{off:#}"
+    );
+    let on = plan_json(&[
+        "plan",
+        "-f",
+        path,
+        "-o",
+        "json",
+        "--feature-gates",
+        "NodeOverlay=true",
+    ]);
+    assert_eq!(
+        sources(&on),
+        [(
+            "capi/small-a".to_owned(),
+            "NodeOverlay cheaper-a".to_owned(),
+            0.01
+        )],
+        "{on:#}"
+    );
+    let table = karpenter_capi(&["plan", "-f", path, "--feature-gates", "NodeOverlay=true"]);
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.contains("PRICE-SOURCE"), "{table}");
+    assert!(table.contains("NodeOverlay cheaper-a"), "{table}");
+    let _ = std::fs::remove_file(path);
+}
+
 #[test]
 fn plan_prints_a_table_and_notes_skipped_kinds() {
     let path = fixture("plan-basic.yaml");

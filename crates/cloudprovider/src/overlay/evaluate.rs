@@ -92,6 +92,21 @@ impl PoolUpdates {
     pub fn updates(&self, name: &str) -> Option<&InstanceTypeUpdates> {
         self.updates.get(name)
     }
+
+    /// The overlay that sets the price of `offering` of instance type `instance_type` (as
+    /// applying does: a relative change leaves an unpriced offering alone), if any.
+    #[must_use]
+    pub fn price_overlay(
+        &self,
+        instance_type: &str,
+        offering: &scheduling::instance_type::Offering,
+    ) -> Option<&str> {
+        let update = self
+            .updates(instance_type)?
+            .prices
+            .get(&offering_key(&offering.requirements))?;
+        (offering.priced || !update.change.is_relative()).then_some(&*update.overlay)
+    }
 }
 
 /// The result the store serves: per evaluated NodePool, its updates.

@@ -5,7 +5,8 @@
 //! [`Finding`]s and the NodeClass / NodePool inventories, with the provisioner's own code:
 //! [`inputs::catalogues`] builds each NodeClass's instance types exactly as `run` does, and
 //! [`inputs::scheduler_node_pool`] validates each NodePool as `run` does, so `doctor` cannot
-//! disagree with the controller about what it can launch.
+//! disagree with the controller about what it can launch; with the `NodeOverlay` gate, the
+//! NodeOverlays are evaluated as the controller does and the prices they set listed.
 //! Inputs: [`Facts`]. Outputs: a [`Report`].
 
 use std::collections::BTreeMap;
@@ -58,6 +59,10 @@ pub struct Facts {
     /// Running cluster-autoscaler Deployments (`<cluster>: namespace/name`), or why that
     /// could not be checked.
     pub autoscalers: Result<Vec<String>, String>,
+    /// NodeOverlays (none when their CRD is not served), or why they could not be listed.
+    pub node_overlays: Result<Vec<api::NodeOverlay>, String>,
+    /// Whether the controller runs with the `NodeOverlay` gate (`--feature-gates`).
+    pub node_overlay_gate: bool,
 }
 
 /// Everything found in `facts`.
@@ -103,7 +108,15 @@ pub fn examine(facts: &Facts) -> Report {
         .iter()
         .map(|nc| node_class(facts, nc, mds, &catalogues, &used, &mut findings))
         .collect();
-    let pool_reports = node_pools(pools, &catalogues, &mut findings);
+    let mut pool_reports = node_pools(pools, &catalogues, &mut findings);
+    overlays::node_overlays(
+        &facts.node_overlays,
+        facts.node_overlay_gate,
+        pools,
+        &catalogues,
+        &mut pool_reports,
+        &mut findings,
+    );
     if let Err(e) = &facts.autoscalers {
         findings.push(Finding::new(
             Severity::Info,
@@ -630,5 +643,6 @@ fn limits_reached(pool: &NodePool, limits: &Option<Resources>) -> Option<String>
 }
 
 mod machine_deployment;
+mod overlays;
 #[cfg(test)]
 mod tests;

@@ -39,6 +39,8 @@ pub struct Options {
     pub lease: Option<(String, String)>,
     /// The Cluster API group and version asked for (`CAPI_GROUP`, `CAPI_VERSION`).
     pub capi: CapiSelection,
+    /// Whether the controller runs with the `NodeOverlay` gate.
+    pub node_overlay_gate: bool,
 }
 
 /// Reads everything `doctor` examines.
@@ -60,6 +62,15 @@ pub async fn gather(
     let (crd_drift, crd_definitions_unreadable) = crd_drift(workload).await;
     let node_classes = list::<ClusterAPINodeClass>(Api::all(workload.clone())).await;
     let node_pools = list::<NodePool>(Api::all(workload.clone())).await;
+    // Not served (the CRD is installed with the gate): none to examine.
+    let node_overlays = match Api::<api::NodeOverlay>::all(workload.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(l) => Ok(l.items),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Vec::new()),
+        Err(e) => Err(format!("cannot list nodeoverlays.karpenter.sh: {e}")),
+    };
     let md_api: Api<MachineDeployment> = match &options.scope.namespace {
         Some(ns) => Api::namespaced_with(management.clone(), ns, &speak),
         None => Api::all_with(management.clone(), &speak),
@@ -119,6 +130,8 @@ pub async fn gather(
         templates,
         template_errors,
         autoscalers,
+        node_overlays,
+        node_overlay_gate: options.node_overlay_gate,
     }
 }
 

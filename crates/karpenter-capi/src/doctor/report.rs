@@ -134,7 +134,7 @@ pub struct NodeClassReport {
 }
 
 /// One NodePool and what it can launch.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodePoolReport {
     /// Its name.
@@ -146,6 +146,31 @@ pub struct NodePoolReport {
     pub compatible_instance_types: Vec<String>,
     /// Of those, the ones with an offering that can launch now.
     pub available_instance_types: Vec<String>,
+    /// Offerings whose price a NodeOverlay sets (the `NodeOverlay` gate on).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overlaid_prices: Vec<OverlaidPrice>,
+}
+
+/// An offering whose price a NodeOverlay sets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OverlaidPrice {
+    /// The instance type.
+    pub instance_type: String,
+    /// The MachineDeployment behind the offering (`namespace/name`).
+    pub machine_deployment: String,
+    /// Its zone (`""`: none).
+    pub zone: String,
+    /// Its capacity type.
+    pub capacity_type: String,
+    /// The price before the overlay.
+    pub listed: f64,
+    /// Where that came from (`annotation`, `nodeclass spec.prices[i]`, …).
+    pub listed_source: String,
+    /// The effective price.
+    pub price: f64,
+    /// The NodeOverlay that sets it.
+    pub overlay: String,
 }
 
 /// Everything `doctor` found.
@@ -280,6 +305,20 @@ impl Report {
                     format!(": {}", pool.available_instance_types.join(", "))
                 }
             );
+            for p in &pool.overlaid_prices {
+                let zone = if p.zone.is_empty() { "-" } else { &p.zone };
+                let _ = writeln!(
+                    out,
+                    "    price of {} via {} ({zone}, {}): {:.4} ({}) → {:.4} (NodeOverlay {})",
+                    p.instance_type,
+                    p.machine_deployment,
+                    p.capacity_type,
+                    p.listed,
+                    p.listed_source,
+                    p.price,
+                    p.overlay
+                );
+            }
         }
         let _ = writeln!(
             out,
@@ -411,6 +450,7 @@ mod tests {
             node_class: Some(class.into()),
             compatible_instance_types: Vec::new(),
             available_instance_types: Vec::new(),
+            overlaid_prices: Vec::new(),
         };
         let pools = vec![pool("a", "missing"), pool("b", "good"), pool("c", "broken")];
         let r = Report::new(

@@ -3,7 +3,8 @@
 //! Responsibility: for each planned NodeClaim, its NodePool and NodeClass, its instance-type
 //! options cheapest first (with the cheapest compatible available price of each) and, for the
 //! cheapest, the offering that would be launched — zone, capacity type, price and the backing
-//! MachineDeployment (`namespace/name`, from the catalogue's offering origin) — plus its pods
+//! MachineDeployment (`namespace/name`, from the catalogue's offering origin), and where its
+//! price came from (a NodeOverlay, else the MachineDeployment's price source) — plus its pods
 //! (`namespace/name`) and requests; the pods that bind to existing nodes; and every pod that
 //! cannot schedule with the reason, including pods ignored by validation. NodePools dropped
 //! before scheduling are listed in [`Plan::ignored_node_pools`] and named in the reasons of the
@@ -41,6 +42,9 @@ pub struct PlanContext<'a> {
     pub catalogues: &'a Catalogues,
     /// The well-known labels the scheduler ran with.
     pub well_known: &'a WellKnownLabels,
+    /// The NodeOverlay evaluation the NodePools' instance types were overlaid with, if any
+    /// (names the overlay behind a price).
+    pub overlays: Option<&'a cloudprovider::overlay::Evaluated>,
 }
 
 /// What provisioning would do.
@@ -74,8 +78,11 @@ pub struct PlannedNodeClaim {
     pub zone: Option<String>,
     /// The chosen offering's capacity type.
     pub capacity_type: Option<String>,
-    /// The chosen offering's price per hour.
+    /// The chosen offering's price per hour (after NodeOverlays).
     pub price: Option<f64>,
+    /// Where that price came from: `NodeOverlay <name>`, else the MachineDeployment's
+    /// (`annotation`, `legacy annotation`, `nodeclass spec.prices[N]`, `none (0)`).
+    pub price_source: Option<String>,
     /// Every option, cheapest first.
     pub instance_types: Vec<InstanceTypeOption>,
     /// The pods planned onto it (`namespace/name`), in placement order.
@@ -155,23 +162,36 @@ impl Plan {
                     })
                     .collect();
                 let cheapest = claim.instance_types.first();
+                // The claim's instance types carry the overlaid prices; their offerings are in
+                // the catalogue entry's order (overlays change prices, not offerings).
                 let chosen = cheapest
-                    .and_then(|it| catalogue?.get(it.name()))
-                    .and_then(|entry| {
-                        entry
-                            .offerings()
+                    .and_then(|it| Some((it, catalogue?.get(it.name())?)))
+                    .and_then(|(it, entry)| {
+                        it.offerings()
+                            .iter()
+                            .zip(entry.offerings())
                             .filter(|(o, _)| {
                                 o.available && o.is_compatible(&claim.requirements, ctx.well_known)
                             })
                             .fold(
                                 None,
-                                |best: Option<(&Offering, &OfferingOrigin)>, (o, origin)| match best
-                                {
+                                |best: Option<(&Offering, (&Offering, &OfferingOrigin))>,
+                                 (o, listed)| match best {
                                     Some((b, _)) if b.price <= o.price => best,
-                                    _ => Some((o, origin)),
+                                    _ => Some((o, listed)),
                                 },
                             )
                     });
+                let price_source = chosen.map(|(_, (listed, origin))| {
+                    ctx.overlays
+                        .and_then(|e| e.pool(&claim.node_pool))
+                        .and_then(|p| p.price_overlay(cheapest.map_or("", |it| it.name()), listed))
+                        .map_or_else(
+                            || origin.price_source.to_string(),
+                            |name| format!("NodeOverlay {name}"),
+                        )
+                });
+                let chosen = chosen.map(|(o, (_, origin))| (o, origin));
                 PlannedNodeClaim {
                     node_pool: claim.node_pool.to_string(),
                     node_class: node_class.to_owned(),
@@ -183,6 +203,7 @@ impl Plan {
                         .filter(|z| !z.is_empty()),
                     capacity_type: chosen.map(|(_, origin)| origin.capacity_type.clone()),
                     price: chosen.map(|(o, _)| o.price),
+                    price_source,
                     instance_types,
                     pods: claim.pods.iter().map(|uid| name_of(uid)).collect(),
                     requests: claim

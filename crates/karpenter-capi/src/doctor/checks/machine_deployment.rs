@@ -99,12 +99,7 @@ pub(super) fn machine_deployment(
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     report.price = Some(offering.price);
-    report.price_source = Some(match origin.price_source {
-        PriceSource::Annotation => "annotation".to_owned(),
-        PriceSource::LegacyAnnotation => "legacy annotation".to_owned(),
-        PriceSource::NodeClass { entry } => format!("nodeclass spec.prices[{entry}]"),
-        PriceSource::Unpriced => "none (0)".to_owned(),
-    });
+    report.price_source = Some(origin.price_source.to_string());
     report.zone = origin.zone.clone();
     let zone_label = annotation(md, capacity::LABELS)
         .is_some_and(|l| l.contains(scheduling::labels::TOPOLOGY_ZONE))

@@ -74,6 +74,8 @@ fn good() -> Facts {
         templates: Vec::new(),
         template_errors: BTreeMap::new(),
         autoscalers: Ok(Vec::new()),
+        node_overlays: Ok(Vec::new()),
+        node_overlay_gate: false,
     }
 }
 
@@ -520,5 +522,70 @@ fn a_blocked_scale_up_is_named_with_cluster_apis_reason() {
         found[0].message.contains("ControlPlaneIsStable: upgrading"),
         "{}",
         found[0].message
+    );
+}
+
+fn overlay(name: &str, weight: i32, spec: Value) -> api::NodeOverlay {
+    let mut body = json!({"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay",
+        "metadata": {"name": name},
+        "spec": {"weight": weight, "requirements": [{"key": "node.kubernetes.io/instance-type",
+            "operator": "In", "values": ["small"]}]}});
+    for (k, v) in spec.as_object().unwrap() {
+        body["spec"][k] = v.clone();
+    }
+    from(body)
+}
+
+#[test]
+fn node_overlays_show_the_price_they_set_and_where_it_came_from() {
+    let mut facts = good();
+    facts.node_overlays = Ok(vec![
+        overlay("discount", 10, json!({"priceAdjustment": "-50%"})),
+        overlay("a-rival", 5, json!({"price": "1"})),
+        overlay("b-rival", 5, json!({"price": "2"})),
+    ]);
+    // The gate off: the overlays change nothing, and doctor says so.
+    let report = examine(&facts);
+    assert_eq!(
+        codes(&report),
+        [(Severity::Warning, "nodeoverlay-gate-off")]
+    );
+    assert!(report.node_pools[0].overlaid_prices.is_empty());
+
+    facts.node_overlay_gate = true;
+    let report = examine(&facts);
+    assert_eq!(
+        codes(&report),
+        [(Severity::Warning, "nodeoverlay-not-applied")],
+        "{}",
+        report.render()
+    );
+    assert_eq!(report.findings[0].subject, "NodeOverlay a-rival");
+    let prices = &report.node_pools[0].overlaid_prices;
+    assert_eq!(prices.len(), 1, "{prices:?}");
+    let p = &prices[0];
+    assert_eq!(
+        (
+            p.instance_type.as_str(),
+            p.machine_deployment.as_str(),
+            p.zone.as_str()
+        ),
+        ("small", "capi/small", "z1")
+    );
+    assert_eq!((p.listed, p.price), (0.2, 0.1));
+    assert_eq!(p.listed_source, "annotation");
+    assert_eq!(p.overlay, "discount", "the highest weight wins");
+    let text = report.render();
+    assert!(
+        text.contains(
+            "price of small via capi/small (z1, on-demand): 0.2000 (annotation) → 0.1000 (NodeOverlay discount)"
+        ),
+        "{text}"
+    );
+
+    facts.node_overlays = Err("forbidden".into());
+    assert_eq!(
+        codes(&examine(&facts)),
+        [(Severity::Info, "nodeoverlays-not-checked")]
     );
 }

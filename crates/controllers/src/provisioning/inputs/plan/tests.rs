@@ -97,6 +97,7 @@ fn plans_name_pools_pods_and_the_cheapest_machine_deployment() {
             node_pools: &api_pools,
             catalogues: &catalogues,
             well_known: &well_known,
+            overlays: None,
         },
     );
     assert_eq!(plan.node_claims.len(), 1);
