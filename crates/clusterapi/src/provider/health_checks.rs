@@ -8,6 +8,8 @@
 //! (Cluster API drops those from the targets). The fields read are the same in `v1beta1` and
 //! `v1beta2`. [`ClusterApiProvider::health_check_of`] lists the MHCs of the Machine's
 //! namespace when node repair asks (rarely: only for a node already past its toleration).
+//! A Machine already being deleted (by a MachineHealthCheck's remediation, a rollout, a
+//! scale-down) is reported as remediated by that deletion.
 //! Inputs: the NodeClaim's Machine; MachineHealthChecks (management cluster). Outputs: the
 //! MHC that remediates the Machine, if any.
 
@@ -109,6 +111,14 @@ impl ClusterApiProvider {
             return Ok(None);
         };
         let namespace = machine.metadata.namespace.clone().unwrap_or_default();
+        if machine.metadata.deletion_timestamp.is_some() {
+            // Its owner removes it already (a MachineHealthCheck's remediation, a rollout, a
+            // scale-down): repairing it too would remediate it twice.
+            return Ok(Some(format!(
+                "the deletion of Machine {namespace}/{} already under way",
+                machine.metadata.name.as_deref().unwrap_or_default()
+            )));
+        }
         let list = match self
             .health_checks_api(&namespace)
             .list(&ListParams::default())

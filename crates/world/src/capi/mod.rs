@@ -1,7 +1,8 @@
 //! The simulated Cluster API: MachineDeployment, MachineSet and Machine controllers plus the
 //! infrastructure that turns Machines into Nodes of the workload cluster.
 //!
-//! Responsibility: start the three controllers ([`deployments`], [`sets`], [`machines`]) over
+//! Responsibility: start the controllers ([`deployments`], [`sets`], [`machines`],
+//! [`health_checks`]: MachineHealthChecks, when their kind is served) over
 //! one [`client::Capi`] (they speak `cluster.x-k8s.io/v1beta2`, whatever the management
 //! cluster serves), each woken by watches of what it reads — one watch per kind, shared,
 //! started once discovery says which version to watch. With [`CapiConfig::core`] off (the real
@@ -11,6 +12,7 @@
 pub mod client;
 pub mod deployments;
 pub mod drain;
+pub mod health_checks;
 pub mod infrastructure;
 pub mod machines;
 pub mod phases;
@@ -75,6 +77,11 @@ pub fn start(
         config.resync,
         health,
     );
+    let health_checks = tasks.start_woken(
+        health_checks::HealthChecks::new(Arc::clone(&capi), workload.clone()),
+        config.resync,
+        health,
+    );
     tasks.0.extend([
         // MachineSets read their deployment's preflight-hold knob.
         watch_capi(
@@ -91,8 +98,12 @@ pub fn start(
             CapiKind::MachineSet,
             vec![deployments, Arc::clone(&sets)],
         ),
-        watch_capi(&capi, CapiKind::Machine, vec![sets, Arc::clone(&machines)]),
-        watch(nodes, machines),
+        watch_capi(
+            &capi,
+            CapiKind::Machine,
+            vec![sets, Arc::clone(&machines), Arc::clone(&health_checks)],
+        ),
+        crate::driver::watch_for_all(nodes, vec![machines, health_checks]),
     ]);
 }
 

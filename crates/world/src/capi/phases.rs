@@ -5,7 +5,8 @@
 //! drawn per Machine name from the seed — and compute the Machine's conditions, keeping
 //! transition times that did not change: CAPI v1beta2's (`status.conditions`:
 //! `BootstrapConfigReady`, `InfrastructureReady`, `NodeReady`, `NodeHealthy`, `Ready`,
-//! `Available`, `Deleting`, with CAPI's reasons) and the deprecated v1beta1 ones CAPI still
+//! `Available`, `Deleting`, with CAPI's reasons; other controllers' conditions kept) and the
+//! deprecated v1beta1 ones CAPI still
 //! writes (`status.deprecated.v1beta1.conditions`: `BootstrapReady`, `InfrastructureReady`,
 //! `NodeHealthy`, `Ready`).
 //! Inputs: Machine and MachineDeployment JSON, [`CapiConfig`]. Outputs: [`Failure`], conditions.
@@ -98,7 +99,7 @@ pub fn conditions(m: &Value, facts: Facts) -> Value {
         Some(true) => ("True", "NodeReady", "NodeHealthy"),
     };
     let ready = bootstrap && infra && healthy;
-    json!([
+    let mut all = json!([
         c("BootstrapConfigReady", yes(bootstrap), bootstrap_reason, ""),
         c(
             "InfrastructureReady",
@@ -121,7 +122,28 @@ pub fn conditions(m: &Value, facts: Facts) -> Value {
             ""
         ),
         c("Deleting", "False", "NotDeleting", ""),
-    ])
+    ]);
+    // Conditions other controllers own (a MachineHealthCheck's `HealthCheckSucceeded`, the
+    // MachineSet's `OwnerRemediated`) are kept, as CAPI's Machine controller keeps them.
+    if let Some(list) = all.as_array_mut() {
+        let own: Vec<String> = list
+            .iter()
+            .filter_map(|c| c.get("type").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        let others = m
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| {
+                c.get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| !own.iter().any(|o| o == t))
+            })
+            .cloned();
+        list.extend(others);
+    }
+    all
 }
 
 /// The v1beta2 conditions of a deleting Machine: as they are, `Deleting` now `True`.

@@ -17,7 +17,8 @@
 //! `availableReplicas` (`Available` true), `observedGeneration`, `selector`, the `ScalingUp`
 //! condition, and under `deprecated.v1beta1` the deprecated counters (`fullyLabeledReplicas`,
 //! `readyReplicas`, `availableReplicas`) and the `MachinesCreated` condition (see
-//! [`scaling`]); other conditions are kept.
+//! [`scaling`]); other conditions are kept. A Machine a MachineHealthCheck marked for
+//! remediation ([`super::health_checks`]) is deleted (and so replaced).
 //! Inputs: MachineSets, their MachineDeployments (for the knob) and Machines (fresh lists,
 //! v1beta2 through [`Capi`]). Outputs: Machine creates and deletes, MachineSet status patches.
 
@@ -136,7 +137,59 @@ pub fn new_machine(ms: &Value) -> Value {
     })
 }
 
+/// Whether a MachineHealthCheck asks the owner to remediate `machine`
+/// (`HealthCheckSucceeded` False, `OwnerRemediated` False and waiting).
+fn awaits_remediation(machine: &Value) -> bool {
+    let is = |kind: &str, status: &str| {
+        condition(machine, kind)
+            .and_then(|c| c.get("status"))
+            .and_then(Value::as_str)
+            == Some(status)
+    };
+    !object::is_deleting(machine)
+        && is("HealthCheckSucceeded", "False")
+        && is("OwnerRemediated", "False")
+        && condition(machine, "OwnerRemediated")
+            .and_then(|c| c.get("reason"))
+            .and_then(Value::as_str)
+            == Some("WaitingForRemediation")
+}
+
 impl Sets {
+    /// Remediation as Cluster API's MachineSet does it: a Machine a MachineHealthCheck marked
+    /// gets `OwnerRemediated` `MachineDeleting` and is deleted (the set then replaces it, its
+    /// replicas unchanged). Not modelled: the MachineDeployment's `remediation.maxInFlight`,
+    /// preflight checks, old MachineSets refusing (`CannotBeRemediated`).
+    async fn remediate(&self, owned: &[&Value]) -> Result<(), WorldError> {
+        for m in owned.iter().filter(|m| awaits_remediation(m)) {
+            let mut all: Vec<Value> = m
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for c in &mut all {
+                if c.get("type").and_then(Value::as_str) == Some("OwnerRemediated") {
+                    *c = crate::objects::new_condition(
+                        Some(c),
+                        "OwnerRemediated",
+                        false,
+                        "MachineDeleting",
+                        "Machine is deleting",
+                    );
+                }
+            }
+            let mut desired = m.get("status").cloned().unwrap_or(json!({}));
+            object::set_path(&mut desired, ".conditions", Value::Array(all));
+            self.capi
+                .patch_status_if_changed(CapiKind::Machine, m, desired)
+                .await?;
+            self.capi
+                .delete(CapiKind::Machine, object::namespace(m), object::name(m))
+                .await?;
+        }
+        Ok(())
+    }
+
     async fn reconcile(
         &self,
         ms: &Value,
@@ -152,6 +205,7 @@ impl Sets {
             .iter()
             .filter(|m| controller_uid(m).as_deref() == Some(uid))
             .collect();
+        self.remediate(&owned).await?;
         let desired = ms
             .pointer("/spec/replicas")
             .and_then(Value::as_i64)
