@@ -33,6 +33,14 @@ fn slot(name: &ResourceName) -> Option<usize> {
     }
 }
 
+/// The components of an element-wise maximum already attained by a chosen list
+/// ([`Dense::attains_uncovered`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Covered {
+    slots: [bool; SLOTS],
+    other: Vec<ResourceName>,
+}
+
 /// A resource list split into fixed slots (nano-units) and the remaining names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Dense {
@@ -100,16 +108,32 @@ impl Dense {
         raised
     }
 
-    /// Whether some non-zero quantity of `self` equals `max`'s (`self` is one of the lists `max`
-    /// is the element-wise maximum of).
-    pub(crate) fn attains_any(&self, max: &Dense) -> bool {
-        self.slots
+    /// Marks in `covered` every non-zero component where `self` equals `max` and returns
+    /// whether any of them was not marked yet: picking, for each component of an element-wise
+    /// maximum, one list that attains it.
+    pub(crate) fn attains_uncovered(&self, max: &Dense, covered: &mut Covered) -> bool {
+        let mut new = false;
+        for ((mine, top), seen) in self
+            .slots
             .iter()
             .zip(max.slots.iter())
-            .any(|(mine, top)| *mine != 0 && mine == top)
-            || self.other.iter().any(|(name, quantity)| {
-                !quantity.is_zero() && max.other.get(name) == Some(quantity)
-            })
+            .zip(covered.slots.iter_mut())
+        {
+            if *mine != 0 && mine == top && !*seen {
+                *seen = true;
+                new = true;
+            }
+        }
+        for (name, quantity) in &self.other {
+            if !quantity.is_zero()
+                && max.other.get(name) == Some(quantity)
+                && !covered.other.contains(name)
+            {
+                covered.other.push(name.clone());
+                new = true;
+            }
+        }
+        new
     }
 
     fn add(&mut self, list: &Resources) {

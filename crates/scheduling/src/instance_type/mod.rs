@@ -25,7 +25,7 @@ mod offering;
 
 use std::sync::Arc;
 
-pub(crate) use dense::Dense;
+pub(crate) use dense::{Covered, Dense};
 pub use failure::{FilterFailure, FilterFlags, InstanceTypeFilterError};
 pub use filter::{FilterGroup, FilterInput, FilterOutcome, filter_instance_types};
 pub use list::{

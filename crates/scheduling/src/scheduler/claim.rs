@@ -219,29 +219,45 @@ impl Claim {
 }
 
 /// Per resource, the most any option can hold (allocatable minus its group's overhead), as an
-/// element-wise maximum — a necessary condition for any option to hold the requests — and the
-/// options that attain some component of it: while they all remain, the maximum is unchanged.
+/// element-wise maximum — a necessary condition for any option to hold the requests — and, per
+/// component of it, one option that attains it: while they all remain, the maximum is
+/// unchanged. (One per component, not every option that attains one: when every instance type
+/// has the same quantity of some resource — a NodeOverlay adding one extended resource to all —
+/// every option would attain it, and checking that they all remain would cost options² per
+/// placed pod.)
 fn headroom(template: &Template, options: &[GroupOptions]) -> (Dense, Vec<*const InstanceType>) {
-    let available = |group: &GroupOptions, it: &InstanceType| -> Option<Dense> {
+    // Borrowed unless the group has an overhead to take off (no allocation per option).
+    fn available<'a>(
+        template: &Template,
+        group: &GroupOptions,
+        it: &'a InstanceType,
+    ) -> Option<Cow<'a, Dense>> {
         let overhead = template.overheads.get(group.group).map(|o| &o.requests);
         let dense = match overhead {
-            Some(overhead) if !overhead.is_empty() => it.dense_allocatable().minus(overhead),
-            _ => it.dense_allocatable().clone(),
+            Some(overhead) if !overhead.is_empty() => {
+                Cow::Owned(it.dense_allocatable().minus(overhead))
+            }
+            _ => Cow::Borrowed(it.dense_allocatable()),
         };
         (!dense.is_negative()).then_some(dense)
-    };
+    }
     let mut max = Dense::default();
     for group in options {
         for it in &group.instance_types {
-            if let Some(a) = available(group, it) {
+            if let Some(a) = available(template, group, it) {
                 max.raise_to(&a);
             }
         }
     }
+    // The last options first: the largest instance types, the ones a narrowing claim keeps
+    // longest, so the maximum is recomputed least often.
     let mut leaders = Vec::new();
-    for group in options {
-        for it in &group.instance_types {
-            if available(group, it).is_some_and(|a| a.attains_any(&max)) {
+    let mut covered = crate::instance_type::Covered::default();
+    for group in options.iter().rev() {
+        for it in group.instance_types.iter().rev() {
+            if available(template, group, it)
+                .is_some_and(|a| a.attains_uncovered(&max, &mut covered))
+            {
                 leaders.push(Arc::as_ptr(it));
             }
         }
