@@ -29,7 +29,7 @@ use api::NodeOverlay;
 use api::well_known::conditions::VALIDATION_SUCCEEDED;
 use api::well_known::conditions::reasons::{CONFLICT, RUNTIME_VALIDATION};
 use cloudprovider::CloudProvider;
-use cloudprovider::overlay::{Outcome, OverlayStore, PoolInput, evaluate, validate};
+use cloudprovider::overlay::{Outcome, OverlayStore, PoolInput, evaluate, validate_all};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
@@ -185,17 +185,7 @@ impl<P: CloudProvider> NodeOverlayController<P> {
             }
             let name = pool.name_any();
             match self.provider.get_instance_types(&pool).await {
-                Ok(instance_types) => pools.push(PoolInput {
-                    labels: pool
-                        .spec
-                        .template
-                        .metadata
-                        .as_ref()
-                        .and_then(|m| m.labels.clone())
-                        .unwrap_or_default(),
-                    name,
-                    instance_types,
-                }),
+                Ok(instance_types) => pools.push(PoolInput::of(&pool, instance_types)),
                 Err(e) => {
                     complete = false;
                     tracing::warn!(nodepool = %name, error = %e,
@@ -204,10 +194,7 @@ impl<P: CloudProvider> NodeOverlayController<P> {
             }
         }
         pools.sort_by(|a, b| a.name.cmp(&b.name));
-        let checked: Vec<(String, Result<_, String>)> = overlays
-            .iter()
-            .map(|o| (o.name_any(), validate(o, &self.well_known)))
-            .collect();
+        let checked = validate_all(overlays.iter().map(|o| &**o), &self.well_known);
         let evaluation = evaluate(&checked, &pools, &self.well_known);
         self.store.swap(evaluation.evaluated);
         for overlay in overlays {

@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::Context;
 use api::nodeoverlay::OverlayRequirement;
 use api::{NodeOverlay, NodeOverlaySpec};
-use cloudprovider::overlay::{Outcome, OverlayStore, PoolInput, evaluate, validate};
+use cloudprovider::overlay::{Outcome, OverlayStore, PoolInput, evaluate, validate_all};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use scheduling::fixtures::{DISCOVERY_LABEL, FAKE_ZONES, fake_well_known_labels};
 use scheduling::instance_type::InstanceType;
@@ -86,15 +86,7 @@ pub fn overlaid(
     let well_known = fake_well_known_labels();
     let overlays: Vec<NodeOverlay> = (0..n).map(|i| overlay(i, instance_types.len())).collect();
     let start = Instant::now();
-    let checked: Vec<(String, Result<_, String>)> = overlays
-        .iter()
-        .map(|o| {
-            (
-                o.metadata.name.clone().unwrap_or_default(),
-                validate(o, &well_known),
-            )
-        })
-        .collect();
+    let checked = validate_all(&overlays, &well_known);
     let pools = [PoolInput {
         name: pool.to_owned(),
         labels: BTreeMap::from([(DISCOVERY_LABEL.0.to_owned(), DISCOVERY_LABEL.1.to_owned())]),

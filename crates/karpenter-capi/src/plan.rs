@@ -317,28 +317,16 @@ fn overlay(
     well_known: &WellKnownLabels,
     notes: &mut Vec<String>,
 ) -> cloudprovider::overlay::Evaluated {
-    use cloudprovider::overlay::{Outcome, OverlayStore, PoolInput, evaluate, validate};
-    let checked: Vec<(String, Result<_, String>)> = dump
-        .node_overlays
-        .iter()
-        .map(|o| {
-            (
-                o.metadata.name.clone().unwrap_or_default(),
-                validate(o, well_known),
-            )
-        })
-        .collect();
+    use cloudprovider::overlay::{Outcome, OverlayStore, PoolInput, evaluate, validate_all};
+    let checked = validate_all(&dump.node_overlays, well_known);
     let inputs: Vec<PoolInput> = pools
         .iter()
-        .map(|p| PoolInput {
-            name: p.name.to_string(),
-            labels: dump
+        .filter_map(|p| {
+            let np = dump
                 .node_pools
                 .iter()
-                .find(|np| np.metadata.name.as_deref() == Some(&*p.name))
-                .and_then(|np| np.spec.template.metadata.as_ref()?.labels.clone())
-                .unwrap_or_default(),
-            instance_types: p.instance_types.clone(),
+                .find(|np| np.metadata.name.as_deref() == Some(&*p.name))?;
+            Some(PoolInput::of(np, p.instance_types.clone()))
         })
         .collect();
     let evaluation = evaluate(&checked, &inputs, well_known);

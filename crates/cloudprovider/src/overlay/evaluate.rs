@@ -44,6 +44,24 @@ pub struct PoolInput {
     pub instance_types: Vec<Arc<InstanceType>>,
 }
 
+impl PoolInput {
+    /// The evaluation's view of `pool` with these instance types.
+    #[must_use]
+    pub fn of(pool: &api::NodePool, instance_types: Vec<Arc<InstanceType>>) -> Self {
+        Self {
+            name: pool.metadata.name.clone().unwrap_or_default(),
+            labels: pool
+                .spec
+                .template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.labels.clone())
+                .unwrap_or_default(),
+            instance_types,
+        }
+    }
+}
+
 /// What became of one overlay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {

@@ -25,4 +25,4 @@ pub use decorator::Overlaid;
 pub use evaluate::{Evaluated, Evaluation, Outcome, PoolInput, evaluate};
 pub use price::PriceChange;
 pub use store::{OverlayStore, Unevaluated};
-pub use validate::{Overlay, validate};
+pub use validate::{Overlay, validate, validate_all};

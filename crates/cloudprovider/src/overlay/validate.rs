@@ -40,6 +40,22 @@ pub struct Overlay {
 /// Validates `overlay`.
 ///
 /// # Errors
+/// Every overlay validated, by name: what [`super::evaluate`] takes.
+pub fn validate_all<'a>(
+    overlays: impl IntoIterator<Item = &'a NodeOverlay>,
+    well_known: &WellKnownLabels,
+) -> Vec<(String, Result<Overlay, String>)> {
+    overlays
+        .into_iter()
+        .map(|o| {
+            (
+                o.metadata.name.clone().unwrap_or_default(),
+                validate(o, well_known),
+            )
+        })
+        .collect()
+}
+
 /// Every problem found, joined with "; ", each naming its field.
 pub fn validate(overlay: &NodeOverlay, well_known: &WellKnownLabels) -> Result<Overlay, String> {
     let spec = &overlay.spec;

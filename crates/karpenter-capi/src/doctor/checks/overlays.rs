@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use api::{NodeOverlay, NodePool};
-use cloudprovider::overlay::{Outcome, OverlayStore, PoolInput, evaluate, validate};
+use cloudprovider::overlay::{Outcome, OverlayStore, PoolInput, evaluate, validate_all};
 use controllers::provisioning::inputs;
 use scheduling::labels::WellKnownLabels;
 
@@ -57,15 +57,7 @@ pub(super) fn node_overlays(
         return;
     }
     let well_known = WellKnownLabels::cluster_api();
-    let checked: Vec<(String, Result<_, String>)> = overlays
-        .iter()
-        .map(|o| {
-            (
-                o.metadata.name.clone().unwrap_or_default(),
-                validate(o, &well_known),
-            )
-        })
-        .collect();
+    let checked = validate_all(overlays, &well_known);
     // Our NodePools with a usable catalogue: (pool name, its catalogue).
     let ours: Vec<(&NodePool, &clusterapi::Catalogue)> = pools
         .iter()
@@ -77,17 +69,7 @@ pub(super) fn node_overlays(
         .collect();
     let pool_inputs: Vec<PoolInput> = ours
         .iter()
-        .map(|(p, catalogue)| PoolInput {
-            name: p.metadata.name.clone().unwrap_or_default(),
-            labels: p
-                .spec
-                .template
-                .metadata
-                .as_ref()
-                .and_then(|m| m.labels.clone())
-                .unwrap_or_default(),
-            instance_types: catalogue.instance_types(),
-        })
+        .map(|(p, catalogue)| PoolInput::of(p, catalogue.instance_types()))
         .collect();
     let evaluation = evaluate(&checked, &pool_inputs, &well_known);
     for (name, outcome) in &evaluation.outcomes {
