@@ -8,7 +8,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::{ClusterAPINodeClass, NodeClaim, NodeOverlay, NodePool};
+use crate::{CapacityBuffer, ClusterAPINodeClass, NodeClaim, NodeOverlay, NodePool};
 
 /// Why CRDs could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -24,13 +24,15 @@ pub enum CrdError {
     },
 }
 
-/// Our CRDs, in a stable order: NodePool, NodeClaim, ClusterAPINodeClass, NodeOverlay.
+/// Our CRDs, in a stable order: NodePool, NodeClaim, ClusterAPINodeClass, NodeOverlay,
+/// CapacityBuffer.
 pub fn all() -> Vec<CustomResourceDefinition> {
     [
         NodePool::crd(),
         NodeClaim::crd(),
         ClusterAPINodeClass::crd(),
         NodeOverlay::crd(),
+        CapacityBuffer::crd(),
     ]
     .into_iter()
     .map(finish)
@@ -66,6 +68,10 @@ fn root_description(kind: &str) -> String {
             .into(),
         "NodeOverlay" => "NodeOverlay changes the price or the extended resources of the \
                           instance types its requirements select."
+            .into(),
+        "CapacityBuffer" => "CapacityBuffer is the configuration that an autoscaler can use to \
+                             provision buffer capacity within a cluster: placeholder pods that \
+                             make it add nodes in advance."
             .into(),
         "NodeClaim" => {
             "NodeClaim is a request for one node and the record of its lifecycle.".into()

@@ -6,6 +6,7 @@
 //! - [`nodeclaim`]: `karpenter.sh/v1` NodeClaim;
 //! - [`nodeclass`]: `karpenter.cluster.x-k8s.io/v1alpha1` ClusterAPINodeClass;
 //! - [`nodeoverlay`]: `karpenter.sh/v1alpha1` NodeOverlay (feature gate `NodeOverlay`);
+//! - [`capacitybuffer`]: `autoscaling.x-k8s.io/v1beta1` CapacityBuffer (gate `CapacityBuffer`);
 //! - [`capi`]: read-only views of the Cluster API kinds we read, in `v1beta2` or `v1beta1`;
 //! - [`common`]: shared building blocks (taints, requirements, durations, conditions);
 //! - [`well_known`]: every label / annotation / taint / finalizer / condition name;
@@ -14,6 +15,7 @@
 //!
 //! No client and no I/O.
 
+pub mod capacitybuffer;
 pub mod capi;
 pub mod common;
 pub mod crd;
@@ -25,6 +27,7 @@ pub mod nodepool;
 pub mod schema;
 pub mod well_known;
 
+pub use capacitybuffer::{CapacityBuffer, CapacityBufferSpec, CapacityBufferStatus};
 pub use capi::{CapiVersion, Machine, MachineDeployment, MachineSet};
 pub use nodeclaim::{NodeClaim, NodeClaimSpec, NodeClaimStatus};
 pub use nodeclass::{ClusterAPINodeClass, ClusterAPINodeClassSpec, ClusterAPINodeClassStatus};

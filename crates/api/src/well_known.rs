@@ -154,6 +154,41 @@ pub mod conditions {
     }
 }
 
+/// CapacityBuffers (`autoscaling.x-k8s.io/v1beta1`, gate `CapacityBuffer`): the annotations on
+/// their virtual pods and their condition types and reasons, as upstream Karpenter writes them.
+pub mod capacity_buffer {
+    /// On a virtual pod: `"true"`.
+    pub const FAKE_POD: &str = "karpenter.sh/capacity-buffer-fake-pod";
+    /// On a virtual pod: its buffer's name.
+    pub const NAME: &str = "karpenter.sh/capacity-buffer-name";
+    /// On a virtual pod: its buffer's namespace.
+    pub const NAMESPACE: &str = "karpenter.sh/capacity-buffer-namespace";
+    /// Condition: the chunk shape and count are resolved.
+    pub const READY_FOR_PROVISIONING: &str = "ReadyForProvisioning";
+    /// Condition: where the last provisioning pass put the virtual pods.
+    pub const PROVISIONING: &str = "Provisioning";
+
+    /// Reasons.
+    pub mod reasons {
+        /// ReadyForProvisioning True.
+        pub const RESOLVED: &str = "Resolved";
+        /// ReadyForProvisioning False: no reference, an unsupported kind, an invalid template.
+        pub const RESOLUTION_FAILED: &str = "ResolutionFailed";
+        /// ReadyForProvisioning False: the PodTemplate does not exist.
+        pub const POD_TEMPLATE_NOT_FOUND: &str = "PodTemplateNotFound";
+        /// ReadyForProvisioning False: the workload does not exist.
+        pub const SCALABLE_REF_NOT_FOUND: &str = "ScalableRefNotFound";
+        /// Provisioning False: ReadyForProvisioning is not True.
+        pub const NOT_READY_FOR_PROVISIONING: &str = "NotReadyForProvisioning";
+        /// Provisioning False: zero chunks.
+        pub const BUFFER_EMPTY: &str = "BufferEmpty";
+        /// Provisioning False: some virtual pods needed new nodes or fit nowhere.
+        pub const REQUIRES_NEW_CAPACITY: &str = "RequiresNewCapacity";
+        /// Provisioning True: every virtual pod fits on existing nodes.
+        pub const FITS_EXISTING_CAPACITY: &str = "FitsExistingCapacity";
+    }
+}
+
 /// Cluster API keys (management cluster) and the cluster-autoscaler annotations we read.
 pub mod capi {
     /// Label on MachineDeployments that opts them in (any value), and on Machines we claimed.

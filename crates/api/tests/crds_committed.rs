@@ -38,7 +38,7 @@ fn committed_crds_equal_the_generated_ones() {
 }
 
 #[test]
-fn rendered_stream_is_the_four_documents_in_order() {
+fn rendered_stream_is_the_five_documents_in_order() {
     let all = api::crd::render_all().unwrap();
     let names: Vec<&str> = all
         .lines()
@@ -52,6 +52,7 @@ fn rendered_stream_is_the_four_documents_in_order() {
             "nodeclaims.karpenter.sh",
             "clusterapinodeclasses.karpenter.cluster.x-k8s.io",
             "nodeoverlays.karpenter.sh",
+            "capacitybuffers.autoscaling.x-k8s.io",
         ]
     );
 }

@@ -1,4 +1,4 @@
-//! Realistic NodePool / NodeClaim / ClusterAPINodeClass / NodeOverlay manifests (in `tests/manifests/`)
+//! Realistic NodePool / NodeClaim / ClusterAPINodeClass / NodeOverlay / CapacityBuffer manifests (in `tests/manifests/`)
 //! deserialize into our types and serialize back without losing anything, and together they use
 //! every field of our CRD schemas.
 
@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use api::{ClusterAPINodeClass, NodeClaim, NodeOverlay, NodePool};
+use api::{CapacityBuffer, ClusterAPINodeClass, NodeClaim, NodeOverlay, NodePool};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -80,6 +80,9 @@ fn round_trip(value: &Value) -> Value {
             serde_json::to_value(ClusterAPINodeClass::deserialize(value).unwrap()).unwrap()
         }
         "NodeOverlay" => serde_json::to_value(NodeOverlay::deserialize(value).unwrap()).unwrap(),
+        "CapacityBuffer" => {
+            serde_json::to_value(CapacityBuffer::deserialize(value).unwrap()).unwrap()
+        }
         other => panic!("unexpected kind {other}"),
     }
 }

@@ -1,7 +1,7 @@
 //! Compatibility of our CRDs with upstream's.
 //!
 //! Walks the OpenAPI schemas of the upstream CRDs in `../shared/fixtures/upstream-crds/` (and
-//! NodeOverlay's in `upstream-crds-gated/`) and of ours, and fails for any upstream property path ours lacks, types differently, or validates
+//! NodeOverlay's and CapacityBuffer's in `upstream-crds-gated/`) and of ours, and fails for any upstream property path ours lacks, types differently, or validates
 //! differently (patterns, enums, required fields, defaults, bounds, list/map types, CEL rules).
 //! Deliberate differences are listed in [`EXCEPTIONS`], each with its reason. Descriptions are
 //! prose and are not compared.
@@ -61,8 +61,8 @@ fn fixtures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
 }
 
-/// Upstream's CRDs: the three of `upstream-crds/`, and from `upstream-crds-gated/` the
-/// NodeOverlay CRD (we serve it; CapacityBuffer is not ours yet).
+/// Upstream's CRDs: the three of `upstream-crds/`, and the NodeOverlay and CapacityBuffer CRDs
+/// of `upstream-crds-gated/`.
 fn upstream_crds() -> BTreeMap<String, Value> {
     let dir = fixtures_dir().join("upstream-crds");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -76,6 +76,8 @@ fn upstream_crds() -> BTreeMap<String, Value> {
         dir.display()
     );
     paths.push(fixtures_dir().join("upstream-crds-gated/karpenter.sh_nodeoverlays.yaml"));
+    paths
+        .push(fixtures_dir().join("upstream-crds-gated/autoscaling.x-k8s.io_capacitybuffers.yaml"));
     let mut crds = BTreeMap::new();
     for path in paths {
         let text = std::fs::read_to_string(&path)

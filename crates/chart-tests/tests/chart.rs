@@ -805,6 +805,45 @@ fn nodeoverlay_rbac_comes_with_its_gate_only() {
 }
 
 #[test]
+fn capacitybuffer_rbac_comes_with_its_gate_only() {
+    let rules = [
+        ("autoscaling.x-k8s.io", "capacitybuffers", "list"),
+        ("autoscaling.x-k8s.io", "capacitybuffers", "watch"),
+        ("autoscaling.x-k8s.io", "capacitybuffers/status", "patch"),
+        ("", "podtemplates", "list"),
+        ("", "podtemplates", "watch"),
+        ("apps", "deployments", "get"),
+        ("apps", "statefulsets", "get"),
+        ("apps", "replicasets", "get"),
+    ];
+    let off = render(&[]);
+    let workload = named(&off, "ClusterRole", RELEASE).unwrap();
+    for (group, resource, verb) in rules {
+        assert!(
+            !has_rule(workload, group, resource, verb),
+            "{group}/{resource} {verb} without the gate"
+        );
+    }
+    let on = render(&["--set", "settings.featureGates.capacityBuffer=true"]);
+    let workload = named(&on, "ClusterRole", RELEASE).unwrap();
+    for (group, resource, verb) in rules {
+        assert!(
+            has_rule(workload, group, resource, verb),
+            "{group}/{resource} {verb} with the gate"
+        );
+    }
+    assert!(!has_rule(
+        workload,
+        "autoscaling.x-k8s.io",
+        "capacitybuffers",
+        "patch"
+    ));
+    assert!(!has_rule(workload, "apps", "deployments", "list"));
+    let gates = env_value(&on, "FEATURE_GATES").unwrap_or_default();
+    assert!(gates.contains(",CapacityBuffer=true"), "{gates}");
+}
+
+#[test]
 fn machinehealthcheck_rbac_comes_with_node_repair_only() {
     let role = format!("{RELEASE}-cluster-api");
     for args in [
@@ -1004,7 +1043,7 @@ fn settings_map_to_runs_environment() {
 }
 
 #[test]
-fn include_crds_renders_the_four_committed_crds() {
+fn include_crds_renders_the_five_committed_crds() {
     let objects = render(&["--include-crds"]);
     let crds: BTreeSet<&str> = objects
         .iter()
@@ -1014,6 +1053,7 @@ fn include_crds_renders_the_four_committed_crds() {
     assert_eq!(
         crds,
         [
+            "capacitybuffers.autoscaling.x-k8s.io",
             "clusterapinodeclasses.karpenter.cluster.x-k8s.io",
             "nodeclaims.karpenter.sh",
             "nodeoverlays.karpenter.sh",
@@ -1022,7 +1062,7 @@ fn include_crds_renders_the_four_committed_crds() {
         .into()
     );
     let files = std::fs::read_dir(chart().join("crds")).unwrap().count();
-    assert_eq!(files, 4, "one file per CRD in crds/");
+    assert_eq!(files, 5, "one file per CRD in crds/");
 }
 
 /// `RUN_ENV` and `RUN_FLAGS` are exactly what `RunArgs` (with the `ClusterArgs` it flattens) declares (read from its source, so

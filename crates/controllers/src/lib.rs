@@ -10,6 +10,8 @@
 //! - [`nodepool`]: NodePool status (resources, readiness, registration health) and hash;
 //! - [`nodeoverlay`]: NodeOverlay evaluation (the overlay store) and status;
 //! - [`health`]: node repair (gate `NodeRepair`): replacing nodes that stay unhealthy;
+//! - [`capacitybuffer`]: CapacityBuffers (gate `CapacityBuffer`) as virtual pods, and their
+//!   status;
 //! - shared plumbing: [`clock`] (wall time that follows tokio time), [`conditions`] (upstream's condition library), [`events`] (deduplicated
 //!   Kubernetes Events), [`metrics`] (upstream metric names), [`liveness`] (the tasks
 //!   `/healthz` watches), [`metered`] (the CloudProvider metrics decorator), [`http`] (the health and metrics server).
@@ -17,6 +19,7 @@
 //! Inputs: a workload `kube::Client`, a [`cloudprovider::CloudProvider`], the cluster
 //! [`state`]. Outputs: API writes, Events, metrics.
 
+pub mod capacitybuffer;
 pub mod clock;
 pub mod conditions;
 pub mod disruption;

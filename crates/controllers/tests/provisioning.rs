@@ -294,7 +294,102 @@ async fn a_stuck_launch_never_stalls_a_pod_of_another_pool(backend: Backend) {
     );
 }
 
+/// A CapacityBuffer's virtual pod (handed to the state as its controller does) gets a
+/// NodeClaim of its own, with no Event and no nomination, and the placement is recorded for
+/// the buffer and the NodeClaim. A real pod pending next to it goes first: it takes the room
+/// of the NodeClaim in flight (made for the virtual pod, of the same shape) and the virtual
+/// pod needs a second NodeClaim, although it is older and would come first in upstream's order.
+async fn buffer_pods_get_room_after_every_real_pod_and_no_events(backend: Backend) {
+    let world = world_on(backend, WorldConfig::default()).await;
+    md("small").create(&world).await;
+    node_pool(&world, "general", json!({})).await;
+    mark_ready(&world, "general").await;
+    let state = start(&world);
+    let mut buffer = api::CapacityBuffer::new(
+        "warm",
+        serde_json::from_value(json!({"replicas": 1, "podTemplateRef": {"name": "t"}})).unwrap(),
+    );
+    buffer.metadata.namespace = Some("default".into());
+    buffer.metadata.uid = Some("buffer-uid".into());
+    let template: k8s_openapi::api::core::v1::PodTemplateSpec = serde_json::from_value(json!({
+        "spec": {"containers": [{"name": "c", "image": "pause",
+            "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]}}))
+    .unwrap();
+    let virtual_pods = controllers::capacitybuffer::resolve::virtual_pods(
+        &buffer,
+        &template,
+        1,
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+    );
+    state.set_buffer_pods(virtual_pods);
+    let first = wait_for(
+        "the buffer's NodeClaim",
+        Duration::from_secs(30),
+        || async { node_claims(&world).await.into_iter().next() },
+    )
+    .await;
+    let first = first.metadata.name.unwrap();
+    let placed = wait_for("the placement", Duration::from_secs(30), || async {
+        state.buffer_placement("default/warm")
+    })
+    .await;
+    assert_eq!((placed.desired, placed.new, placed.failed), (1, 1, 0));
+    assert_eq!(state.buffer_pods_on(&first), 1);
+    let events: Api<Event> = Api::all(world.workload_client());
+    let reasons = |list: Vec<Event>| -> Vec<String> {
+        list.into_iter()
+            .filter(|e| e.reporting_controller.as_deref() == Some("karpenter"))
+            .filter_map(|e| e.reason)
+            .collect()
+    };
+    assert!(
+        reasons(events.list(&ListParams::default()).await.unwrap().items).is_empty(),
+        "no Event for a virtual pod"
+    );
+
+    pod(&world, "real", "1").await;
+    wait_for("a second NodeClaim", Duration::from_secs(30), || async {
+        (node_claims(&world).await.len() == 2).then_some(())
+    })
+    .await;
+    let second = wait_for(
+        "the real pod's placement",
+        Duration::from_secs(30),
+        || async {
+            let p = state.buffer_placement("default/warm")?;
+            (p.new == 1 && state.buffer_pods_on(&first) == 0).then_some(p)
+        },
+    )
+    .await;
+    assert_eq!((second.existing, second.failed), (0, 0));
+    let nominated = wait_for(
+        "the real pod's nomination",
+        Duration::from_secs(10),
+        || async {
+            events
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("Nominated"))
+        },
+    )
+    .await;
+    assert_eq!(
+        nominated.regarding.and_then(|r| r.name).as_deref(),
+        Some("real")
+    );
+    assert!(
+        nominated.note.unwrap_or_default().contains(&first),
+        "the real pod takes the NodeClaim made for the virtual one"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(node_claims(&world).await.len(), 2, "no third NodeClaim");
+}
+
 world::backend_tests!(
+    buffer_pods_get_room_after_every_real_pod_and_no_events,
     a_stuck_launch_never_stalls_a_pod_of_another_pool,
     pending_pods_become_one_node_claim_shaped_like_upstreams,
     without_a_ready_node_pool_pods_get_failed_scheduling,

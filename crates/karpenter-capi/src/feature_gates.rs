@@ -9,10 +9,10 @@
 //! controller, and their prices and extended resources in every instance-type query and launch.
 //! `NodeRepair` turns on node repair (`controllers::health`): nodes whose conditions match
 //! the repair policies past their toleration are replaced, unless a MachineHealthCheck
-//! remediates their Machine. `ReservedCapacity` is accepted either way and changes nothing
-//! (Cluster API offerings have no reserved capacity). `CapacityBuffer` is not implemented:
-//! `=false` is accepted, `=true` is an error saying so, rather than a gate that looks on and
-//! does nothing.
+//! remediates their Machine. `CapacityBuffer` turns on CapacityBuffers
+//! (`autoscaling.x-k8s.io/v1beta1`, `controllers::capacitybuffer`): their virtual pods are
+//! provisioned for like pending pods and keep warm nodes. `ReservedCapacity` is accepted either
+//! way and changes nothing (Cluster API offerings have no reserved capacity).
 //! Inputs: the flag's text. Outputs: [`FeatureGates`] or an error naming the entry.
 
 /// The gates this binary acts on.
@@ -26,10 +26,9 @@ pub struct FeatureGates {
     pub node_overlay: bool,
     /// Nodes that stay unhealthy are replaced.
     pub node_repair: bool,
+    /// CapacityBuffers keep spare capacity.
+    pub capacity_buffer: bool,
 }
-
-/// Upstream gates accepted but not implemented here: `=true` is refused.
-const NOT_IMPLEMENTED: [&str; 1] = ["CapacityBuffer"];
 
 impl std::str::FromStr for FeatureGates {
     type Err = String;
@@ -55,18 +54,11 @@ impl std::str::FromStr for FeatureGates {
                 "SpotToSpotConsolidation" => gates.spot_to_spot_consolidation = on,
                 "NodeOverlay" => gates.node_overlay = on,
                 "NodeRepair" => gates.node_repair = on,
+                "CapacityBuffer" => gates.capacity_buffer = on,
                 "ReservedCapacity" => {}
-                n if NOT_IMPLEMENTED.contains(&n) => {
-                    if on {
-                        return Err(format!(
-                            "feature gate {n} is not implemented by karpenter-capi (StaticCapacity, SpotToSpotConsolidation, NodeOverlay and NodeRepair are)"
-                        ));
-                    }
-                }
                 other => {
                     return Err(format!(
-                        "unknown feature gate {other:?} (known: StaticCapacity, SpotToSpotConsolidation, NodeOverlay, NodeRepair, ReservedCapacity, {})",
-                        NOT_IMPLEMENTED.join(", ")
+                        "unknown feature gate {other:?} (known: StaticCapacity, SpotToSpotConsolidation, NodeOverlay, NodeRepair, CapacityBuffer, ReservedCapacity)"
                     ));
                 }
             }
@@ -104,14 +96,15 @@ mod tests {
     }
 
     #[test]
-    fn refuses_typos_and_gates_it_cannot_honour() {
+    fn refuses_typos_and_reads_every_upstream_gate() {
         let typo = "StaticCapcity=true".parse::<FeatureGates>().unwrap_err();
         assert!(
             typo.contains("unknown feature gate \"StaticCapcity\""),
             "{typo}"
         );
-        let buffer = "CapacityBuffer=true".parse::<FeatureGates>().unwrap_err();
-        assert!(buffer.contains("not implemented"), "{buffer}");
+        assert!(typo.contains("CapacityBuffer"), "{typo}");
+        let buffer: FeatureGates = "CapacityBuffer=true".parse().unwrap();
+        assert!(buffer.capacity_buffer && !buffer.node_repair);
         assert_eq!(
             "CapacityBuffer=false".parse::<FeatureGates>().unwrap(),
             FeatureGates::default()

@@ -57,6 +57,8 @@ pub struct OperatorConfig {
     pub node_repair: controllers::health::HealthConfig,
     /// NodeOverlays: `Some` when the `NodeOverlay` gate is on.
     pub node_overlay: Option<controllers::nodeoverlay::NodeOverlayConfig>,
+    /// CapacityBuffers: `Some` when the `CapacityBuffer` gate is on.
+    pub capacity_buffer: Option<controllers::capacitybuffer::CapacityBufferConfig>,
     /// The Event reporter instance (pod name or host).
     pub instance: Option<String>,
 }
@@ -268,6 +270,14 @@ impl Operator {
             controllers::clock::Clock::new(),
             config.node_repair.clone(),
         );
+        let capacity_buffers = config.capacity_buffer.clone().map(|c| {
+            controllers::capacitybuffer::CapacityBufferController::new(
+                workload.clone(),
+                Arc::clone(&state),
+                events.clone(),
+                c,
+            )
+        });
         let node_pools = NodePoolControllers::new(
             workload.clone(),
             Arc::clone(&state),
@@ -314,6 +324,9 @@ impl Operator {
         }
         if let Some(controller) = node_overlays {
             tasks.push(("nodeoverlay", tokio::spawn(controller.run())));
+        }
+        if let Some(controller) = capacity_buffers {
+            tasks.push(("capacitybuffer", tokio::spawn(controller.run())));
         }
         Self {
             state,

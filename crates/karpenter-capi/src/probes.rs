@@ -92,11 +92,15 @@ pub fn required(capi: &CapiVersion) -> Vec<Required> {
     ]
 }
 
-/// [`required`], and NodeOverlays on the workload cluster when their gate is on.
+/// [`required`], and NodeOverlays and CapacityBuffers on the workload cluster when their
+/// gates are on.
 #[must_use]
-pub fn required_with(capi: &CapiVersion, node_overlay: bool) -> Vec<Required> {
+pub fn required_with(capi: &CapiVersion, gates: &CrdCheckConfig) -> Vec<Required> {
     let mut all = required(capi);
-    if node_overlay {
+    if gates.capacity_buffer {
+        all.insert(3, of::<api::CapacityBuffer>(Cluster::Workload, &()));
+    }
+    if gates.node_overlay {
         all.insert(3, of::<api::NodeOverlay>(Cluster::Workload, &()));
     }
     all
@@ -153,9 +157,9 @@ pub async fn check_crds(
     workload: &kube::Client,
     management: &kube::Client,
     capi: &CapiVersion,
-    node_overlay: bool,
+    gates: &CrdCheckConfig,
 ) -> Result<(), String> {
-    let (missing, failed) = served(workload, management, required_with(capi, node_overlay)).await;
+    let (missing, failed) = served(workload, management, required_with(capi, gates)).await;
     let mut reasons = Vec::new();
     if !missing.is_empty() {
         let names: Vec<String> = missing.iter().map(ToString::to_string).collect();
@@ -240,6 +244,8 @@ pub struct CrdCheckConfig {
     pub recheck: Duration,
     /// The `NodeOverlay` gate is on: NodeOverlays must be served too.
     pub node_overlay: bool,
+    /// The `CapacityBuffer` gate is on: CapacityBuffers must be served too.
+    pub capacity_buffer: bool,
 }
 
 impl Default for CrdCheckConfig {
@@ -248,6 +254,7 @@ impl Default for CrdCheckConfig {
             retry: Duration::from_secs(5),
             recheck: Duration::from_secs(60),
             node_overlay: false,
+            capacity_buffer: false,
         }
     }
 }
@@ -338,7 +345,7 @@ impl Probes {
         self.live.spawn("CRD check", async move {
             let mut last: Option<Result<(), String>> = None;
             loop {
-                let outcome = check_crds(&workload, &management, &capi, config.node_overlay).await;
+                let outcome = check_crds(&workload, &management, &capi, &config).await;
                 if last.as_ref() != Some(&outcome) {
                     match &outcome {
                         Ok(()) => tracing::info!("the CRDs are served"),
@@ -381,12 +388,24 @@ mod tests {
             v2[0].to_string(),
             "nodepools.karpenter.sh/v1 (workload cluster)"
         );
-        let gated = required_with(&CapiVersion::v1beta2(), true);
+        let gates = |node_overlay, capacity_buffer| CrdCheckConfig {
+            node_overlay,
+            capacity_buffer,
+            ..CrdCheckConfig::default()
+        };
+        let gated = required_with(&CapiVersion::v1beta2(), &gates(true, true));
         assert_eq!(
             gated[3].to_string(),
             "nodeoverlays.karpenter.sh/v1alpha1 (workload cluster)"
         );
-        assert_eq!(required_with(&CapiVersion::v1beta2(), false), v2);
+        assert_eq!(
+            gated[4].to_string(),
+            "capacitybuffers.autoscaling.x-k8s.io/v1beta1 (workload cluster)"
+        );
+        assert_eq!(
+            required_with(&CapiVersion::v1beta2(), &gates(false, false)),
+            v2
+        );
     }
 
     #[test]

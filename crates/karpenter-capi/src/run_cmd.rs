@@ -557,6 +557,10 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             .feature_gates
             .node_overlay
             .then(controllers::nodeoverlay::NodeOverlayConfig::default),
+        capacity_buffer: args
+            .feature_gates
+            .capacity_buffer
+            .then(controllers::capacitybuffer::CapacityBufferConfig::default),
         ..OperatorConfig::default()
     };
 
@@ -582,6 +586,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         capi,
         CrdCheckConfig {
             node_overlay: args.feature_gates.node_overlay,
+            capacity_buffer: args.feature_gates.capacity_buffer,
             ..CrdCheckConfig::default()
         },
     );

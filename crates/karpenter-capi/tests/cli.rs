@@ -61,6 +61,7 @@ fn crds_output_dir_writes_one_file_per_crd() {
     assert_eq!(
         files,
         [
+            "autoscaling.x-k8s.io_capacitybuffers.yaml",
             "karpenter.cluster.x-k8s.io_clusterapinodeclasses.yaml",
             "karpenter.sh_nodeclaims.yaml",
             "karpenter.sh_nodeoverlays.yaml",

@@ -107,8 +107,9 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
         CrdCheckConfig {
             retry: Duration::from_millis(50),
             recheck: Duration::from_millis(50),
-            // The gate on: NodeOverlays are required too.
+            // The gates on: NodeOverlays and CapacityBuffers are required too.
             node_overlay: true,
+            capacity_buffer: true,
         },
     );
     let caches = Caches::start(&workload);
@@ -130,6 +131,7 @@ async fn readiness_names_missing_crds_and_healthz_names_a_stopped_task(backend: 
         "nodeclaims.karpenter.sh/v1 (workload cluster)",
         "clusterapinodeclasses.karpenter.cluster.x-k8s.io/v1alpha1 (workload cluster)",
         "nodeoverlays.karpenter.sh/v1alpha1 (workload cluster)",
+        "capacitybuffers.autoscaling.x-k8s.io/v1beta1 (workload cluster)",
         "machines.cluster.x-k8s.io/v1beta2 (management cluster)",
         "machinesets.cluster.x-k8s.io/v1beta2 (management cluster)",
         "machinedeployments.cluster.x-k8s.io/v1beta2 (management cluster)",

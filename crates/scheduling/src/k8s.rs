@@ -225,6 +225,7 @@ pub fn pod(pod: &core::Pod) -> Result<Pod, AdapterError> {
             .iter()
             .flatten()
             .any(|o| o.kind == "DaemonSet" && o.api_version == "apps/v1"),
+        placeholder: false,
     })
 }
 

@@ -234,6 +234,9 @@ pub struct Pod {
     pub terminal_or_terminating: bool,
     /// Whether a DaemonSet controls the pod.
     pub owned_by_daemonset: bool,
+    /// A placeholder for spare capacity (a CapacityBuffer's virtual pod): tried after every
+    /// real pod, so real pods take the room first and placeholders show what is left.
+    pub placeholder: bool,
 }
 
 impl Pod {

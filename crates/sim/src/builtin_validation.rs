@@ -199,6 +199,7 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Vec<String> {
         ("", "Node") => decodes::<Node>(obj),
         ("", "Namespace") => decodes::<Namespace>(obj),
         ("", "ConfigMap") => decodes::<ConfigMap>(obj),
+        ("", "PodTemplate") => decodes::<k8s_openapi::api::core::v1::PodTemplate>(obj),
         ("apps", "Deployment") => decodes::<Deployment>(obj),
         ("apps", "ReplicaSet") => decodes::<ReplicaSet>(obj),
         ("apps", "DaemonSet") => decodes::<DaemonSet>(obj),

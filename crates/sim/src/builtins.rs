@@ -159,6 +159,10 @@ pub fn all() -> Vec<ResourceDef> {
         B::new("", "v1", "secrets", "Secret", true)
             .fields(&["type"])
             .def,
+        // kube-apiserver bumps a PodTemplate's generation when its template changes.
+        B::new("", "v1", "podtemplates", "PodTemplate", true)
+            .generation()
+            .def,
         B::new("", "v1", "serviceaccounts", "ServiceAccount", true)
             .short(&["sa"])
             .def,

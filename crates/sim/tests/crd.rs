@@ -60,7 +60,7 @@ fn widgets(client: &kube::Client, version: &str) -> Api<DynamicObject> {
 async fn our_crds_are_established_and_discoverable() {
     let (_sim, client) = client();
     let created = install_ours(&client).await;
-    assert_eq!(created.len(), 4);
+    assert_eq!(created.len(), 5);
     for crd in &created {
         let status = crd.status.as_ref().unwrap();
         let established = status

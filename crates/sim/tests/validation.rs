@@ -331,5 +331,5 @@ async fn every_rule_of_the_chart_crds_compiles() {
         crds.create(&PostParams::default(), &crd).await.unwrap();
         n += 1;
     }
-    assert_eq!(n, 4);
+    assert_eq!(n, 5);
 }

@@ -26,6 +26,7 @@
 
 pub mod backoff;
 pub mod bookkeeping;
+pub mod buffers;
 pub mod listed;
 pub mod pod_events;
 pub mod watch_errors;
@@ -141,6 +142,11 @@ pub struct ClusterState {
     /// Each store's first-list flag ([`listed`]), in the order above.
     listed: Vec<watch::Receiver<Option<bool>>>,
     bookkeeping: Mutex<Bookkeeping>,
+    buffers: Mutex<buffers::Buffers>,
+    /// Ticks when the buffers' placements change.
+    buffer_changes: watch::Sender<u64>,
+    /// Ticks when the buffers' virtual pods change.
+    buffer_pod_changes: watch::Sender<u64>,
     pod_events: Arc<Mutex<PodEvents>>,
     changes: watch::Receiver<u64>,
     /// The watch tasks, named `KIND watch`.
@@ -365,6 +371,9 @@ impl ClusterState {
             node_classes,
             pdbs,
             bookkeeping: Mutex::default(),
+            buffers: Mutex::default(),
+            buffer_changes: watch::channel(0).0,
+            buffer_pod_changes: watch::channel(0).0,
             pod_events,
             changes,
             tasks,
@@ -564,5 +573,61 @@ impl ClusterState {
     #[must_use]
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.clone()
+    }
+
+    fn buffers(&self) -> std::sync::MutexGuard<'_, buffers::Buffers> {
+        self.buffers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Replaces the CapacityBuffers' virtual pods (gate `CapacityBuffer`).
+    pub fn set_buffer_pods(&self, pods: Vec<Pod>) {
+        let changed = self.buffers().set_pods(pods);
+        if changed {
+            self.buffer_pod_changes
+                .send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Ticks when the virtual pods change (the provisioner runs for them).
+    #[must_use]
+    pub fn buffer_pod_changes(&self) -> watch::Receiver<u64> {
+        self.buffer_pod_changes.subscribe()
+    }
+
+    /// Every CapacityBuffer virtual pod (none without the gate).
+    #[must_use]
+    pub fn buffer_pods(&self) -> Arc<Vec<Pod>> {
+        self.buffers().pods()
+    }
+
+    /// Records where a provisioning pass put the virtual pods.
+    pub fn buffer_pods_placed(
+        &self,
+        placements: std::collections::BTreeMap<String, buffers::Placement>,
+        hosts: std::collections::BTreeMap<String, usize>,
+    ) {
+        let changed = self.buffers().placed(placements, hosts);
+        if changed {
+            self.buffer_changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// The last provisioning pass's placement of a buffer's virtual pods (`namespace/name`).
+    #[must_use]
+    pub fn buffer_placement(&self, buffer: &str) -> Option<buffers::Placement> {
+        self.buffers().placement(buffer)
+    }
+
+    /// How many virtual pods the last provisioning pass put on `node` (emptiness leaves such
+    /// a node alone).
+    #[must_use]
+    pub fn buffer_pods_on(&self, node: &str) -> usize {
+        self.buffers().hosts(node)
+    }
+
+    /// Ticks when a provisioning pass recorded where the virtual pods went.
+    #[must_use]
+    pub fn buffer_changes(&self) -> watch::Receiver<u64> {
+        self.buffer_changes.subscribe()
     }
 }

@@ -349,6 +349,7 @@ mod tests {
             consolidation: Consolidation::Consolidatable,
             drifted: None,
             group: None,
+            buffer_pods: 0,
         }
     }
 

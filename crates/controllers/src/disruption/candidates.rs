@@ -126,6 +126,9 @@ pub struct Candidate {
     pub drifted: Option<Timestamp>,
     /// The scaling group whose minimum size bounds removing it without a replacement.
     pub group: Option<String>,
+    /// CapacityBuffer virtual pods the last provisioning pass put on it: emptiness leaves it
+    /// alone (set by the disruption controller from the state; 0 elsewhere).
+    pub buffer_pods: usize,
 }
 
 impl Candidate {
@@ -497,6 +500,7 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
                 .filter(|c| c.status == api::common::ConditionStatus::True)
                 .map(|c| c.last_transition_time.0),
             group,
+            buffer_pods: 0,
         });
     }
     (out, blocked)

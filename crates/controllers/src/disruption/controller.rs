@@ -198,9 +198,14 @@ fn fingerprint(
     candidates: &[Candidate],
     budgets: &BudgetMap,
     its: &BTreeMap<String, Vec<Arc<InstanceType>>>,
+    buffer_pods: &[k8s_openapi::api::core::v1::Pod],
 ) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
+    for p in buffer_pods {
+        p.metadata.uid.hash(&mut h);
+        format!("{:?}", p.spec).hash(&mut h);
+    }
     for n in &snapshot.nodes {
         n.metadata.name.hash(&mut h);
         writes::is_tainted(n).hash(&mut h);
@@ -217,6 +222,7 @@ fn fingerprint(
     for c in candidates {
         c.node.hash(&mut h);
         c.consolidation.is_consolidatable().hash(&mut h);
+        c.buffer_pods.hash(&mut h);
     }
     for p in &snapshot.node_pools {
         p.metadata.resource_version.hash(&mut h);
@@ -412,6 +418,21 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 .as_ref()
                 .is_some_and(|s| s.conditions.is_true(api::well_known::conditions::DRIFTED))
         });
+        // A node only virtual pods use is the buffer's warm room, not empty (upstream's
+        // Unconsolidatable "has buffer pods").
+        for c in cands
+            .iter()
+            .filter(|c| c.buffer_pods > 0 && c.is_empty() && c.consolidation.is_consolidatable())
+        {
+            self.event_on_node(
+                &c.node,
+                Message::normal(
+                    UNCONSOLIDATABLE,
+                    format!("Node {:?} has buffer pods", c.node),
+                )
+                .dedupe_for(EVENT_DEDUPE),
+            );
+        }
         // Upstream's order: emptiness (nothing to move), static drift, drift, consolidation.
         if !cands.is_empty() {
             let mut budgets = self.budgets(&snapshot, &in_flight, DisruptionReason::Empty, now);
@@ -488,7 +509,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         budgets.groups.clone_from(floors.rooms());
         // Upstream's "consolidation state": nothing that could change the answer changed since
         // consolidation last found nothing, so the simulations are not run again.
-        let state = fingerprint(&snapshot, &cands, &budgets, &its);
+        let state = fingerprint(&snapshot, &cands, &budgets, &its, &self.state.buffer_pods());
         if *lock(&self.unchanged) == Some(state) {
             return false;
         }

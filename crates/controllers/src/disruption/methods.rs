@@ -202,13 +202,14 @@ fn policy(pool: &NodePool) -> ConsolidationPolicy {
         .unwrap_or_default()
 }
 
-/// The empty, consolidatable candidates within budget: one DELETE command (spec §5.5).
+/// The empty, consolidatable candidates within budget: one DELETE command (spec §5.5). A
+/// node hosting CapacityBuffer virtual pods is not empty: it is the buffer's warm room.
 #[must_use]
 pub fn emptiness(candidates: &[Candidate], budgets: &mut BudgetMap) -> Option<Command> {
     let started = Instant::now();
     let mut empty: Vec<&Candidate> = candidates
         .iter()
-        .filter(|c| c.is_empty() && c.consolidation.is_consolidatable())
+        .filter(|c| c.is_empty() && c.buffer_pods == 0 && c.consolidation.is_consolidatable())
         .collect();
     empty.sort_by(|a, b| b.savings_ratio().total_cmp(&a.savings_ratio()));
     let taken: Vec<Candidate> = empty

@@ -16,6 +16,8 @@
 //! off nodes still inside their NodePool's `consolidateAfter` window (pending pods and the
 //! pods of leaving nodes may still land there), as upstream's `IsConsolidationSimulation`.
 //!
+//! CapacityBuffer virtual pods ([`World::with_buffer_pods`]) are pending pods here too.
+//!
 //! The world also keeps every managed node's price and disruption cost from the same snapshot
 //! (the denominators of Balanced scoring, [`super::balanced`]).
 //!
@@ -225,6 +227,20 @@ impl World {
     #[must_use]
     pub fn with_spot_to_spot(mut self, on: bool) -> Self {
         self.spot_to_spot = on;
+        self
+    }
+
+    /// Adds CapacityBuffer virtual pods to the pending pods (after every real pod in the
+    /// engine's queue): a decision keeps room for them or plans it, but one that fits nowhere
+    /// blocks nothing, as for any pending pod.
+    #[must_use]
+    pub fn with_buffer_pods(mut self, pods: &[k8s_openapi::api::core::v1::Pod]) -> Self {
+        for pod in pods {
+            if let Ok(mut p) = inputs::validate_pod(pod, &self.options.well_known) {
+                p.placeholder = true;
+                self.pending.push(p);
+            }
+        }
         self
     }
 

@@ -51,6 +51,10 @@ pub fn recheck(
             Some(now) if emptiness && !now.is_empty() => {
                 Some(format!("node {} is no longer empty (churn)", c.node))
             }
+            Some(now) if emptiness && now.buffer_pods > 0 => Some(format!(
+                "node {} hosts CapacityBuffer pods now (churn)",
+                c.node
+            )),
             Some(now) if !budgets.take_for(now) => Some(format!(
                 "no budget or group room left for node {} (budget)",
                 c.node
@@ -156,6 +160,14 @@ mod tests {
         let (now_c, _) = f.candidates(Class::Graceful);
         let kept = recheck(&cmd, &now_c, &mut budgets(&f, DisruptionReason::Empty)).unwrap();
         assert_eq!(nodes(&kept), ["n1", "n3"]);
+
+        // A CapacityBuffer's virtual pod placed on n3 since: kept too.
+        let mut buffered = now_c.clone();
+        for c in buffered.iter_mut().filter(|c| c.node == "n3") {
+            c.buffer_pods = 1;
+        }
+        let kept = recheck(&cmd, &buffered, &mut budgets(&f, DisruptionReason::Empty)).unwrap();
+        assert_eq!(nodes(&kept), ["n1"]);
 
         // Every one of them busy now: abandoned, naming each.
         f.pod("a", Some("n1"), "1");

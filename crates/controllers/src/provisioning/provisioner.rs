@@ -17,14 +17,22 @@
 //!    existing nodes that receive pods are nominated for `max(2 × batch max, 10 s)`; pods that
 //!    fit nowhere get `FailedScheduling` with the engine's reason (deduplicated 5 min per pod).
 //!
+//! CapacityBuffer virtual pods (gate `CapacityBuffer`, [`crate::capacitybuffer`]) are scheduled
+//! with the pending pods, after every real pod: they get no Events and nominate nothing, a
+//! NodeClaim is created for the ones that fit only on a new node, and where each buffer's went
+//! (existing nodes, new NodeClaims, nowhere) is recorded in the state for the buffer's status
+//! and for disruption, which leaves the nodes hosting them to consolidation, not emptiness. A
+//! change of the virtual pods starts a pass like a trigger does.
+//!
 //! Every 10 s without a trigger the loop also runs when provisionable pods exist (upstream's
-//! per-pod requeue; the pods of deleting nodes count too). Decisions are kept as [`Decision`]
+//! per-pod requeue; the pods of deleting nodes count too) or virtual pods do (room they had
+//! may have been taken by pods the kube-scheduler placed directly). Decisions are kept as [`Decision`]
 //! values for `simulate` and `bench e2e`. Not done: volume topology, DRA.
 //!
 //! Inputs: triggers, [`ClusterState`], a [`CloudProvider`]. Outputs: NodeClaims, Events,
 //! metrics, decisions.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -106,6 +114,8 @@ pub struct Decision {
     pub pods_on_existing: usize,
     /// Pods that fit nowhere (incl. ignored ones).
     pub unschedulable: usize,
+    /// CapacityBuffer virtual pods scheduled with them (not counted above).
+    pub buffer_pods: usize,
     /// Time spent in the engine.
     pub solve: Duration,
 }
@@ -199,12 +209,14 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
         let mut batcher = Batcher::new(triggers, self.config.batch);
         let mut retrigger = tokio::time::interval(RETRIGGER);
         retrigger.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut buffers = self.state.buffer_pod_changes();
         loop {
             let opened = tokio::select! {
                 batch = batcher.wait() => match batch {
                     Some(b) => Some(b.opened),
                     None => return,
                 },
+                _ = buffers.changed() => Some(Instant::now()),
                 _ = retrigger.tick() => {
                     if !self.any_provisionable() {
                         continue;
@@ -229,6 +241,9 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
     }
 
     fn any_provisionable(&self) -> bool {
+        if !self.state.buffer_pods().is_empty() {
+            return true;
+        }
         let pods = self.state.pods().state();
         if pods.iter().any(|p| inputs::provisionable(p)) {
             return true;
@@ -281,6 +296,7 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
         // Capacity before eviction: the pods of nodes being deleted need a place too.
         let deleting = inputs::deleting_nodes(&snapshot.nodes, &snapshot.node_claims);
         let leaving: Vec<&Pod> = inputs::pods_leaving(&snapshot.pods, &deleting).collect();
+        let buffer_pods = self.state.buffer_pods();
         let mut decision = Decision {
             window_opened: opened,
             finished: Instant::now(),
@@ -289,9 +305,15 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
             pods_on_new: 0,
             pods_on_existing: 0,
             unschedulable: 0,
+            buffer_pods: buffer_pods.len(),
             solve: Duration::ZERO,
         };
-        if pending.is_empty() && leaving.is_empty() {
+        if buffer_pods.is_empty() {
+            // No buffer (any more): no node hosts virtual pods.
+            self.state
+                .buffer_pods_placed(BTreeMap::new(), BTreeMap::new());
+        }
+        if pending.is_empty() && leaving.is_empty() && buffer_pods.is_empty() {
             self.metrics.ignored_pods.set(0);
             self.unschedulable_gauge(0);
             return Ok(decision);
@@ -365,6 +387,29 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
                 pods.push(p);
             }
         }
+        // Virtual pods last in the queue (`placeholder`); one the engine cannot read fits
+        // nowhere (the buffer controller refuses such templates, so this is a race).
+        let mut buffers = Buffered::default();
+        for pod in buffer_pods.iter() {
+            let Some(buffer) = crate::capacitybuffer::resolve::buffer_of(pod) else {
+                continue;
+            };
+            buffers
+                .placements
+                .entry(buffer.clone())
+                .or_default()
+                .desired += 1;
+            match inputs::validate_pod(pod, &self.well_known) {
+                Ok(mut p) => {
+                    p.placeholder = true;
+                    buffers.of.insert(p.uid.clone(), buffer);
+                    pods.push(p);
+                }
+                Err(_) => {
+                    buffers.placements.entry(buffer).or_default().failed += 1;
+                }
+            }
+        }
 
         let results = if pools.is_empty() {
             None
@@ -400,22 +445,44 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
             }
             decision.unschedulable = pending.len();
             self.unschedulable_gauge(pending.len());
+            for buffer in buffers.of.values() {
+                buffers.placements.entry(buffer.clone()).or_default().failed += 1;
+            }
+            self.state
+                .buffer_pods_placed(buffers.placements, BTreeMap::new());
             decision.finished = Instant::now();
             self.record(&decision);
             return Ok(decision);
         };
 
-        decision.node_claims = self.create(&results, &snapshot.node_pools, &by_uid).await;
-        decision.pods_on_new = results.pods_on_new_node_claims();
-        self.nominate_existing(&results, &by_uid);
+        let created = self.create(&results, &snapshot.node_pools, &by_uid).await;
+        let real = |uid: &Arc<str>| !buffers.of.contains_key(uid);
+        decision.pods_on_new = results
+            .new_node_claims
+            .iter()
+            .flat_map(|nc| &nc.pods)
+            .filter(|u| real(u))
+            .count();
+        self.nominate_existing(&results, &by_uid, &buffers);
         for e in &results.errors {
             if let Some(pod) = by_uid.get(e.uid.as_ref()) {
                 self.failed_scheduling(pod, &e.message);
             }
         }
-        decision.pods_on_existing = results.existing_nodes.iter().map(|b| b.pods.len()).sum();
-        decision.unschedulable = results.errors.len() + usize::try_from(ignored).unwrap_or(0);
-        self.unschedulable_gauge(results.errors.len());
+        decision.pods_on_existing = results
+            .existing_nodes
+            .iter()
+            .flat_map(|b| &b.pods)
+            .filter(|u| real(u))
+            .count();
+        let errors = results.errors.iter().filter(|e| real(&e.uid)).count();
+        decision.unschedulable = errors + usize::try_from(ignored).unwrap_or(0);
+        self.unschedulable_gauge(errors);
+        if !buffer_pods.is_empty() {
+            self.record_buffers(buffers, &results, &created);
+        }
+        decision.node_claims = created.into_iter().map(|(_, name)| name).collect();
+        decision.node_claims.sort();
         decision.finished = Instant::now();
         self.record(&decision);
         Ok(decision)
@@ -454,9 +521,64 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
         );
     }
 
-    fn nominate_existing(&self, results: &Results, by_uid: &HashMap<String, &Pod>) {
-        let window = (self.config.batch.max * 2).max(Duration::from_secs(10));
+    /// Records where the virtual pods went: per buffer, and per node or new NodeClaim (by
+    /// name) how many it hosts.
+    fn record_buffers(
+        &self,
+        mut buffers: Buffered,
+        results: &Results,
+        created: &[(usize, String)],
+    ) {
+        let mut hosts: BTreeMap<String, usize> = BTreeMap::new();
         for binding in &results.existing_nodes {
+            for uid in &binding.pods {
+                if let Some(buffer) = buffers.of.get(uid) {
+                    buffers
+                        .placements
+                        .entry(buffer.clone())
+                        .or_default()
+                        .existing += 1;
+                    *hosts.entry(binding.node.to_string()).or_default() += 1;
+                }
+            }
+        }
+        for (i, planned) in results.new_node_claims.iter().enumerate() {
+            let name = created.iter().find(|(j, _)| *j == i).map(|(_, n)| n);
+            for uid in &planned.pods {
+                if let Some(buffer) = buffers.of.get(uid) {
+                    let p = buffers.placements.entry(buffer.clone()).or_default();
+                    match name {
+                        Some(name) => {
+                            p.new += 1;
+                            *hosts.entry(name.clone()).or_default() += 1;
+                        }
+                        // The create failed: the pod has no place yet.
+                        None => p.failed += 1,
+                    }
+                }
+            }
+        }
+        for e in &results.errors {
+            if let Some(buffer) = buffers.of.get(&e.uid) {
+                buffers.placements.entry(buffer.clone()).or_default().failed += 1;
+            }
+        }
+        self.state.buffer_pods_placed(buffers.placements, hosts);
+    }
+
+    fn nominate_existing(
+        &self,
+        results: &Results,
+        by_uid: &HashMap<String, &Pod>,
+        buffers: &Buffered,
+    ) {
+        let window = (self.config.batch.max * 2).max(Duration::from_secs(10));
+        // Virtual pods never nominate: a node that only they would use stays a candidate.
+        for binding in results
+            .existing_nodes
+            .iter()
+            .filter(|b| b.pods.iter().any(|u| !buffers.of.contains_key(u)))
+        {
             self.state.nominate(&binding.node, window);
             for uid in &binding.pods {
                 if let Some(pod) = by_uid.get(uid.as_ref()) {
@@ -469,16 +591,17 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
         }
     }
 
-    /// Creates the planned NodeClaims; returns the names created.
+    /// Creates the planned NodeClaims; returns the names created, each with the index of its
+    /// plan in `results.new_node_claims`.
     async fn create(
         &self,
         results: &Results,
         pools: &[NodePool],
         by_uid: &HashMap<String, &Pod>,
-    ) -> Vec<String> {
+    ) -> Vec<(usize, String)> {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         let mut jobs = Vec::new();
-        for planned in &results.new_node_claims {
+        for (index, planned) in results.new_node_claims.iter().enumerate() {
             let Some(pool) = pools
                 .iter()
                 .find(|p| p.metadata.name.as_deref() == Some(planned.node_pool.as_ref()))
@@ -501,6 +624,7 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
                 .collect();
             let more = planned.instance_types.len().saturating_sub(types.len());
             jobs.push(CreateJob {
+                index,
                 api: api.clone(),
                 nc,
                 pool: pool.name_any(),
@@ -521,19 +645,30 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
                 metrics: Arc::clone(&self.metrics),
             });
         }
-        let created: Vec<Option<String>> =
+        let created: Vec<Option<(usize, String)>> =
             futures::stream::iter(jobs.into_iter().map(CreateJob::run))
                 .buffer_unordered(self.config.create_concurrency.max(1))
                 .collect()
                 .await;
-        let mut names: Vec<String> = created.into_iter().flatten().collect();
+        let mut names: Vec<(usize, String)> = created.into_iter().flatten().collect();
         names.sort();
         names
     }
 }
 
+/// The virtual pods of one pass: which buffer each stands for, and where they went.
+#[derive(Debug, Default)]
+struct Buffered {
+    /// Virtual pod UID → buffer (`namespace/name`).
+    of: HashMap<Arc<str>, String>,
+    /// Per buffer, where its virtual pods went.
+    placements: BTreeMap<String, state::buffers::Placement>,
+}
+
 /// One NodeClaim to create, with everything it needs owned (so creates run concurrently).
 struct CreateJob {
+    /// The plan's index in `results.new_node_claims`.
+    index: usize,
     api: Api<NodeClaim>,
     nc: NodeClaim,
     pool: String,
@@ -547,7 +682,7 @@ struct CreateJob {
 }
 
 impl CreateJob {
-    async fn run(self) -> Option<String> {
+    async fn run(self) -> Option<(usize, String)> {
         let created = match self.api.create(&PostParams::default(), &self.nc).await {
             Ok(c) => c,
             Err(e) => {
@@ -586,6 +721,6 @@ impl CreateJob {
                 nomination(format!("Pod should schedule on: nodeclaim/{name}")),
             );
         }
-        Some(name)
+        Some((self.index, name))
     }
 }

@@ -11,6 +11,7 @@
     clippy::indexing_slicing
 )]
 
+mod capacity_buffer;
 mod disruption;
 mod node_overlay;
 mod node_repair;

@@ -1,7 +1,8 @@
 //! The scheduling queue: upstream's total order and no-progress detection.
 //!
 //! Responsibility: hand out pods in Karpenter's order — CPU request descending, then memory
-//! descending, then creation time ascending, then UID ascending — and stop once a full cycle of
+//! descending, then creation time ascending, then UID ascending; placeholders (CapacityBuffer
+//! virtual pods) after every real pod, so a burst takes the warm room before they do — and stop once a full cycle of
 //! the queue made no progress (spec §3.6): a failed pod goes to the back remembering the queue
 //! length at that moment; when the head was last pushed back at the current length, nothing
 //! placed since, so nothing will.
@@ -22,8 +23,9 @@ pub(crate) fn compare(a: &Pod, b: &Pod) -> Ordering {
             .get(&ResourceName::MEMORY)
             .unwrap_or(Quantity::ZERO)
     };
-    cpu(b)
-        .cmp(&cpu(a))
+    a.placeholder
+        .cmp(&b.placeholder)
+        .then_with(|| cpu(b).cmp(&cpu(a)))
         .then_with(|| memory(b).cmp(&memory(a)))
         .then_with(|| a.creation_timestamp.cmp(&b.creation_timestamp))
         .then_with(|| a.uid.cmp(&b.uid))
@@ -81,6 +83,16 @@ mod tests {
             creation_timestamp: created,
             ..Pod::default()
         }
+    }
+
+    #[test]
+    fn placeholders_come_after_every_real_pod() {
+        let mut big = pod("placeholder", "8", "8Gi", 1);
+        big.placeholder = true;
+        let pods = vec![big, pod("small", "100m", "1Mi", 9)];
+        let mut q = Queue::new(&pods);
+        assert_eq!(q.pop(), Some(1), "the small real pod first");
+        assert_eq!(q.pop(), Some(0));
     }
 
     #[test]

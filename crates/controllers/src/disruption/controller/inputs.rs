@@ -35,6 +35,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         )
         .with_policies(self.policies.0, self.policies.1)
         .with_spot_to_spot(self.config.spot_to_spot)
+        .with_buffer_pods(&self.state.buffer_pods())
     }
 
     /// The minimum sizes of our nodes' groups: the provider's room per NodeClaim of ours with
@@ -84,7 +85,7 @@ impl<P: CloudProvider + 'static> Disruption<P> {
         let planned = move |claim: &str| state.planned_pods(claim);
         let state = Arc::clone(&self.state);
         let last = move |n: &str| state.last_pod_event(n);
-        candidates(
+        let (mut cands, blocked) = candidates(
             &Inputs {
                 nodes: &snapshot.nodes,
                 node_claims: &snapshot.node_claims,
@@ -100,7 +101,13 @@ impl<P: CloudProvider + 'static> Disruption<P> {
                 now,
             },
             class,
-        )
+        );
+        // Virtual pods were placed on the node, or on its NodeClaim while it was in flight.
+        for c in &mut cands {
+            c.buffer_pods =
+                self.state.buffer_pods_on(&c.node) + self.state.buffer_pods_on(&c.node_claim);
+        }
+        (cands, blocked)
     }
 
     pub(super) fn budgets(

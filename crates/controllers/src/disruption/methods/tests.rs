@@ -52,6 +52,17 @@ fn emptiness_takes_every_empty_node_within_the_budget() {
 }
 
 #[test]
+fn emptiness_leaves_the_nodes_hosting_buffer_pods_alone() {
+    let f = empties();
+    let (mut c, _) = f.candidates(Class::Graceful);
+    for cand in c.iter_mut().filter(|c| c.node == "n2" || c.node == "n4") {
+        cand.buffer_pods = 1;
+    }
+    let cmd = emptiness(&c, &mut budgets(&f, DisruptionReason::Empty)).unwrap();
+    assert_eq!(names(&cmd), ["n1", "n3", "n5"]);
+}
+
+#[test]
 fn a_budget_of_zero_blocks_and_twenty_percent_limits() {
     let mut f = empties();
     set_budget(&mut f, "0");
