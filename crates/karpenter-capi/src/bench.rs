@@ -6,7 +6,9 @@
 //! NodeClaims, pods per NodeClaim, every unschedulable pod's reason (grouped) and the peak
 //! resident set, as text or JSON; with `--sizes`, one report per size from one process (the
 //! peak is reset between sizes). `--overlays N` solves on a catalogue with N NodeOverlays
-//! applied ([`crate::bench_overlays`]) and reports what evaluating and applying them cost.
+//! applied ([`crate::bench_overlays`]) and reports what evaluating and applying them cost;
+//! `--buffers N` adds N CapacityBuffer virtual pods to every solve ([`crate::bench_buffers`]),
+//! while pods/s still counts the workload's pods only, so the two runs compare.
 //! Inputs: flags. Outputs: [`Report`]s.
 
 use std::path::PathBuf;
@@ -58,6 +60,10 @@ pub struct SchedulingArgs {
     /// adjustment on one offering; the first per instance type also adds an extended resource).
     #[arg(long, default_value_t = 0)]
     pub overlays: usize,
+    /// CapacityBuffers (one chunk each, shaped like the workload's pods in turn) whose
+    /// virtual pods every solve places after the workload's.
+    #[arg(long, default_value_t = 0)]
+    pub buffers: usize,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Text)]
     pub output: Output,
@@ -130,6 +136,9 @@ pub struct Report {
     /// With `--overlays`: what evaluating and applying them cost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overlays: Option<crate::bench_overlays::OverlayFigures>,
+    /// With `--buffers`: where their virtual pods went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffers: Option<crate::bench_buffers::BufferFigures>,
 }
 
 /// One reason pods were unschedulable.
@@ -186,7 +195,9 @@ pub fn scheduling(args: &SchedulingArgs) -> anyhow::Result<Vec<Report>> {
 /// One size: generate (or read) the pods, solve `--iterations` times, report.
 fn one(args: &SchedulingArgs, size: Option<usize>) -> anyhow::Result<Report> {
     let rss_reset = karpenter_capi::process::reset_peak_rss();
-    let (pods, workload) = workload(args, size)?;
+    let (real, workload) = workload(args, size)?;
+    let real_pods = real.len();
+    let pods = crate::bench_buffers::with_buffers(real, args.buffers);
     let instance_types =
         fake_instance_types(args.instance_types).context("building the fake instance types")?;
     let (instance_types, overlays) = if args.overlays > 0 {
@@ -241,14 +252,23 @@ fn one(args: &SchedulingArgs, size: Option<usize>) -> anyhow::Result<Report> {
         .map(|nc| nc.pods.len())
         .collect();
     let seconds = elapsed.as_secs_f64();
-    let total = pods.len() as f64 * f64::from(args.iterations);
+    let total = real_pods as f64 * f64::from(args.iterations);
+    let virtual_uids = crate::bench_buffers::virtual_uids(&pods);
+    let buffers = (args.buffers > 0)
+        .then(|| crate::bench_buffers::figures(&virtual_uids, args.buffers, &results));
+    let real_uid = |uid: &std::sync::Arc<str>| !virtual_uids.contains(uid);
     let cpu_seconds = cpu.map(|d| d.as_secs_f64());
     Ok(Report {
         cpu_seconds,
         pods_per_cpu_sec: cpu_seconds.filter(|s| *s > 0.0).map(|s| total / s),
-        pods: pods.len(),
-        pods_scheduled: results.pods_on_new_node_claims(),
-        pods_unschedulable: results.errors.len(),
+        pods: real_pods,
+        pods_scheduled: results
+            .new_node_claims
+            .iter()
+            .flat_map(|nc| &nc.pods)
+            .filter(|u| real_uid(u))
+            .count(),
+        pods_unschedulable: results.errors.iter().filter(|e| real_uid(&e.uid)).count(),
         nodeclaims: sizes.len(),
         iterations: args.iterations,
         seconds,
@@ -266,12 +286,19 @@ fn one(args: &SchedulingArgs, size: Option<usize>) -> anyhow::Result<Report> {
             },
             max: sizes.iter().copied().max().unwrap_or(0),
         },
-        unschedulable_reasons: reasons(results.errors.iter().map(|e| e.message.as_str())),
+        unschedulable_reasons: reasons(
+            results
+                .errors
+                .iter()
+                .filter(|e| real_uid(&e.uid))
+                .map(|e| e.message.as_str()),
+        ),
         nodepool_limits,
         peak_rss_mib,
         workload,
         preferences: format!("{:?}", args.preferences).to_lowercase(),
         overlays,
+        buffers,
     })
 }
 
@@ -343,6 +370,12 @@ fn render_one(report: &Report) -> String {
             "\noverlays: {} ({} applied, {} instance types changed); evaluated in {:.3}s, \
              applied in {:.3}s",
             o.overlays, o.applied, o.instance_types_changed, o.evaluation_seconds, o.apply_seconds
+        ));
+    }
+    if let Some(b) = &report.buffers {
+        text.push_str(&format!(
+            "\nbuffers: {} virtual pods after the workload's; {} on new NodeClaims, {} unschedulable",
+            b.buffers, b.on_new_node_claims, b.unschedulable
         ));
     }
     text.push_str(&reasons_text(report));

@@ -5,6 +5,7 @@
 //! Inputs: argv and environment. Outputs: the chosen command's effect and exit status.
 
 mod bench;
+mod bench_buffers;
 mod bench_chaos;
 mod bench_disruption;
 mod bench_e2e;

@@ -63,6 +63,25 @@ pub struct OperatorConfig {
     pub instance: Option<String>,
 }
 
+impl OperatorConfig {
+    /// The controllers `gates` turn on, at their default settings (a gate that is off turns
+    /// nothing off).
+    #[must_use]
+    pub fn with_gates(mut self, gates: &crate::feature_gates::FeatureGates) -> Self {
+        self.static_capacity.enabled |= gates.static_capacity;
+        self.disruption.spot_to_spot |= gates.spot_to_spot_consolidation;
+        self.node_repair.enabled |= gates.node_repair;
+        if gates.node_overlay && self.node_overlay.is_none() {
+            self.node_overlay = Some(controllers::nodeoverlay::NodeOverlayConfig::default());
+        }
+        if gates.capacity_buffer && self.capacity_buffer.is_none() {
+            self.capacity_buffer =
+                Some(controllers::capacitybuffer::CapacityBufferConfig::default());
+        }
+        self
+    }
+}
+
 /// The NodePool hash stamped on new NodeClaims.
 fn stamp(pool: &NodePool) -> PoolHash {
     PoolHash {

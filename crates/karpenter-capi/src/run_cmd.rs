@@ -537,7 +537,6 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         },
         disruption: controllers::disruption::DisruptionConfig {
             replacement_timeout: args.timeouts.replacement_timeout,
-            spot_to_spot: args.feature_gates.spot_to_spot_consolidation,
             ..Default::default()
         },
         gc: clusterapi::gc::GcConfig {
@@ -545,24 +544,9 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             ..Default::default()
         },
         instance: std::env::var("HOSTNAME").ok(),
-        node_repair: controllers::health::HealthConfig {
-            enabled: args.feature_gates.node_repair,
-            ..Default::default()
-        },
-        static_capacity: controllers::static_capacity::StaticConfig {
-            enabled: args.feature_gates.static_capacity,
-            ..Default::default()
-        },
-        node_overlay: args
-            .feature_gates
-            .node_overlay
-            .then(controllers::nodeoverlay::NodeOverlayConfig::default),
-        capacity_buffer: args
-            .feature_gates
-            .capacity_buffer
-            .then(controllers::capacitybuffer::CapacityBufferConfig::default),
         ..OperatorConfig::default()
-    };
+    }
+    .with_gates(&args.feature_gates);
 
     // Health and metrics first: probes answer while waiting for leadership. Both ports serve
     // `/healthz`, `/readyz` and `/metrics` (see [`karpenter_capi::probes`]).

@@ -8,12 +8,14 @@
 //! ```yaml
 //! name: basic
 //! description: text
+//! featureGates: CapacityBuffer=true   # optional: upstream's gate list, as --feature-gates
 //! management: [manifests…]   # Cluster API objects (MachineDeployments, templates)
 //! workload: [manifests…]     # NodeClasses, NodePools, Deployments, …
 //! steps:
 //!   - scale: {deployment: default/web, replicas: 18}
 //!   - waitForPods: {timeout: 90s}   # every pod of every Deployment Running
 //!   - waitForConsolidation: {timeout: 120s}   # the disruption loop has nothing left to do
+//!   - waitForNodes: {count: 2, timeout: 90s}   # at least 2 Nodes Ready
 //!   - sleep: 3s
 //! ```
 //! Inputs: YAML text, clients. Outputs: [`Scenario`] values, created objects.
@@ -26,6 +28,8 @@ use serde_json::Value;
 
 /// The built-in scenario's YAML.
 pub const BASIC: &str = include_str!("../scenarios/basic.yaml");
+/// The CapacityBuffer scenario's YAML (`scenarios/capacity-buffer.yaml`).
+pub const CAPACITY_BUFFER: &str = include_str!("../scenarios/capacity-buffer.yaml");
 
 /// A scenario.
 #[derive(Debug, Clone, Deserialize)]
@@ -36,6 +40,9 @@ pub struct Scenario {
     /// What it shows.
     #[serde(default)]
     pub description: String,
+    /// The feature gates the controller runs with (`--feature-gates` syntax).
+    #[serde(default, rename = "featureGates")]
+    pub feature_gates: String,
     /// Objects for the management cluster.
     #[serde(default)]
     pub management: Vec<Value>,
@@ -45,6 +52,16 @@ pub struct Scenario {
     /// The timeline.
     #[serde(default)]
     pub steps: Vec<Step>,
+}
+
+impl Scenario {
+    /// The feature gates it asks for.
+    ///
+    /// # Errors
+    /// An entry that is not `Name=true|false` of a known gate.
+    pub fn gates(&self) -> Result<crate::feature_gates::FeatureGates, String> {
+        self.feature_gates.parse()
+    }
 }
 
 /// One step of the timeline.
@@ -70,6 +87,13 @@ pub enum Step {
         /// Give up (the scenario fails) after this long.
         timeout: String,
     },
+    /// Wait until at least `count` Nodes are Ready.
+    WaitForNodes {
+        /// Ready Nodes to wait for.
+        count: usize,
+        /// Give up (the scenario fails) after this long.
+        timeout: String,
+    },
     /// Let time pass (Go duration).
     Sleep(String),
 }
@@ -82,6 +106,9 @@ impl std::fmt::Display for Step {
                 replicas,
             } => write!(f, "scale {deployment} to {replicas}"),
             Self::WaitForPods { timeout } => write!(f, "wait for pods (timeout {timeout})"),
+            Self::WaitForNodes { count, timeout } => {
+                write!(f, "wait for {count} Ready nodes (timeout {timeout})")
+            }
             Self::WaitForConsolidation { timeout } => {
                 write!(f, "wait for consolidation (timeout {timeout})")
             }
@@ -98,9 +125,14 @@ pub fn parse(text: &str) -> anyhow::Result<Scenario> {
     let value: Value = serde_norway::from_str(text).context("the scenario is not valid YAML")?;
     let scenario: Scenario = serde_path_to_error::deserialize(&value)
         .map_err(|e| anyhow::anyhow!("scenario: {}: {}", e.path(), e.inner()))?;
+    scenario
+        .gates()
+        .map_err(|e| anyhow::anyhow!("scenario: featureGates: {e}"))?;
     for (i, step) in scenario.steps.iter().enumerate() {
         let duration = match step {
-            Step::WaitForPods { timeout } | Step::WaitForConsolidation { timeout } => Some(timeout),
+            Step::WaitForPods { timeout }
+            | Step::WaitForConsolidation { timeout }
+            | Step::WaitForNodes { timeout, .. } => Some(timeout),
             Step::Sleep(d) => Some(d),
             Step::Scale { deployment, .. } => {
                 if deployment.split_once('/').is_none() {
@@ -170,6 +202,23 @@ pub async fn apply(client: &kube::Client, objects: &[Value]) -> anyhow::Result<(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_capacity_buffer_scenario_parses_with_its_gate() {
+        let s = parse(CAPACITY_BUFFER).unwrap();
+        assert_eq!(s.name, "capacity-buffer");
+        assert!(s.gates().unwrap().capacity_buffer);
+        assert!(
+            s.steps
+                .iter()
+                .any(|s| matches!(s, Step::WaitForNodes { count: 2, .. }))
+        );
+        assert!(
+            parse(BASIC).unwrap().gates().unwrap() == crate::feature_gates::FeatureGates::default()
+        );
+        let bad = parse("name: x\nfeatureGates: CapacityBufer=true\n").unwrap_err();
+        assert!(bad.to_string().contains("featureGates"), "{bad}");
+    }
 
     #[test]
     fn the_built_in_scenario_parses() {

@@ -11,17 +11,16 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use api::NodeClaim;
 use api::common::Conditions;
 use api::well_known::capi::{DEPLOYMENT_NAME, PRICE};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use scheduling::quantity::Quantity;
 use serde::Serialize;
-use serde_json::json;
 use tokio::time::Instant;
 use world::objects::{list_json, machine_deployments, machines};
 use world::{ServeWorldConfig, WorldConfig};
@@ -32,6 +31,7 @@ use crate::connect::client_from_kubeconfig;
 
 mod render;
 mod settle;
+mod steps;
 
 use crate::operator::{Operator, OperatorConfig};
 use crate::scenario::{self, Scenario, Step};
@@ -120,6 +120,8 @@ pub struct DecisionSummary {
     pub at_seconds: f64,
     /// Pending pods considered.
     pub pods: usize,
+    /// CapacityBuffer virtual pods scheduled with them.
+    pub buffer_pods: usize,
     /// NodeClaims created.
     pub node_claims: usize,
     /// Pods placed on existing nodes.
@@ -253,10 +255,11 @@ pub async fn simulate(scenario: &Scenario, options: SimulateOptions) -> anyhow::
     let workload = client_from_kubeconfig(world.workload_kubeconfig()).await?;
     scenario::apply(&management, &scenario.management).await?;
     scenario::apply(&workload, &scenario.workload).await?;
+    let gates = scenario.gates().map_err(anyhow::Error::msg)?;
     let operator = Operator::start(
         workload.clone(),
         management.clone(),
-        options.operator.clone(),
+        options.operator.clone().with_gates(&gates),
     );
     operator
         .wait_ready(Duration::from_secs(30))
@@ -317,7 +320,7 @@ async fn timeline(
     });
     let mut done = Vec::new();
     let mut peak = (0, 0.0);
-    let result = run_steps(
+    let result = steps::run_steps(
         (workload, management),
         operator,
         steps,
@@ -342,108 +345,6 @@ async fn timeline(
     .await;
     result?;
     summary
-}
-
-async fn run_steps(
-    clients: (&kube::Client, &kube::Client),
-    operator: &Operator,
-    steps: &[Step],
-    start: Instant,
-    out: &mut Vec<StepSummary>,
-    peak: &mut (usize, f64),
-) -> anyhow::Result<()> {
-    let (workload, management) = clients;
-    for step in steps {
-        let began = Instant::now();
-        match step {
-            Step::Scale {
-                deployment,
-                replicas,
-            } => {
-                let (ns, name) = deployment
-                    .split_once('/')
-                    .unwrap_or(("default", deployment));
-                let api: Api<Deployment> = Api::namespaced(workload.clone(), ns);
-                api.patch(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"spec": {"replicas": replicas}})),
-                )
-                .await
-                .with_context(|| format!("cannot scale Deployment {deployment}"))?;
-            }
-            Step::WaitForPods { timeout } => {
-                let timeout = api::common::parse_duration(timeout)?;
-                let deadline = Instant::now() + timeout;
-                loop {
-                    let (want, running, total) = pod_counts(workload).await?;
-                    if running == want && total == want {
-                        break;
-                    }
-                    if Instant::now() >= deadline {
-                        bail!(
-                            "step `{step}`: after {timeout:?}, {running} of {want} pods are Running"
-                        );
-                    }
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                }
-            }
-            Step::WaitForConsolidation { timeout } => {
-                let timeout = api::common::parse_duration(timeout)?;
-                let deadline = Instant::now() + timeout;
-                // Three idle passes in a row, all begun after this step began.
-                let (start_passes, _) = operator.disruption_passes();
-                loop {
-                    let (passes, idle) = operator.disruption_passes();
-                    let loose = settle::settled(workload, management, &machines()).await?;
-                    if passes >= start_passes + 4 && idle >= 3 && loose.is_empty() {
-                        break;
-                    }
-                    if Instant::now() >= deadline {
-                        let running: Vec<String> = operator
-                            .disruptions()
-                            .iter()
-                            .filter(|r| r.outcome.is_none())
-                            .map(|r| {
-                                format!(
-                                    "command {:?} {} of {:?} (replacements {:?})",
-                                    r.method, r.decision, r.nodes, r.replacements
-                                )
-                            })
-                            .collect();
-                        bail!(
-                            "step `{step}`: after {timeout:?}, the disruption loop is still busy \
-                             ({passes} passes, {idle} idle in a row); commands in flight: {}; \
-                             not settled: {}",
-                            if running.is_empty() {
-                                "none".to_owned()
-                            } else {
-                                running.join("; ")
-                            },
-                            if loose.is_empty() {
-                                "nothing".to_owned()
-                            } else {
-                                loose.join("; ")
-                            }
-                        );
-                    }
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                }
-            }
-            Step::Sleep(d) => tokio::time::sleep(api::common::parse_duration(d)?).await,
-        }
-        if let Ok((nodes, cost)) = nodes_and_cost(management).await
-            && cost > peak.1
-        {
-            *peak = (nodes, cost);
-        }
-        out.push(StepSummary {
-            step: step.to_string(),
-            started_seconds: (began - start).as_secs_f64(),
-            took_seconds: began.elapsed().as_secs_f64(),
-        });
-    }
-    Ok(())
 }
 
 /// (replicas wanted over all Deployments, Running pods, non-terminating pods) — DaemonSet
@@ -642,10 +543,12 @@ async fn summarize(
     let decisions = operator
         .decisions()
         .into_iter()
-        .filter(|d| d.pods > 0)
+        // Passes for virtual pods alone run every 10 s: shown when they launched something.
+        .filter(|d| d.pods > 0 || (d.buffer_pods > 0 && !d.node_claims.is_empty()))
         .map(|d| DecisionSummary {
             at_seconds: d.finished.saturating_duration_since(start).as_secs_f64(),
             pods: d.pods,
+            buffer_pods: d.buffer_pods,
             node_claims: d.node_claims.len(),
             pods_on_existing: d.pods_on_existing,
             unschedulable: d.unschedulable,

@@ -27,9 +27,10 @@ pub enum SimulateOutput {
 /// Flags of `simulate`.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// A scenario file (YAML; see `crates/karpenter-capi/scenarios/basic.yaml`); default: the
-    /// built-in scenario.
-    #[arg(long, value_name = "FILE")]
+    /// A scenario file (YAML; see `crates/karpenter-capi/scenarios/basic.yaml`), or a built-in
+    /// scenario by name: `basic` (the default) or `capacity-buffer` (a CapacityBuffer's warm
+    /// nodes take a burst). A file of that name wins.
+    #[arg(long, value_name = "FILE|NAME")]
     pub scenario: Option<PathBuf>,
     /// Output format of the summary.
     #[arg(long, short, value_enum, default_value_t = SimulateOutput::Table)]
@@ -54,8 +55,18 @@ pub struct SimulateArgs {
 pub fn run(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     init_logging(&args.log_level, LogFormat::Plain)?;
     let text = match &args.scenario {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?,
+        Some(path) if !path.exists() && path.to_str() == Some("basic") => {
+            scenario::BASIC.to_owned()
+        }
+        Some(path) if !path.exists() && path.to_str() == Some("capacity-buffer") => {
+            scenario::CAPACITY_BUFFER.to_owned()
+        }
+        Some(path) => std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "cannot read {} (built-in scenarios: basic, capacity-buffer)",
+                path.display()
+            )
+        })?,
         None => scenario::BASIC.to_owned(),
     };
     let scenario = scenario::parse(&text)?;

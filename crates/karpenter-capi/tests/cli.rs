@@ -17,7 +17,7 @@ fn karpenter_capi(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn crds_prints_four_parseable_custom_resource_definitions() {
+fn crds_prints_five_parseable_custom_resource_definitions() {
     let out = karpenter_capi(&["crds"]);
     assert!(
         out.status.success(),
@@ -38,7 +38,8 @@ fn crds_prints_four_parseable_custom_resource_definitions() {
             "NodePool",
             "NodeClaim",
             "ClusterAPINodeClass",
-            "NodeOverlay"
+            "NodeOverlay",
+            "CapacityBuffer"
         ]
     );
     assert!(docs.iter().all(|d| d["kind"] == "CustomResourceDefinition"));
@@ -219,6 +220,44 @@ fn simulate_runs_the_built_in_scenario_to_every_pod_running() {
     );
     assert!(dir.join("workload.kubeconfig").exists());
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The CapacityBuffer scenario: its steps fail the run unless the buffer makes two warm nodes
+/// before any pod, the burst runs, and the buffer gets new warm nodes after it.
+#[test]
+fn simulate_runs_the_capacity_buffer_scenario() {
+    let out = karpenter_capi(&[
+        "simulate",
+        "--scenario",
+        "capacity-buffer",
+        "--instant-infrastructure",
+        "--output",
+        "json",
+        "--quiet",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["scenario"], "capacity-buffer");
+    assert_eq!(summary["pods"], 4);
+    assert_eq!(summary["podsRunning"], 4);
+    assert!(summary["nodes"].as_u64().unwrap() >= 4, "{summary:#}");
+    let steps: Vec<&str> = summary["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps[0], "wait for 2 Ready nodes (timeout 120s)");
+    // The warm-up's NodeClaims were made for virtual pods alone.
+    assert!(
+        summary["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["pods"] == 0 && d["bufferPods"] == 2 && d["nodeClaims"] == 2),
+        "{summary:#}"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //!
 //! After the install, every object of the release's manifest (`helm get manifest`) exists on
 //! the server — the Deployment, ServiceAccount, metrics Service, PodDisruptionBudget, both
-//! ClusterRoles and their bindings, the Lease Role and its binding — and so do the three CRDs
+//! ClusterRoles and their bindings, the Lease Role and its binding — and so do the five CRDs
 //! of `crds/`; `helm list` shows the release `deployed`. After the uninstall every object of
 //! the manifest is gone, and the CRDs stay (Helm never deletes what `crds/` installed; remove
 //! them by hand, see the chart README).
@@ -122,11 +122,12 @@ async fn get(client: &kube::Client, (kind, namespace, name): &Key) -> Option<Dyn
         .filter(|o| o.metadata.deletion_timestamp.is_none())
 }
 
-const CRDS: [&str; 4] = [
+const CRDS: [&str; 5] = [
     "nodepools.karpenter.sh",
     "nodeclaims.karpenter.sh",
     "clusterapinodeclasses.karpenter.cluster.x-k8s.io",
     "nodeoverlays.karpenter.sh",
+    "capacitybuffers.autoscaling.x-k8s.io",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -563,6 +563,7 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
                 buffers.placements.entry(buffer.clone()).or_default().failed += 1;
             }
         }
+        tracing::debug!(placements = ?buffers.placements, hosts = ?hosts, "CapacityBuffer pods placed");
         self.state.buffer_pods_placed(buffers.placements, hosts);
     }
 

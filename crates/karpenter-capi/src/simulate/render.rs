@@ -62,7 +62,7 @@ pub fn render(summary: &Summary) -> String {
     }
     let _ = writeln!(
         out,
-        "\nDECISION AT   PODS  NODECLAIMS  ON-EXISTING  UNSCHEDULABLE  LATENCY  SOLVE"
+        "\nDECISION AT   PODS  BUFFER  NODECLAIMS  ON-EXISTING  UNSCHEDULABLE  LATENCY  SOLVE"
     );
     for d in &summary.decisions {
         // Latency is "until the NodeClaims were created": without any there is none to show.
@@ -73,9 +73,10 @@ pub fn render(summary: &Summary) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>10.1}s {:>5}  {:>10}  {:>11}  {:>13}  {:>7}  {:>3}ms",
+            "{:>10.1}s {:>5}  {:>6}  {:>10}  {:>11}  {:>13}  {:>7}  {:>3}ms",
             d.at_seconds,
             d.pods,
+            d.buffer_pods,
             d.node_claims,
             d.pods_on_existing,
             d.unschedulable,
@@ -86,7 +87,8 @@ pub fn render(summary: &Summary) -> String {
     let _ = writeln!(
         out,
         "LATENCY: first pending pod seen -> its NodeClaims created, including the batching window \
-         (1s idle, 10s at most); SOLVE: the scheduling simulation alone."
+         (1s idle, 10s at most); SOLVE: the scheduling simulation alone; BUFFER: CapacityBuffer \
+         virtual pods scheduled with the pods (not counted in the other columns)."
     );
     if !summary.disruptions.is_empty() {
         let _ = writeln!(
