@@ -257,18 +257,15 @@ fn one(args: &SchedulingArgs, size: Option<usize>) -> anyhow::Result<Report> {
     let buffers = (args.buffers > 0)
         .then(|| crate::bench_buffers::figures(&virtual_uids, args.buffers, &results));
     let real_uid = |uid: &std::sync::Arc<str>| !virtual_uids.contains(uid);
+    let (pods_scheduled, pods_unschedulable) =
+        crate::bench_buffers::placed(&results, |u| real_uid(u));
     let cpu_seconds = cpu.map(|d| d.as_secs_f64());
     Ok(Report {
         cpu_seconds,
         pods_per_cpu_sec: cpu_seconds.filter(|s| *s > 0.0).map(|s| total / s),
         pods: real_pods,
-        pods_scheduled: results
-            .new_node_claims
-            .iter()
-            .flat_map(|nc| &nc.pods)
-            .filter(|u| real_uid(u))
-            .count(),
-        pods_unschedulable: results.errors.iter().filter(|e| real_uid(&e.uid)).count(),
+        pods_scheduled,
+        pods_unschedulable,
         nodeclaims: sizes.len(),
         iterations: args.iterations,
         seconds,

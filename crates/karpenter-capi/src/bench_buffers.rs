@@ -54,23 +54,28 @@ pub fn virtual_uids(pods: &[Pod]) -> HashSet<Arc<str>> {
         .collect()
 }
 
+/// How many pods `results` put on new NodeClaims and how many fit nowhere, counting only
+/// those for which `counted` holds.
+#[must_use]
+pub fn placed(results: &Results, counted: impl Fn(&Arc<str>) -> bool) -> (usize, usize) {
+    let on_new = results
+        .new_node_claims
+        .iter()
+        .flat_map(|nc| &nc.pods)
+        .filter(|u| counted(u))
+        .count();
+    let failed = results.errors.iter().filter(|e| counted(&e.uid)).count();
+    (on_new, failed)
+}
+
 /// Where the `n` buffers' virtual pods (`uids`) went in `results`.
 #[must_use]
 pub fn figures(uids: &HashSet<Arc<str>>, n: usize, results: &Results) -> BufferFigures {
-    let virtual_pod = |uid: &Arc<str>| uids.contains(uid);
+    let (on_new_node_claims, unschedulable) = placed(results, |u| uids.contains(u));
     BufferFigures {
         buffers: n,
-        on_new_node_claims: results
-            .new_node_claims
-            .iter()
-            .flat_map(|nc| &nc.pods)
-            .filter(|u| virtual_pod(u))
-            .count(),
-        unschedulable: results
-            .errors
-            .iter()
-            .filter(|e| virtual_pod(&e.uid))
-            .count(),
+        on_new_node_claims,
+        unschedulable,
     }
 }
 

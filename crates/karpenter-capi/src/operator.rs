@@ -442,3 +442,38 @@ impl Operator {
             .map_err(|()| format!("caches not listed within {timeout:?}"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::feature_gates::FeatureGates;
+
+    #[test]
+    fn gates_turn_on_their_controllers_and_an_off_gate_turns_nothing_off() {
+        let none = OperatorConfig::default().with_gates(&FeatureGates::default());
+        assert!(none.capacity_buffer.is_none() && none.node_overlay.is_none());
+        assert!(!none.static_capacity.enabled && !none.node_repair.enabled);
+        assert!(!none.disruption.spot_to_spot);
+        let all: FeatureGates = "StaticCapacity=true,SpotToSpotConsolidation=true,\
+                                 NodeOverlay=true,NodeRepair=true,CapacityBuffer=true"
+            .parse()
+            .unwrap();
+        let on = OperatorConfig::default().with_gates(&all);
+        assert!(on.capacity_buffer.is_some() && on.node_overlay.is_some());
+        assert!(on.static_capacity.enabled && on.node_repair.enabled);
+        assert!(on.disruption.spot_to_spot);
+        // A controller already configured keeps its settings.
+        let fast = OperatorConfig {
+            capacity_buffer: Some(controllers::capacitybuffer::CapacityBufferConfig {
+                poll: Duration::from_millis(200),
+            }),
+            ..OperatorConfig::default()
+        };
+        let kept = fast.with_gates(&FeatureGates::default());
+        assert_eq!(
+            kept.capacity_buffer.unwrap().poll,
+            Duration::from_millis(200)
+        );
+    }
+}

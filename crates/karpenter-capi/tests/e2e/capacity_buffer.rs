@@ -2,11 +2,10 @@
 
 use api::CapacityBuffer;
 use api::common::{Condition, ConditionStatus};
-use k8s_openapi::api::events::v1::Event;
 use karpenter_capi::operator::OperatorConfig;
 use karpenter_capi::scenario;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams};
+use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 use std::time::Duration;
 use world::{Backend, World};
@@ -69,17 +68,11 @@ async fn reason(world: &World, name: &str, type_: &str, reason: &str) -> Capacit
 
 /// Whether an Event with `reason` regards the object named `name`, its note containing `note`.
 async fn event(world: &World, reason: &str, name: &str, note: &str) -> bool {
-    Api::<Event>::all(world.workload_client())
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .any(|e| {
-            e.reason.as_deref() == Some(reason)
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
-                && e.note.as_deref().is_some_and(|n| n.contains(note))
-        })
+    events(world).await.iter().any(|e| {
+        e.reason.as_deref() == Some(reason)
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+            && e.note.as_deref().is_some_and(|n| n.contains(note))
+    })
 }
 
 /// A buffer of one 2-CPU chunk makes a warm node before any pod asks for it, and emptiness

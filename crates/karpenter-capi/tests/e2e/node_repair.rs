@@ -1,11 +1,10 @@
 //! Node repair end to end (gate `NodeRepair`).
 
 use api::NodeClaim;
-use k8s_openapi::api::events::v1::Event;
 use karpenter_capi::operator::OperatorConfig;
 use karpenter_capi::scenario;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use std::time::Duration;
 use world::{Backend, World};
@@ -73,18 +72,12 @@ async fn sorted_nodes(world: &World) -> Vec<String> {
 
 /// Whether an Event with `reason` regards an object of `kind` (named `name`, when given).
 async fn event(world: &World, reason: &str, kind: &str, name: Option<&str>) -> bool {
-    Api::<Event>::all(world.workload_client())
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .any(|e| {
-            let regarding = e.regarding.as_ref();
-            e.reason.as_deref() == Some(reason)
-                && regarding.and_then(|r| r.kind.as_deref()) == Some(kind)
-                && name.is_none_or(|n| regarding.and_then(|r| r.name.as_deref()) == Some(n))
-        })
+    events(world).await.iter().any(|e| {
+        let regarding = e.regarding.as_ref();
+        e.reason.as_deref() == Some(reason)
+            && regarding.and_then(|r| r.kind.as_deref()) == Some(kind)
+            && name.is_none_or(|n| regarding.and_then(|r| r.name.as_deref()) == Some(n))
+    })
 }
 
 /// A node whose Machine a MachineHealthCheck targets is left to it (`NodeRepairDeferred`):

@@ -326,3 +326,12 @@ pub(crate) async fn node_of(world: &World, app: &str) -> Option<String> {
         .find(|p| p.labels().get("app").map(String::as_str) == Some(app) && running(p))
         .and_then(|p| p.spec.and_then(|s| s.node_name))
 }
+
+/// Every Event (`events.k8s.io/v1`) in the workload cluster.
+pub(crate) async fn events(world: &World) -> Vec<k8s_openapi::api::events::v1::Event> {
+    Api::<k8s_openapi::api::events::v1::Event>::all(world.workload_client())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+}
