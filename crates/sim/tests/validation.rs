@@ -333,3 +333,55 @@ async fn every_rule_of_the_chart_crds_compiles() {
     }
     assert_eq!(n, 5);
 }
+
+/// Upstream's documented CapacityBuffer examples (`api/tests/manifests/capacitybuffer.yaml`)
+/// are accepted unchanged, an unset `provisioningStrategy` is defaulted as upstream's CRD
+/// does, and both CEL rules refuse with upstream's messages.
+#[tokio::test]
+async fn upstreams_capacity_buffer_examples_apply_and_its_rules_hold() {
+    let (_sim, client) = client();
+    install_ours(&client).await;
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("autoscaling.x-k8s.io", "v1beta1", "CapacityBuffer"),
+        "capacitybuffers",
+    );
+    let buffers: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../api/tests/manifests/capacitybuffer.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut created = 0;
+    for doc in serde_norway::Deserializer::from_str(&text) {
+        let value: Value = serde::Deserialize::deserialize(doc).unwrap();
+        let object: DynamicObject = from_json(value);
+        buffers
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap();
+        created += 1;
+    }
+    assert_eq!(created, 2);
+    let typed: Api<api::CapacityBuffer> = Api::namespaced(client.clone(), "default");
+    let defaulted = typed.get("api-service-buffer").await.unwrap();
+    assert_eq!(
+        defaulted.spec.provisioning_strategy.as_deref(),
+        Some("buffer.x-k8s.io/active-capacity")
+    );
+    for (spec, message) in [
+        (
+            json!({"podTemplateRef": {"name": "t"}}),
+            "If podTemplateRef is set, replicas or limits must also be set",
+        ),
+        (
+            json!({"podTemplateRef": {"name": "t"}, "replicas": 1,
+                "scalableRef": {"kind": "Deployment", "name": "d"}}),
+            "You must define either PodTemplateRef or ScalableRef, but not both",
+        ),
+    ] {
+        let object: DynamicObject = from_json(json!({
+            "apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+            "metadata": {"name": "bad", "namespace": "default"}, "spec": spec}));
+        let st = api_err(buffers.create(&PostParams::default(), &object).await);
+        assert_eq!(st.code, 422);
+        assert!(st.message.contains(message), "{}", st.message);
+    }
+}
