@@ -12,7 +12,10 @@
 //!   would refuse (an invalid selector, a bad quantity) or more than [`MAX_CHUNKS`] chunks is
 //!   `ResolutionFailed` too, rather than pods that silently fit nowhere;
 //! - hands every virtual pod to the state ([`ClusterState::set_buffer_pods`]): the provisioner
-//!   wakes when they change and schedules them after every real pod;
+//!   wakes when they change and schedules them after every real pod. A workload that cannot be
+//!   read for a reason other than "not found" (a 500, a timeout, a throttled request) keeps
+//!   the buffer's last virtual pods and status until it can: a transient error must not look
+//!   like a buffer gone empty, which would let emptiness remove its warm nodes;
 //! - writes `ReadyForProvisioning`, `replicas`, `podTemplateRef`, `podTemplateGeneration`,
 //!   `provisioningStrategy` and `Provisioning` (from the last provisioning pass's placement)
 //!   with a resourceVersion precondition, only when they change; a Warning Event with the
@@ -28,7 +31,8 @@
 
 pub mod resolve;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use api::CapacityBuffer;
@@ -79,6 +83,23 @@ pub struct CapacityBufferController {
     events: Events,
     well_known: WellKnownLabels,
     config: CapacityBufferConfig,
+    /// Each buffer's virtual pods of its last resolution, kept while its workload cannot be
+    /// read.
+    last: Mutex<HashMap<String, Vec<Pod>>>,
+}
+
+/// Why a buffer's chunk shape is not known.
+enum ShapeError {
+    /// The buffer is wrong or its reference is gone: its status says so, it has no pods.
+    Failed(Unresolved),
+    /// Its workload could not be read now (not a 404): retried next pass.
+    Unreadable(String),
+}
+
+impl From<Unresolved> for ShapeError {
+    fn from(why: Unresolved) -> Self {
+        Self::Failed(why)
+    }
 }
 
 impl std::fmt::Debug for CapacityBufferController {
@@ -104,6 +125,7 @@ impl CapacityBufferController {
             events,
             well_known: WellKnownLabels::cluster_api(),
             config,
+            last: Mutex::default(),
         }
     }
 
@@ -149,37 +171,59 @@ impl CapacityBufferController {
             .collect();
         sorted.sort_by_key(|b| resolve::key(b));
         let now = Timestamp::now();
+        let mut last = HashMap::new();
         for buffer in sorted {
-            let (resolution, pods) = self.resolve(buffer, templates, now).await;
-            all.extend(pods);
-            let placement = self.state.buffer_placement(&resolve::key(buffer));
+            let key = resolve::key(buffer);
+            let (resolution, pods) = match self.resolve(buffer, templates, now).await {
+                Ok(resolved) => resolved,
+                Err(why) => {
+                    let kept = self
+                        .last
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get(&key)
+                        .cloned()
+                        .unwrap_or_default();
+                    tracing::warn!(capacitybuffer = %key, error = %why, kept = kept.len(),
+                        "the buffer's workload cannot be read; its last virtual pods are kept");
+                    all.extend(kept.iter().cloned());
+                    last.insert(key, kept);
+                    continue;
+                }
+            };
+            all.extend(pods.iter().cloned());
+            last.insert(key.clone(), pods);
+            let placement = self.state.buffer_placement(&key);
             if let Err(e) = self.write_status(buffer, &resolution, placement, now).await {
-                tracing::debug!(capacitybuffer = %resolve::key(buffer), error = %e,
+                tracing::debug!(capacitybuffer = %key, error = %e,
                     "CapacityBuffer status not written (retried next pass)");
             }
         }
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = last;
         self.state.set_buffer_pods(all);
     }
 
-    /// The buffer's resolution and its virtual pods.
+    /// The buffer's resolution and its virtual pods; `Err` (why) when its workload cannot be
+    /// read now.
     async fn resolve(
         &self,
         buffer: &CapacityBuffer,
         templates: &Store<PodTemplate>,
         now: Timestamp,
-    ) -> (Resolution, Vec<Pod>) {
+    ) -> Result<(Resolution, Vec<Pod>), String> {
         let shape = match self.shape(buffer, templates).await {
             Ok(shape) => shape,
-            Err(why) => return (Resolution::Failed(why), Vec::new()),
+            Err(ShapeError::Failed(why)) => return Ok((Resolution::Failed(why), Vec::new())),
+            Err(ShapeError::Unreadable(why)) => return Err(why),
         };
         let failed = |message: String| {
-            (
+            Ok((
                 Resolution::Failed(Unresolved {
                     reason: RESOLUTION_FAILED,
                     message,
                 }),
                 Vec::new(),
-            )
+            ))
         };
         let source = source_field(buffer);
         // One chunk, read the way the provisioner reads it: its requests and its validity.
@@ -211,13 +255,13 @@ impl CapacityBufferController {
             ));
         }
         let pods = resolve::virtual_pods(buffer, &shape.template, count, created);
-        (
+        Ok((
             Resolution::Resolved {
                 shape: Box::new(shape),
                 replicas: count,
             },
             pods,
-        )
+        ))
     }
 
     /// The chunk shape of `buffer`, from its PodTemplate or workload.
@@ -225,7 +269,7 @@ impl CapacityBufferController {
         &self,
         buffer: &CapacityBuffer,
         templates: &Store<PodTemplate>,
-    ) -> Result<Shape, Unresolved> {
+    ) -> Result<Shape, ShapeError> {
         let namespace = buffer.namespace().unwrap_or_default();
         let spec = &buffer.spec;
         let failed = |message: String| Unresolved {
@@ -235,13 +279,13 @@ impl CapacityBufferController {
         if let Some(r) = &spec.pod_template_ref {
             let found = templates.get(&ObjectRef::new(&r.name).within(&namespace));
             let Some(pt) = found else {
-                return Err(Unresolved {
+                return Err(ShapeError::Failed(Unresolved {
                     reason: POD_TEMPLATE_NOT_FOUND,
                     message: format!(
                         "PodTemplate {namespace}/{} (spec.podTemplateRef.name) not found",
                         r.name
                     ),
-                });
+                }));
             };
             return Ok(Shape {
                 template: pt.template.clone().unwrap_or_default(),
@@ -250,15 +294,14 @@ impl CapacityBufferController {
             });
         }
         let Some(r) = &spec.scalable_ref else {
-            return Err(failed(
-                "Neither podTemplateRef nor scalableRef is set".to_owned(),
-            ));
+            return Err(failed("Neither podTemplateRef nor scalableRef is set".to_owned()).into());
         };
         let group = r.api_group.as_deref().unwrap_or_default();
         if !matches!(group, "" | "apps") {
             return Err(failed(format!(
                 "spec.scalableRef.apiGroup: unsupported scalableRef API group {group:?} (apps)"
-            )));
+            ))
+            .into());
         }
         let not_found = |kind: &str| Unresolved {
             reason: SCALABLE_REF_NOT_FOUND,
@@ -266,9 +309,9 @@ impl CapacityBufferController {
         };
         let read = |e: kube::Error, kind: &str| {
             if crate::nodeclaim::error::is_not_found(&e) {
-                not_found(kind)
+                ShapeError::Failed(not_found(kind))
             } else {
-                failed(format!(
+                ShapeError::Unreadable(format!(
                     "{kind} {namespace}/{} (spec.scalableRef) cannot be read: {e}",
                     r.name
                 ))
@@ -302,7 +345,8 @@ impl CapacityBufferController {
             other => {
                 return Err(failed(format!(
                     "spec.scalableRef.kind: unsupported kind {other:?} (Deployment, StatefulSet, ReplicaSet)"
-                )));
+                ))
+                .into());
             }
         };
         Ok(Shape {
