@@ -112,6 +112,11 @@ pub struct PriceEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxLength" = 317, "pattern" = MACHINE_DEPLOYMENT_REF))]
     pub machine_deployment: Option<String>,
+    /// Matches the offering backed by this stand-alone MachineSet, as `namespace/name` (not
+    /// together with `machineDeployment`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxLength" = 317, "pattern" = MACHINE_DEPLOYMENT_REF))]
+    pub machine_set: Option<String>,
     /// Matches offerings in this zone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxLength" = 63, "pattern" = NON_EMPTY_LABEL_VALUE))]
@@ -180,6 +185,10 @@ pub struct InstanceTypeStatus {
     /// The MachineDeployments backing its offerings, as `namespace/name`.
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub machine_deployments: Vec<String>,
+    /// The stand-alone MachineSets backing its offerings, as `namespace/name`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub machine_sets: Vec<String>,
     /// The zones of its offerings (offerings without a zone are not listed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]

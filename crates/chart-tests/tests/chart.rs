@@ -731,17 +731,30 @@ fn rbac_is_least_privilege() {
         "machines",
         "delete"
     ));
-    // MachineSets are watched and listed, never written.
+    // MachineSets are watched, and patched (replicas + ownership record) as stand-alone node
+    // groups; never deleted, never scaled through the subresource.
     assert!(has_rule(
         management,
         "cluster.x-k8s.io",
         "machinesets",
         "watch"
     ));
+    assert!(has_rule(
+        management,
+        "cluster.x-k8s.io",
+        "machinesets",
+        "patch"
+    ));
     assert!(!has_rule(
         management,
         "cluster.x-k8s.io",
         "machinesets",
+        "delete"
+    ));
+    assert!(!has_rule(
+        management,
+        "cluster.x-k8s.io",
+        "machinesets/scale",
         "patch"
     ));
     assert!(has_rule(

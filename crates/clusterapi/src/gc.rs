@@ -45,7 +45,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use api::{Machine, MachineDeployment, NodeClaim, NodePool};
+use api::{Machine, MachineDeployment, MachineSet, NodeClaim, NodePool};
 use cloudprovider::{CloudProviderError, ObjectRef};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ListParams};
@@ -256,13 +256,22 @@ impl MachineGc {
             Some(ns) => Api::namespaced_with(p.management().clone(), ns, p.capi()),
             None => Api::all_with(p.management().clone(), p.capi()),
         };
-        let mds = mds
+        let sets: Api<MachineSet> = match &p.scope().namespace {
+            Some(ns) => Api::namespaced_with(p.management().clone(), ns, p.capi()),
+            None => Api::all_with(p.management().clone(), p.capi()),
+        };
+        let mut groups = mds
             .list(&ListParams::default())
             .await
-            .map_err(|e| CloudProviderError::Transient(format!("list MachineDeployments: {e}")))?;
+            .map_err(|e| CloudProviderError::Transient(format!("list MachineDeployments: {e}")))?
+            .items;
+        let sets = sets
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| CloudProviderError::Transient(format!("list MachineSets: {e}")))?;
+        groups.extend(crate::selection::stand_alone(&sets.items));
         let classes = p.all_node_classes().await?;
-        let in_scope: HashMap<MachineDeploymentRef, &MachineDeployment> = mds
-            .items
+        let in_scope: HashMap<MachineDeploymentRef, &MachineDeployment> = groups
             .iter()
             .filter(|md| p.config().scope.contains(md))
             .map(|md| (MachineDeploymentRef::of(md), md))
@@ -405,7 +414,7 @@ impl MachineGc {
             };
             if !p.selected(classes, md) {
                 report.left_alone.push(format!(
-                    "MachineDeployment {md_ref}: {} replicas raised by this cluster, but no \
+                    "{md_ref:#}: {} replicas raised by this cluster, but no \
                      NodeClass of ours selects it",
                     record.raised
                 ));
@@ -438,9 +447,9 @@ impl MachineGc {
                     lowered,
                 }),
                 Ok(_) => {}
-                Err(e) => report.errors.push(format!(
-                    "release replicas of MachineDeployment {md_ref}: {e}"
-                )),
+                Err(e) => report
+                    .errors
+                    .push(format!("release replicas of {md_ref:#}: {e}")),
             }
         }
         self.unborn_since

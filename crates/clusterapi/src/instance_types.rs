@@ -60,20 +60,24 @@ use std::fmt;
 use std::sync::Arc;
 
 use api::nodeclass::{ClusterAPINodeClassSpec, InstanceTypeStatus};
-use api::{MachineDeployment, well_known};
+use api::{GroupKind, MachineDeployment, well_known};
 use scheduling::instance_type::{InstanceType, Offering};
 use scheduling::taints::Taint;
 
 pub use overhead::{DEFAULT_EVICTION_HARD, NodeOverhead};
 pub use price::{OfferingFacts, PriceTable};
 
-/// A MachineDeployment's identity, displayed `namespace/name`.
+/// A node group's identity: a MachineDeployment's, or a stand-alone MachineSet's. Displayed
+/// `namespace/name`; the alternate form (`{:#}`) names the kind too (`MachineSet ns/name`), for
+/// messages.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MachineDeploymentRef {
     /// The namespace.
     pub namespace: String,
     /// The name.
     pub name: String,
+    /// The kind of the object.
+    pub kind: GroupKind,
 }
 
 impl MachineDeploymentRef {
@@ -83,12 +87,46 @@ impl MachineDeploymentRef {
         Self {
             namespace: md.metadata.namespace.clone().unwrap_or_default(),
             name: md.metadata.name.clone().unwrap_or_default(),
+            kind: md.group_kind,
+        }
+    }
+
+    /// A name unique among node groups that leaves MachineDeployments as they always read:
+    /// `namespace/name` for a MachineDeployment, `MachineSet namespace/name` for a MachineSet.
+    #[must_use]
+    pub fn key(&self) -> String {
+        match self.kind {
+            GroupKind::MachineDeployment => self.to_string(),
+            GroupKind::MachineSet => format!("{self:#}"),
+        }
+    }
+
+    /// A MachineDeployment's reference.
+    #[must_use]
+    pub fn deployment(namespace: &str, name: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            kind: GroupKind::MachineDeployment,
+        }
+    }
+
+    /// A stand-alone MachineSet's reference.
+    #[must_use]
+    pub fn machine_set(namespace: &str, name: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            kind: GroupKind::MachineSet,
         }
     }
 }
 
 impl fmt::Display for MachineDeploymentRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            write!(f, "{} ", self.kind.as_str())?;
+        }
         write!(f, "{}/{}", self.namespace, self.name)
     }
 }
@@ -152,14 +190,17 @@ impl<'a> MachineDeploymentInput<'a> {
     }
 }
 
-/// A MachineDeployment left out of the catalogue because of bad input: one per problem.
+/// A node group (MachineDeployment or stand-alone MachineSet) left out of the catalogue
+/// because of bad input: one per problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("MachineDeployment {namespace}/{name}: {message}")]
+#[error("{} {namespace}/{name}: {message}", kind.as_str())]
 pub struct InvalidMachineDeployment {
     /// The MD's namespace.
     pub namespace: String,
     /// The MD's name.
     pub name: String,
+    /// Its kind.
+    pub kind: GroupKind,
     /// The annotation at fault — or, for input that is not an annotation, the field
     /// (`spec.template.spec.failureDomain`, `<Kind>/<name> status.capacity.cpu`, …).
     pub annotation: String,
@@ -331,6 +372,12 @@ impl CatalogueEntry {
             name: self.name().to_owned(),
             machine_deployments: origins
                 .iter()
+                .filter(|o| o.machine_deployment.kind == GroupKind::MachineDeployment)
+                .map(|o| o.machine_deployment.to_string())
+                .collect(),
+            machine_sets: origins
+                .iter()
+                .filter(|o| o.machine_deployment.kind == GroupKind::MachineSet)
                 .map(|o| o.machine_deployment.to_string())
                 .collect(),
             zones: unique(origins.iter().map(|o| o.zone.clone()).collect()),

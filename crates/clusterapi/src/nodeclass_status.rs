@@ -407,14 +407,16 @@ impl Context {
             .list(&ListParams::default())
             .await
             .map_err(kube_error("list MachineSets"))?;
+        // The node groups: MachineDeployments, then stand-alone MachineSets.
+        let mut groups = mds.items;
+        groups.extend(crate::selection::stand_alone(&sets.items));
         let mut templates = HashMap::new();
-        for md in mds.items.iter().filter(|md| is_member(md)) {
+        for md in groups.iter().filter(|md| is_member(md)) {
             if let Some(template) = self.templates.of(md).await {
                 templates.insert(MachineDeploymentRef::of(md), template);
             }
         }
-        let observed =
-            observe_with_templates(nodeclass, &mds.items, &templates, &self.config.scope);
+        let observed = observe_with_templates(nodeclass, &groups, &templates, &self.config.scope);
         let status = nodeclass.status.clone().unwrap_or_default();
         let old = status.conditions.unwrap_or_default();
         let now = Timestamp::now();
@@ -425,7 +427,7 @@ impl Context {
                 REASON_INCOMPATIBLE_ROLLOUT_STRATEGY,
                 rollout(
                     nodeclass,
-                    &mds.items,
+                    &groups,
                     &sets.items,
                     &self.config.scope,
                     &self.config.capi,
@@ -434,7 +436,7 @@ impl Context {
             (
                 MACHINE_DEPLOYMENTS_HEALTHY,
                 REASON_UNHEALTHY_MACHINE_DEPLOYMENT,
-                health(nodeclass, &mds.items, &sets.items, &self.config.scope),
+                health(nodeclass, &groups, &sets.items, &self.config.scope),
             ),
             (
                 MACHINE_DEPLOYMENTS_PRICED,
@@ -536,8 +538,12 @@ impl Context {
                 continue;
             }
             let mut note = format!(
-                "MachineDeployment {}/{} excluded, {}: {}",
-                p.namespace, p.name, p.annotation, p.message
+                "{} {}/{} excluded, {}: {}",
+                p.kind.as_str(),
+                p.namespace,
+                p.name,
+                p.annotation,
+                p.message
             );
             truncate(&mut note, NOTE_LIMIT);
             let event = Event {

@@ -1,4 +1,5 @@
-//! Whether Cluster API can create Machines for a MachineDeployment now.
+//! Whether Cluster API can create Machines for a MachineDeployment (or a stand-alone
+//! MachineSet, which reports only its own preflight checks) now.
 //!
 //! Responsibility: [`blocked`] — Cluster API reports a blocked scale-up on the MachineSet
 //! that cannot create Machines (v1beta2 `ScalingUp` "… is blocked because: …", from its
@@ -10,7 +11,7 @@
 //! Outputs: why, or `None`. Pure.
 
 use api::well_known::capi::DEPLOYMENT_NAME;
-use api::{MachineDeployment, MachineSet};
+use api::{GroupKind, MachineDeployment, MachineSet};
 
 fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -21,10 +22,21 @@ fn one_line(message: &str) -> String {
 /// named.
 #[must_use]
 pub fn blocked(md: &MachineDeployment, sets: &[&MachineSet]) -> Option<String> {
+    let name = md.metadata.name.as_deref()?;
+    if md.group_kind == GroupKind::MachineSet {
+        // A stand-alone MachineSet reports its own preflight checks (either version).
+        return sets
+            .iter()
+            .find(|s| {
+                s.metadata.namespace == md.metadata.namespace
+                    && s.metadata.name.as_deref() == Some(name)
+            })
+            .and_then(|s| s.status.as_ref()?.scale_up_blocked())
+            .map(one_line);
+    }
     if let Some(message) = md.status.as_ref().and_then(|s| s.scale_up_blocked()) {
         return Some(one_line(message));
     }
-    let name = md.metadata.name.as_deref()?;
     let mut own: Vec<&&MachineSet> = sets
         .iter()
         .filter(|s| s.metadata.namespace == md.metadata.namespace)

@@ -1,6 +1,11 @@
 //! Which MachineDeployments a ClusterAPINodeClass may use: discovery and scoping, as a pure
 //! function.
 //!
+//! Node groups are MachineDeployments and stand-alone MachineSets (no MachineDeployment owns
+//! them, as the cluster-autoscaler decides): [`stand_alone`] turns the latter into
+//! [`MachineDeployment::from_machine_set`] views, which every rule below reads the same way
+//! (member label, selector, scope, paused annotation).
+//!
 //! Responsibility: from the MachineDeployments of the management cluster, keep those that
 //! 1. carry the member label `node.cluster.x-k8s.io/karpenter-member` (any value, `""`
 //!    included). This filter is applied **whatever the selector**: upstream replaced it with a
@@ -22,11 +27,21 @@ mod selector;
 #[cfg(test)]
 mod tests;
 
-use api::MachineDeployment;
 use api::well_known::capi::{CLUSTER_NAME, KARPENTER_MEMBER, PAUSED};
+use api::{MachineDeployment, MachineSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 pub use selector::{Selector, SelectorError};
+
+/// The stand-alone MachineSets of `sets` as node groups ([`MachineSet::is_stand_alone`],
+/// [`MachineDeployment::from_machine_set`]), in input order.
+pub fn stand_alone<'a>(
+    sets: impl IntoIterator<Item = &'a MachineSet>,
+) -> impl Iterator<Item = MachineDeployment> {
+    sets.into_iter()
+        .filter(|s| s.is_stand_alone())
+        .map(MachineDeployment::from_machine_set)
+}
 
 /// Where MachineDeployments may come from. `None` fields do not restrict.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -368,7 +368,7 @@ async fn failed_and_blocked_machine_deployments_are_named_in_the_health_conditio
     assert_eq!(health.reason, "Failed");
     assert!(
         health.message.starts_with(
-            "MachineDeployment default/ok: Cluster API reports it Failed; default/stuck"
+            "MachineDeployment default/ok: Cluster API reports it Failed; MachineDeployment default/stuck"
         ),
         "{}",
         health.message
@@ -388,7 +388,7 @@ async fn failed_and_blocked_machine_deployments_are_named_in_the_health_conditio
     assert_eq!(notes.len(), 2, "{events:?}");
     assert!(
         notes[0].starts_with(
-            "MachineDeployment default/ok: Cluster API reports it Failed; default/stuck"
+            "MachineDeployment default/ok: Cluster API reports it Failed; MachineDeployment default/stuck"
         ) && notes[1].starts_with("MachineDeployment default/stuck: scale-up blocked"),
         "{notes:?}"
     );

@@ -2,7 +2,8 @@
 //!
 //! Responsibility: read a multi-document YAML dump (a file or stdin; `kind: List` documents are
 //! unpacked), type each object by apiVersion/kind (NodePools, NodeClaims,
-//! ClusterAPINodeClasses, MachineDeployments, `infrastructure.cluster.x-k8s.io` machine
+//! ClusterAPINodeClasses, MachineDeployments and stand-alone MachineSets (as node groups),
+//! `infrastructure.cluster.x-k8s.io` machine
 //! templates kept as JSON, Nodes, Pods, DaemonSets, PodDisruptionBudgets, Namespaces), then run
 //! exactly the provisioning path — `controllers::provisioning::inputs`, the dump's
 //! NodeOverlays under `--feature-gates NodeOverlay=true` (each planned NodeClaim names where
@@ -278,6 +279,18 @@ impl Dump {
             }
             ("cluster.x-k8s.io", "MachineDeployment") => {
                 self.machine_deployments.push(typed(&what, &value)?);
+            }
+            ("cluster.x-k8s.io", "MachineSet") => {
+                let set: api::MachineSet = typed(&what, &value)?;
+                if set.is_stand_alone() {
+                    self.machine_deployments
+                        .push(api::MachineDeployment::from_machine_set(&set));
+                } else {
+                    self.notes.push(format!(
+                        "{what}: a MachineDeployment owns it, so it is not a node group of its \
+                         own, skipped"
+                    ));
+                }
             }
             ("infrastructure.cluster.x-k8s.io", k) if k.ends_with("MachineTemplate") => {
                 if value
@@ -555,5 +568,27 @@ mod tests {
         assert_eq!(dump.namespaces.len(), 1);
         assert_eq!(dump.notes.len(), 1);
         assert!(dump.notes[0].contains("document 0 item 1 (ConfigMap c)"));
+    }
+
+    #[test]
+    fn stand_alone_machine_sets_are_node_groups_and_owned_ones_are_noted() {
+        let dump = parse(
+            "apiVersion: cluster.x-k8s.io/v1beta2\nkind: MachineSet\n\
+             metadata: {name: solo, namespace: ns}\nspec: {clusterName: c}\n---\n\
+             apiVersion: cluster.x-k8s.io/v1beta2\nkind: MachineSet\n\
+             metadata: {name: md-abc, namespace: ns, labels: {cluster.x-k8s.io/deployment-name: md}}\n\
+             spec: {clusterName: c}\n",
+        )
+        .unwrap();
+        assert_eq!(dump.machine_deployments.len(), 1);
+        let group = &dump.machine_deployments[0];
+        assert_eq!(group.group_kind, api::GroupKind::MachineSet);
+        assert_eq!(group.metadata.name.as_deref(), Some("solo"));
+        assert_eq!(dump.notes.len(), 1);
+        assert!(
+            dump.notes[0].contains("MachineSet md-abc"),
+            "{:?}",
+            dump.notes
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! `karpenter-capi doctor` on both backends: a working installation has no blocker, and each
 //! broken setup gets its finding — CRDs not installed, a MachineDeployment without the opt-in
 //! label, a NodePool whose requirements match no instance type, a NodePool naming a missing
-//! NodeClass, a MachineDeployment without a shape, one shared with the cluster-autoscaler.
+//! NodeClass, a MachineDeployment without a shape, one shared with the cluster-autoscaler; a
+//! stand-alone MachineSet reported as a node group.
 //! The same binary's command line is exercised against `sim serve` in `cli.rs`.
 #![allow(
     clippy::unwrap_used,
@@ -226,7 +227,46 @@ async fn each_broken_setup_gets_its_finding(backend: Backend) {
     );
 }
 
+async fn a_stand_alone_machine_set_is_reported_as_a_node_group(backend: Backend) {
+    let mut set = md(
+        "gpu",
+        json!({"karpenter.cluster.x-k8s.io/price": "1.5"}),
+        true,
+    );
+    set["kind"] = json!("MachineSet");
+    // A MachineSet a MachineDeployment owns is not one, even labelled as a member.
+    let mut owned = md("owned", json!({}), true);
+    owned["kind"] = json!("MachineSet");
+    owned["metadata"]["labels"]["cluster.x-k8s.io/deployment-name"] = json!("small");
+    let report = examine(
+        backend,
+        true,
+        &[md("small", json!({}), true), set, owned],
+        &[node_class(), node_pool("default", "default", json!([]))],
+    )
+    .await;
+    assert!(codes(&report).is_empty(), "{}", report.render());
+    let groups: Vec<(&str, Option<&str>)> = report.node_classes[0]
+        .machine_deployments
+        .iter()
+        .map(|g| (g.name.as_str(), g.instance_type.as_deref()))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("default/small", Some("small")),
+            ("MachineSet default/gpu", Some("gpu")),
+        ],
+        "{}",
+        report.render()
+    );
+    let mut types = report.node_pools[0].available_instance_types.clone();
+    types.sort();
+    assert_eq!(types, ["gpu", "small"]);
+}
+
 world::backend_tests!(
     a_working_installation_has_no_finding,
     each_broken_setup_gets_its_finding,
+    a_stand_alone_machine_set_is_reported_as_a_node_group,
 );

@@ -152,6 +152,22 @@ pub fn controller_uid(obj: &Value) -> Option<String> {
         .and_then(|r| r.get("uid").and_then(Value::as_str).map(str::to_owned))
 }
 
+/// The node group a Machine belongs to, as CAPI's providers read its shape: the
+/// MachineDeployment its `cluster.x-k8s.io/deployment-name` label names, else the MachineSet
+/// controlling it (a stand-alone set, whose template and annotations read like a
+/// MachineDeployment's).
+pub fn group_of<'a>(machine: &Value, mds: &'a [Value], sets: &'a [Value]) -> Option<&'a Value> {
+    let namespace = sim::object::namespace(machine);
+    if let Some(d) = labels(machine).get(api::well_known::capi::DEPLOYMENT_NAME) {
+        return mds
+            .iter()
+            .find(|md| sim::object::name(md) == d && sim::object::namespace(md) == namespace);
+    }
+    let uid = controller_uid(machine)?;
+    sets.iter()
+        .find(|s| sim::object::uid(s) == uid && sim::object::namespace(s) == namespace)
+}
+
 /// A controller owner reference to `owner` (which must carry apiVersion and kind).
 pub fn controller_ref(owner: &Value) -> Value {
     json!({

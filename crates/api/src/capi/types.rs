@@ -172,7 +172,33 @@ pub struct Deletion {
     pub order: Option<String>,
 }
 
+/// Which Cluster API object a node group ([`MachineDeployment`] view) was read from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GroupKind {
+    /// A MachineDeployment.
+    #[default]
+    MachineDeployment,
+    /// A stand-alone MachineSet (no MachineDeployment controls it).
+    MachineSet,
+}
+
+impl GroupKind {
+    /// The kind's name, as Cluster API spells it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MachineDeployment => "MachineDeployment",
+            Self::MachineSet => "MachineSet",
+        }
+    }
+}
+
 /// A MachineDeployment: a scalable group of identical Machines (our instance type + offering).
+///
+/// Also the read view of a stand-alone MachineSet as a node group
+/// ([`MachineDeployment::from_machine_set`]): the two share every field a node group is read
+/// by (metadata, replicas, selector, template, deletion order, the `ScalingUp` condition), and
+/// [`MachineDeployment::group_kind`] says which one it was read from. Never written back.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MachineDeployment {
     /// Standard object metadata.
@@ -184,6 +210,51 @@ pub struct MachineDeployment {
     /// The observed state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<MachineDeploymentStatus>,
+    /// The kind it was read from (not on the wire: a MachineDeployment read from the API is a
+    /// MachineDeployment).
+    #[serde(skip)]
+    pub group_kind: GroupKind,
+}
+
+impl MachineDeployment {
+    /// A stand-alone MachineSet as a node group. A MachineSet never replaces its Machines on a
+    /// template change, so the view's rollout strategy is `OnDelete` (Karpenter's drift
+    /// replaces them); its deletion order is the set's; it has no `spec.paused` (the
+    /// `cluster.x-k8s.io/paused` annotation still pauses it).
+    #[must_use]
+    pub fn from_machine_set(ms: &MachineSet) -> Self {
+        let status = ms.status.as_ref().map(|s| MachineDeploymentStatus {
+            replicas: s.replicas,
+            ready_replicas: s.ready_replicas,
+            available_replicas: None,
+            selector: s.selector.clone(),
+            phase: None,
+            observed_generation: None,
+            conditions: s.conditions.clone(),
+            v1beta2: s.v1beta2.clone(),
+        });
+        Self {
+            metadata: ms.metadata.clone(),
+            spec: MachineDeploymentSpec {
+                cluster_name: ms.spec.cluster_name.clone(),
+                replicas: ms.spec.replicas,
+                selector: ms.spec.selector.clone(),
+                template: ms.spec.template.clone(),
+                paused: None,
+                strategy: None,
+                rollout: Some(MachineDeploymentRollout {
+                    strategy: Some(MachineDeploymentStrategy {
+                        type_: Some("OnDelete".to_owned()),
+                    }),
+                }),
+                deletion: ms.spec.deletion_order().map(|order| Deletion {
+                    order: Some(order.to_owned()),
+                }),
+            },
+            status,
+            group_kind: GroupKind::MachineSet,
+        }
+    }
 }
 
 /// The desired state of a MachineDeployment.
@@ -369,6 +440,27 @@ pub struct MachineSetSpec {
     /// v1beta2: which Machines go first on scale-down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion: Option<Deletion>,
+}
+
+impl MachineSet {
+    /// Whether no MachineDeployment manages it: no owner reference of kind
+    /// `MachineDeployment` (as the cluster-autoscaler decides) and no
+    /// `cluster.x-k8s.io/deployment-name` label (its Machines would carry it too, and belong to
+    /// that MachineDeployment). Only such a MachineSet is a node group of its own.
+    #[must_use]
+    pub fn is_stand_alone(&self) -> bool {
+        let owned = self
+            .metadata
+            .owner_references
+            .as_ref()
+            .is_some_and(|refs| refs.iter().any(|o| o.kind == "MachineDeployment"));
+        let labelled = self
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(crate::well_known::capi::DEPLOYMENT_NAME));
+        !owned && !labelled
+    }
 }
 
 impl MachineSetSpec {
@@ -747,5 +839,80 @@ mod tests {
         let taints = spec.taints.unwrap();
         assert_eq!(taints[0].key, "k");
         assert_eq!(taints[0].propagation.as_deref(), Some("Always"));
+    }
+
+    #[test]
+    fn a_stand_alone_machine_set_reads_as_a_node_group() {
+        for (version, deletion) in [
+            ("v1beta2", json!({"deletion": {"order": "Oldest"}})),
+            ("v1beta1", json!({"deletePolicy": "Oldest"})),
+        ] {
+            let mut spec = json!({"clusterName": "c", "replicas": 2,
+                "selector": {"matchLabels": {"pool": "p"}},
+                "template": {"metadata": {"labels": {"pool": "p"}},
+                    "spec": {"clusterName": "c", "version": "v1.34.0",
+                        "infrastructureRef": {"kind": "DockerMachineTemplate", "name": "t"}}}});
+            for (k, v) in deletion.as_object().unwrap() {
+                spec[k] = v.clone();
+            }
+            let ms: MachineSet = serde_json::from_value(json!({
+                "apiVersion": format!("cluster.x-k8s.io/{version}"), "kind": "MachineSet",
+                "metadata": {"name": "ms", "namespace": "ns", "labels": {"a": "b"}},
+                "spec": spec,
+                "status": {"replicas": 1, "conditions": [{"type": "ScalingUp", "status": "True",
+                    "message": "Scaling up from 1 to 2 replicas is blocked because: x"}]},
+            }))
+            .unwrap();
+            assert!(ms.is_stand_alone());
+            let view = MachineDeployment::from_machine_set(&ms);
+            assert_eq!(view.group_kind, GroupKind::MachineSet);
+            assert_eq!(view.metadata, ms.metadata);
+            assert_eq!(view.spec.replicas, Some(2));
+            assert_eq!(view.spec.template, ms.spec.template);
+            assert!(
+                view.spec.is_on_delete(),
+                "a MachineSet replaces nothing itself"
+            );
+            assert_eq!(
+                view.spec.deletion.as_ref().and_then(|d| d.order.as_deref()),
+                Some("Oldest"),
+                "{version}"
+            );
+            assert!(view.status.unwrap().scale_up_blocked().is_some());
+        }
+        // Read from the API, a MachineDeployment is one (the kind is not on the wire).
+        let md: MachineDeployment =
+            serde_json::from_value(json!({"metadata": {"name": "md"}})).unwrap();
+        assert_eq!(md.group_kind, GroupKind::MachineDeployment);
+        assert!(
+            serde_json::to_value(&md)
+                .unwrap()
+                .get("groupKind")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_machine_set_a_machine_deployment_manages_is_not_stand_alone() {
+        let owned: MachineSet = serde_json::from_value(json!({"metadata": {"name": "ms",
+            "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2",
+                "kind": "MachineDeployment", "name": "md", "uid": "u"}]}}))
+        .unwrap();
+        assert!(
+            !owned.is_stand_alone(),
+            "owner reference, controller or not"
+        );
+        let labelled: MachineSet = serde_json::from_value(json!({"metadata": {"name": "ms",
+            "labels": {"cluster.x-k8s.io/deployment-name": "md"}}}))
+        .unwrap();
+        assert!(
+            !labelled.is_stand_alone(),
+            "its Machines belong to the deployment"
+        );
+        let cluster_owned: MachineSet = serde_json::from_value(json!({"metadata": {"name": "ms",
+            "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2",
+                "kind": "Cluster", "name": "c", "uid": "u"}]}}))
+        .unwrap();
+        assert!(cluster_owned.is_stand_alone());
     }
 }

@@ -65,11 +65,15 @@ pub(super) fn is_propagated(key: &str) -> bool {
 /// FNV-1a 64-bit hash of `namespace/name`. Stable across restarts and a valid label value.
 #[must_use]
 pub(super) fn derived_name(md: &MachineDeploymentRef) -> String {
-    let hash = format!("{}/{}", md.namespace, md.name)
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+    // A stand-alone MachineSet may share its namespace and name with a MachineDeployment: its
+    // kind is hashed too, so the two never derive the same name.
+    let key = match md.kind {
+        api::GroupKind::MachineDeployment => format!("{}/{}", md.namespace, md.name),
+        api::GroupKind::MachineSet => format!("MachineSet {}/{}", md.namespace, md.name),
+    };
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
     let prefix: String = format!("{}-{}", md.namespace, md.name)
         .chars()
         .map(|c| {
@@ -96,6 +100,7 @@ pub(super) fn derive(
     let problem = |annotation: &str, message: String| InvalidMachineDeployment {
         namespace: reference.namespace.clone(),
         name: reference.name.clone(),
+        kind: reference.kind,
         annotation: annotation.to_owned(),
         message,
     };

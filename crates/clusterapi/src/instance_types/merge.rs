@@ -42,6 +42,7 @@ pub(super) fn merge(
             Err(message) => problems.extend(group.iter().map(|md| InvalidMachineDeployment {
                 namespace: md.origin.machine_deployment.namespace.clone(),
                 name: md.origin.machine_deployment.name.clone(),
+                kind: md.origin.machine_deployment.kind,
                 annotation: LABELS.to_owned(),
                 message: message.clone(),
             })),

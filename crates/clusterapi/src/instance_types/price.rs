@@ -54,24 +54,37 @@ impl Row {
                 entry.price
             ),
         })?;
-        let machine_deployment = match &entry.machine_deployment {
-            None => None,
-            Some(text) => match text.split_once('/') {
-                Some((namespace, name))
-                    if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
-                {
-                    Some(MachineDeploymentRef {
-                        namespace: namespace.to_owned(),
-                        name: name.to_owned(),
-                    })
-                }
-                _ => {
-                    return Err(NodeClassError {
-                        field: field("machineDeployment"),
-                        message: format!("{text:?} is not namespace/name"),
-                    });
-                }
-            },
+        let group = |text: &String, name: &str, kind: api::GroupKind| match text.split_once('/') {
+            Some((namespace, group))
+                if !namespace.is_empty() && !group.is_empty() && !group.contains('/') =>
+            {
+                Ok(MachineDeploymentRef {
+                    namespace: namespace.to_owned(),
+                    name: group.to_owned(),
+                    kind,
+                })
+            }
+            _ => Err(NodeClassError {
+                field: field(name),
+                message: format!("{text:?} is not namespace/name"),
+            }),
+        };
+        let machine_deployment = match (&entry.machine_deployment, &entry.machine_set) {
+            (Some(_), Some(_)) => {
+                return Err(NodeClassError {
+                    field: field("machineSet"),
+                    message: "set machineDeployment or machineSet, not both: an offering is \
+                        backed by one of them"
+                        .to_owned(),
+                });
+            }
+            (Some(text), None) => Some(group(
+                text,
+                "machineDeployment",
+                api::GroupKind::MachineDeployment,
+            )?),
+            (None, Some(text)) => Some(group(text, "machineSet", api::GroupKind::MachineSet)?),
+            (None, None) => None,
         };
         if let Some(capacity_type) = &entry.capacity_type
             && !PRICED_CAPACITY_TYPES.contains(&capacity_type.as_str())

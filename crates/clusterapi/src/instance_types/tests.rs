@@ -210,10 +210,7 @@ fn the_name_is_the_instance_type_label() {
 fn without_an_instance_type_label_the_name_is_derived_stably_from_the_md() {
     let entry = only(sized("md-0"));
     assert_eq!(entry.name_source(), NameSource::Derived);
-    let reference = MachineDeploymentRef {
-        namespace: "default".into(),
-        name: "md-0".into(),
-    };
+    let reference = MachineDeploymentRef::deployment("default", "md-0");
     assert_eq!(entry.name(), derived_name(&reference));
     assert!(
         entry.name().starts_with("default-md-0-"),
@@ -221,23 +218,24 @@ fn without_an_instance_type_label_the_name_is_derived_stably_from_the_md() {
         entry.name()
     );
     assert_eq!(entry.labels()[INSTANCE_TYPE], entry.name());
-    let other = MachineDeploymentRef {
-        namespace: "default-md".into(),
-        name: "0".into(),
-    };
+    let other = MachineDeploymentRef::deployment("default-md", "0");
     assert_ne!(
         derived_name(&reference),
         derived_name(&other),
         "same prefix, other MD"
     );
+    let set = MachineDeploymentRef::machine_set("default", "md-0");
+    assert_ne!(
+        derived_name(&reference),
+        derived_name(&set),
+        "a MachineSet named like a MachineDeployment"
+    );
+    assert!(derived_name(&set).starts_with("default-md-0-"));
 }
 
 #[test]
 fn derived_names_are_valid_label_values_even_for_long_names() {
-    let long = MachineDeploymentRef {
-        namespace: "n".repeat(63),
-        name: format!("{}.x", "m".repeat(200)),
-    };
+    let long = MachineDeploymentRef::deployment(&"n".repeat(63), &format!("{}.x", "m".repeat(200)));
     for reference in [long, MachineDeploymentRef::default()] {
         let name = derived_name(&reference);
         assert!(name.len() <= 63, "{name}");

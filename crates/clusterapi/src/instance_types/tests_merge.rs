@@ -215,3 +215,42 @@ fn one_bad_md_never_breaks_the_others_and_problems_are_sorted() {
         ]
     );
 }
+
+#[test]
+fn a_stand_alone_machine_set_is_an_offering_the_status_lists_apart() {
+    let mut set = m5("m5", "us-east-1b").build();
+    set.group_kind = api::GroupKind::MachineSet;
+    // Same namespace and name as the MachineDeployment: still two offerings.
+    let catalogue = catalogue_of(&[m5("m5", "us-east-1a").build(), set]);
+    assert!(
+        catalogue.problems().is_empty(),
+        "{:?}",
+        catalogue.problems()
+    );
+    let entry = catalogue.get("m5.large").unwrap();
+    let origins: Vec<String> = entry
+        .offerings()
+        .map(|(_, origin)| format!("{:#}", origin.machine_deployment))
+        .collect();
+    assert_eq!(
+        origins,
+        ["MachineDeployment default/m5", "MachineSet default/m5"]
+    );
+    let status = entry.status();
+    assert_eq!(status.machine_deployments, ["default/m5"]);
+    assert_eq!(status.machine_sets, ["default/m5"]);
+    assert_eq!(status.available_offerings, 2);
+}
+
+#[test]
+fn a_problem_of_a_machine_set_names_its_kind() {
+    let mut set = md("default", "bad").shape("x", "8Gi").build();
+    set.group_kind = api::GroupKind::MachineSet;
+    let catalogue = catalogue_of(&[set]);
+    let problem = &catalogue.problems()[0];
+    assert_eq!(problem.kind, api::GroupKind::MachineSet);
+    assert!(
+        problem.to_string().starts_with("MachineSet default/bad: "),
+        "{problem}"
+    );
+}

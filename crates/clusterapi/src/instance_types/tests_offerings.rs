@@ -56,6 +56,7 @@ fn table(entries: &[PriceRow<'_>]) -> ClusterAPINodeClassSpec {
         .map(|(it, md, zone, ct, price)| PriceEntry {
             instance_type: it.map(str::to_owned),
             machine_deployment: md.map(str::to_owned),
+            machine_set: None,
             zone: zone.map(str::to_owned),
             capacity_type: ct.map(str::to_owned),
             price: (*price).to_owned(),

@@ -183,7 +183,7 @@ pub fn health(
     let mut failed = Vec::new();
     let mut blocked = Vec::new();
     for md in selected {
-        let name = MachineDeploymentRef::of(md);
+        let name = format!("{:#}", MachineDeploymentRef::of(md));
         if md.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed") {
             failed.push(format!("{name}: Cluster API reports it Failed"));
         } else if let Some(why) = crate::scale_up::blocked(md, &sets) {
@@ -207,7 +207,7 @@ pub fn health(
         ConditionStatus::False,
         reason,
         format!(
-            "MachineDeployment {}; their offerings are unavailable until Cluster API recovers",
+            "{}; their offerings are unavailable until Cluster API recovers",
             named(&failed, "; ")
         ),
     ))
@@ -221,7 +221,7 @@ pub fn pricing(catalogue: &Catalogue) -> Option<Advisory> {
     let mut priced = 0usize;
     for (_, origin) in catalogue.entries().iter().flat_map(|e| e.offerings()) {
         if origin.price_source == PriceSource::Unpriced {
-            unpriced.push(origin.machine_deployment.to_string());
+            unpriced.push(format!("{:#}", origin.machine_deployment));
         } else {
             priced += 1;
         }
@@ -254,7 +254,7 @@ pub fn pricing(catalogue: &Catalogue) -> Option<Advisory> {
             ConditionStatus::False,
             "Unpriced",
             format!(
-                "MachineDeployment {} {} no price: unpriced is not cheaper than anything, so they launch only when no priced MachineDeployment fits, and consolidation neither replaces their nodes nor replaces a node with them; {how}",
+                "{} {} no price: unpriced is not cheaper than anything, so they launch only when no priced MachineDeployment fits, and consolidation neither replaces their nodes nor replaces a node with them; {how}",
                 named(&unpriced, ", "),
                 if unpriced.len() == 1 { "has" } else { "have" }
             ),

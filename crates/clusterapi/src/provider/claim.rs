@@ -208,7 +208,7 @@ impl ClusterApiProvider {
             if throttled {
                 if tokio::time::Instant::now() + THROTTLE_BACKOFF >= deadline {
                     return Err(CloudProviderError::Transient(format!(
-                        "claiming a Machine of MachineDeployment {md} was throttled (429)"
+                        "claiming a Machine of {md:#} was throttled (429)"
                     )));
                 }
                 tokio::time::sleep(THROTTLE_BACKOFF).await;
@@ -227,7 +227,7 @@ impl ClusterApiProvider {
                 Err(_) if tokio::time::Instant::now() < deadline => {}
                 Err(_) => {
                     let why = format!(
-                        "no Machine of MachineDeployment {md} could be claimed within {:?}",
+                        "no Machine of {md:#} could be claimed within {:?}",
                         self.config.claim_timeout
                     );
                     self.launch_failed(md, &why);
@@ -240,12 +240,12 @@ impl ClusterApiProvider {
     /// Why Cluster API cannot create Machines for `md` now ([`crate::scale_up::blocked`], from
     /// the cached MachineDeployment and MachineSets).
     fn scale_up_blocked(&self, md: &MachineDeploymentRef) -> Option<String> {
-        let cached = self.mds.get(&md.namespace, &md.name)?;
+        let cached = self.cached_group(md)?;
         let sets = self.sets.all();
         let sets: Vec<&api::MachineSet> = sets.iter().map(AsRef::as_ref).collect();
         let why = crate::scale_up::blocked(&cached, &sets)?;
         Some(format!(
-            "Cluster API cannot create Machines for MachineDeployment {md}: {why}"
+            "Cluster API cannot create Machines for {md:#}: {why}"
         ))
     }
 
@@ -279,7 +279,7 @@ impl ClusterApiProvider {
             let reason = status.and_then(|s| s.failure_reason()).unwrap_or("Failed");
             let message = status.and_then(|s| s.failure_message()).unwrap_or_default();
             Some(format!(
-                "Machine {}/{name} of MachineDeployment {md} failed: {reason}{}{message}",
+                "Machine {}/{name} of {md:#} failed: {reason}{}{message}",
                 md.namespace,
                 if message.is_empty() { "" } else { ": " }
             ))

@@ -9,10 +9,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use api::NodeClaim;
-use api::well_known::capi::DEPLOYMENT_NAME;
 use cloudprovider::convert::{compatible_offerings, requests_of, requirements_of};
 use cloudprovider::{CloudProviderError, Launch};
-use kube::api::ListParams;
 use scheduling::instance_type::InstanceType;
 
 use crate::instance_types::MachineDeploymentRef;
@@ -115,7 +113,7 @@ impl ClusterApiProvider {
                 && replicas >= max
             {
                 return Ok(Scaled::AtMaxSize(format!(
-                    "MachineDeployment {md} is at its max size {max}"
+                    "{md:#} is at its max size {max}"
                 )));
             }
             let by = queued.min(max.map_or(i32::MAX, |max| max - replicas));
@@ -147,13 +145,8 @@ impl ClusterApiProvider {
         md: &MachineDeploymentRef,
         cluster: &str,
     ) -> Result<BTreeSet<String>, CloudProviderError> {
-        let listed = self
-            .machines_api(&md.namespace)
-            .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={}", md.name)))
-            .await
-            .map_err(|e| transient("list Machines", e))?;
+        let listed = self.list_machines_of(md).await?;
         Ok(listed
-            .items
             .iter()
             .filter(|m| !claimed_by(m, cluster))
             .filter_map(|m| m.metadata.name.clone())

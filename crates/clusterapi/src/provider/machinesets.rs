@@ -10,12 +10,17 @@
 //! Machine we marked only when [`ScaleDownTarget::takes`] says so; every other removal deletes
 //! its Machine directly (replicas kept), which no controller can redirect.
 //!
+//! A stand-alone MachineSet is its own target ([`ScaleDownTarget::stand_alone`]): it deletes
+//! first a Machine already deleting, then the `delete-machine` ones, so our annotated Machine
+//! goes unless another is already deleting — which the removal's escalation (a direct delete
+//! after `removal_escalation`) covers.
+//!
 //! Responsibility: the pure rule ([`ScaleDownTarget::of`]) and the fresh read of a
 //! MachineDeployment's MachineSets it rests on. Inputs: the MachineDeployment, its
 //! MachineSets. Outputs: [`ScaleDownTarget`].
 
 use api::well_known::capi::{DEPLOYMENT_NAME, DISABLE_MACHINE_CREATE, SET_NAME};
-use api::{Machine, MachineDeployment, MachineSet};
+use api::{GroupKind, Machine, MachineDeployment, MachineSet};
 use cloudprovider::CloudProviderError;
 use kube::api::{Api, ListParams};
 
@@ -91,6 +96,19 @@ impl ScaleDownTarget {
         }
     }
 
+    /// The target of a stand-alone MachineSet (`set`, as its node-group view): the set itself,
+    /// while it holds replicas and is not being deleted. There is no rollout to redirect a
+    /// lowered replica.
+    pub(crate) fn stand_alone(set: &MachineDeployment) -> ScaleDownTarget {
+        let replicas = set.spec.replicas.unwrap_or(0);
+        let active = set.metadata.deletion_timestamp.is_none() && replicas > 0;
+        ScaleDownTarget {
+            set: set.metadata.name.clone().filter(|_| active),
+            room: if active { replicas } else { 0 },
+            active: usize::from(active),
+        }
+    }
+
     /// Whether lowering replicas by one removes `m` once it is marked `delete-machine`.
     pub(crate) fn takes(&self, m: &Machine) -> bool {
         self.set.is_some() && machine_set_of(m) == self.set.as_deref()
@@ -120,7 +138,7 @@ impl ScaleDownTarget {
             |s| format!("MachineSet {s}"),
         );
         Some(format!(
-            "MachineDeployment {md} is rolling out through {} MachineSets: lowering its \
+            "{md:#} is rolling out through {} MachineSets: lowering its \
              replicas would make Cluster API remove a Machine of {lands}, not Machine \
              {machine} of MachineSet {set}, and deleting {machine} alone would only make its \
              MachineSet replace it; waiting until the rollout ends",
@@ -145,6 +163,9 @@ impl ClusterApiProvider {
         md: &MachineDeploymentRef,
         current: &MachineDeployment,
     ) -> Result<ScaleDownTarget, CloudProviderError> {
+        if md.kind == GroupKind::MachineSet {
+            return Ok(ScaleDownTarget::stand_alone(current));
+        }
         let uid = current.metadata.uid.as_deref();
         let sets: Vec<MachineSet> = Api::<MachineSet>::namespaced_with(
             self.management.clone(),
@@ -168,6 +189,9 @@ impl ClusterApiProvider {
         md: &MachineDeploymentRef,
         current: &MachineDeployment,
     ) -> ScaleDownTarget {
+        if md.kind == GroupKind::MachineSet {
+            return ScaleDownTarget::stand_alone(current);
+        }
         let uid = current.metadata.uid.as_deref();
         let sets: Vec<MachineSet> = self
             .sets

@@ -115,12 +115,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use api::well_known::annotations::{LEGACY_MACHINE, MACHINE};
-use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER};
+use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER, SET_NAME};
 use api::{
-    CapiVersion, ClusterAPINodeClass, Machine, MachineDeployment, MachineSet, NodeClaim, NodePool,
+    CapiVersion, ClusterAPINodeClass, GroupKind, Machine, MachineDeployment, MachineSet, NodeClaim,
+    NodePool,
 };
 use cloudprovider::{CloudProvider, CloudProviderError, Launch, ObjectRef};
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use scheduling::instance_type::InstanceType;
 use scheduling::labels::WellKnownLabels;
 
@@ -278,11 +279,31 @@ fn has_label(meta: &kube::api::ObjectMeta, key: &str) -> bool {
     meta.labels.as_ref().is_some_and(|l| l.contains_key(key))
 }
 
+/// The node group `m` belongs to: its MachineDeployment (the `cluster.x-k8s.io/deployment-name`
+/// label), else its MachineSet (the controller owner reference, else the
+/// `cluster.x-k8s.io/set-name` label) — a node group only if that set is stand-alone, which
+/// the caller's lookup of the group decides.
 pub(crate) fn deployment_of(m: &Machine) -> Option<MachineDeploymentRef> {
-    Some(MachineDeploymentRef {
-        namespace: m.metadata.namespace.clone()?,
-        name: m.metadata.labels.as_ref()?.get(DEPLOYMENT_NAME)?.clone(),
-    })
+    let namespace = m.metadata.namespace.as_deref()?;
+    if let Some(md) = m
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(DEPLOYMENT_NAME))
+    {
+        return Some(MachineDeploymentRef::deployment(namespace, md));
+    }
+    let set = m
+        .metadata
+        .owner_references
+        .as_ref()
+        .and_then(|refs| {
+            refs.iter()
+                .find(|o| o.controller == Some(true) && o.kind == "MachineSet")
+        })
+        .map(|o| o.name.as_str())
+        .or_else(|| machinesets::machine_set_of(m))?;
+    Some(MachineDeploymentRef::machine_set(namespace, set))
 }
 
 /// Whether termination of `m` was already requested (annotation or deletionTimestamp).
@@ -481,15 +502,32 @@ impl ClusterApiProvider {
             })
     }
 
-    /// Every MachineDeployment, from the cache.
+    /// Every node group, from the caches: the MachineDeployments, then the stand-alone
+    /// MachineSets (as [`MachineDeployment::from_machine_set`] views).
     ///
     /// # Errors
-    /// [`CloudProviderError::CacheNotSynced`] when the cache has not listed in time.
+    /// [`CloudProviderError::CacheNotSynced`] when a cache has not listed in time.
     pub(crate) async fn machine_deployments(
         &self,
     ) -> Result<Vec<Arc<MachineDeployment>>, CloudProviderError> {
         synced(&self.mds).await?;
-        Ok(self.mds.all())
+        synced(&self.sets).await?;
+        let mut groups = self.mds.all();
+        let sets = self.sets.all();
+        groups.extend(crate::selection::stand_alone(sets.iter().map(AsRef::as_ref)).map(Arc::new));
+        Ok(groups)
+    }
+
+    /// The node group `r` from the caches (a MachineSet only when stand-alone), without a read.
+    pub(crate) fn cached_group(&self, r: &MachineDeploymentRef) -> Option<Arc<MachineDeployment>> {
+        match r.kind {
+            GroupKind::MachineDeployment => self.mds.get(&r.namespace, &r.name),
+            GroupKind::MachineSet => self
+                .sets
+                .get(&r.namespace, &r.name)
+                .filter(|s| s.is_stand_alone())
+                .map(|s| Arc::new(MachineDeployment::from_machine_set(&s))),
+        }
     }
 
     /// The MachineSet `namespace/name`, from the cache.
@@ -514,14 +552,58 @@ impl ClusterApiProvider {
         r: &MachineDeploymentRef,
     ) -> Result<Option<Arc<MachineDeployment>>, CloudProviderError> {
         synced(&self.mds).await?;
-        if let Some(md) = self.mds.get(&r.namespace, &r.name) {
+        synced(&self.sets).await?;
+        if let Some(md) = self.cached_group(r) {
             return Ok(Some(md));
         }
-        self.mds_api(&r.namespace)
-            .get_opt(&r.name)
-            .await
-            .map(|md| md.map(Arc::new))
-            .map_err(|e| transient("get MachineDeployment", e))
+        self.read_group(r).await.map(|md| md.map(Arc::new))
+    }
+
+    /// The node group `r`, read fresh (`None`: not found, or a MachineSet that is not
+    /// stand-alone).
+    ///
+    /// # Errors
+    /// The read failed.
+    pub(crate) async fn read_group(
+        &self,
+        r: &MachineDeploymentRef,
+    ) -> Result<Option<MachineDeployment>, CloudProviderError> {
+        match r.kind {
+            GroupKind::MachineDeployment => self
+                .mds_api(&r.namespace)
+                .get_opt(&r.name)
+                .await
+                .map_err(|e| transient("get MachineDeployment", e)),
+            GroupKind::MachineSet => Ok(self
+                .sets_api(&r.namespace)
+                .get_opt(&r.name)
+                .await
+                .map_err(|e| transient("get MachineSet", e))?
+                .filter(MachineSet::is_stand_alone)
+                .map(|s| MachineDeployment::from_machine_set(&s))),
+        }
+    }
+
+    /// Merge-patch the node group `r` (its own kind's resource).
+    pub(crate) async fn patch_group(
+        &self,
+        r: &MachineDeploymentRef,
+        patch: &serde_json::Value,
+    ) -> Result<(), kube::Error> {
+        let params = kube::api::PatchParams::default();
+        let patch = kube::api::Patch::Merge(patch);
+        match r.kind {
+            GroupKind::MachineDeployment => self
+                .mds_api(&r.namespace)
+                .patch(&r.name, &params, &patch)
+                .await
+                .map(drop),
+            GroupKind::MachineSet => self
+                .sets_api(&r.namespace)
+                .patch(&r.name, &params, &patch)
+                .await
+                .map(drop),
+        }
     }
 
     /// Wait (each bounded by the sync timeout) for the Machine, MachineDeployment, MachineSet
@@ -550,6 +632,10 @@ impl ClusterApiProvider {
         Api::namespaced_with(self.management.clone(), namespace, &self.config.capi)
     }
 
+    pub(super) fn sets_api(&self, namespace: &str) -> Api<MachineSet> {
+        Api::namespaced_with(self.management.clone(), namespace, &self.config.capi)
+    }
+
     /// The Cluster API group and version this provider speaks.
     #[must_use]
     pub fn capi(&self) -> &CapiVersion {
@@ -563,6 +649,37 @@ impl ClusterApiProvider {
             .into_iter()
             .filter(|m| deployment_of(m).as_ref() == Some(md))
             .collect()
+    }
+
+    /// The Machines of `md`, from a fresh list: by the `deployment-name` label for a
+    /// MachineDeployment, by the `set-name` label for a MachineSet (its value is the name up to
+    /// 63 characters; Cluster API hashes longer names, so those list the namespace), each
+    /// checked with [`deployment_of`].
+    ///
+    /// # Errors
+    /// The list failed.
+    pub(crate) async fn list_machines_of(
+        &self,
+        md: &MachineDeploymentRef,
+    ) -> Result<Vec<Machine>, CloudProviderError> {
+        let params = match md.kind {
+            GroupKind::MachineDeployment => {
+                ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={}", md.name))
+            }
+            GroupKind::MachineSet if md.name.len() <= 63 => {
+                ListParams::default().labels(&format!("{SET_NAME}={}", md.name))
+            }
+            GroupKind::MachineSet => ListParams::default(),
+        };
+        Ok(self
+            .machines_api(&md.namespace)
+            .list(&params)
+            .await
+            .map_err(|e| transient("list Machines", e))?
+            .items
+            .into_iter()
+            .filter(|m| deployment_of(m).as_ref() == Some(md))
+            .collect())
     }
 
     /// Creates that reserved a raised replica of `md` and have not claimed it yet.

@@ -384,12 +384,14 @@ impl ClusterApiProvider {
             Some(md) => md,
             None => return Ok(Some(crate::drift::MACHINE_DEPLOYMENT_NOT_FOUND.to_owned())),
         };
-        let machine_set = match m
+        // A stand-alone MachineSet's template is the group's own: only the version tells.
+        let set_name = m
             .metadata
             .labels
             .as_ref()
             .and_then(|l| l.get(api::well_known::capi::SET_NAME))
-        {
+            .filter(|_| md_ref.kind == api::GroupKind::MachineDeployment);
+        let machine_set = match set_name {
             Some(set) => self.machine_set(&md_ref.namespace, set).await?,
             None => None,
         };
@@ -434,7 +436,7 @@ impl ClusterApiProvider {
             room = room.min(target.room());
         }
         Ok(Some(cloudprovider::RemovalRoom {
-            group: md_ref.to_string(),
+            group: md_ref.key(),
             min: u32::try_from(min).unwrap_or(0),
             room: u32::try_from(room).unwrap_or(0),
             hold: target.hold(&md_ref, &m),

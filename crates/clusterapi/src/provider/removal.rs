@@ -19,7 +19,7 @@ use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME};
 use api::{Machine, NodeClaim};
 use cloudprovider::{CloudProviderError, ObjectRef};
 use futures::StreamExt;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -148,15 +148,16 @@ impl ClusterApiProvider {
     /// scale-down, and why. Best effort: a failure to publish is logged.
     async fn say_deleted_directly(&self, nc: &NodeClaim, m: &Machine, why: Direct) {
         let machine = cache::machine_ref(m);
-        let md = deployment_of(m)
-            .map(|md| md.to_string())
-            .unwrap_or_default();
+        let md = deployment_of(m).map_or_else(
+            || "its MachineDeployment".to_owned(),
+            |md| format!("{md:#}"),
+        );
         let because = match why {
             Direct::MinSize => {
-                format!("MachineDeployment {md} is at its min size, so its replicas were kept")
+                format!("{md} is at its min size, so its replicas were kept")
             }
             Direct::Rollout => format!(
-                "MachineDeployment {md} is rolling out through several MachineSets and Cluster \
+                "{md} is rolling out through several MachineSets and Cluster \
                  API would take a lowered replica from another MachineSet than this Machine's, \
                  so its replicas were kept"
             ),
@@ -227,7 +228,7 @@ impl ClusterApiProvider {
         }
         let Some(md) = deployment_of(&m) else {
             return Err(CloudProviderError::Transient(format!(
-                "Machine {r} has no {DEPLOYMENT_NAME} label"
+                "Machine {r} has no {DEPLOYMENT_NAME} label and no MachineSet"
             )));
         };
         if terminating(&m) && self.settled(&md, &m, cluster) {
@@ -275,7 +276,7 @@ impl ClusterApiProvider {
     /// A terminating NodeClaim asks every few seconds until its Machine is gone; this answers
     /// those asks without the MachineDeployment's lock or a request.
     fn settled(&self, md: &MachineDeploymentRef, m: &Machine, cluster: &str) -> bool {
-        let Some(cached) = self.mds.get(&md.namespace, &md.name) else {
+        let Some(cached) = self.cached_group(md) else {
             return false;
         };
         let Ok(record) = Record::of(&cached, cluster) else {
@@ -586,12 +587,7 @@ impl ClusterApiProvider {
                     "rolling out through several MachineSets: unborn replicas are kept until it ends");
                 return Ok((0, 0));
             }
-            let listed = self
-                .machines_api(&md.namespace)
-                .list(&ListParams::default().labels(&format!("{DEPLOYMENT_NAME}={}", md.name)))
-                .await
-                .map_err(|e| transient("list Machines", e))?
-                .items;
+            let listed = self.list_machines_of(md).await?;
             let local = |m: &Machine| self.claimed_locally(&cache::machine_ref(m));
             let reserved = self.reserved(md);
             let spare = record

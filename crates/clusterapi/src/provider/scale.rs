@@ -16,7 +16,6 @@ use std::time::Duration;
 use api::MachineDeployment;
 use api::well_known::capi::{MAX_SIZE, MIN_SIZE};
 use cloudprovider::CloudProviderError;
-use kube::api::{Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
 use crate::annotations::parse_size;
@@ -80,10 +79,7 @@ pub(super) fn min_size(md: &MachineDeployment) -> Result<i32, CloudProviderError
 
 fn size(md: &MachineDeployment, key: &'static str) -> Result<Option<i32>, CloudProviderError> {
     parse_size(key, annotation(&md.metadata, key)).map_err(|e| {
-        CloudProviderError::Transient(format!(
-            "MachineDeployment {}: {e}",
-            MachineDeploymentRef::of(md)
-        ))
+        CloudProviderError::Transient(format!("{:#}: {e}", MachineDeploymentRef::of(md)))
     })
 }
 
@@ -94,11 +90,9 @@ impl ClusterApiProvider {
         md: &MachineDeploymentRef,
         cluster: &str,
     ) -> Result<(MachineDeployment, Record), CloudProviderError> {
-        let current = self
-            .mds_api(&md.namespace)
-            .get(&md.name)
-            .await
-            .map_err(|e| transient("get MachineDeployment", e))?;
+        let current = self.read_group(md).await?.ok_or_else(|| {
+            CloudProviderError::Transient(format!("{md:#} is gone (or no longer stand-alone)"))
+        })?;
         let record = Record::of(&current, cluster)
             .map_err(|e| CloudProviderError::Transient(e.to_string()))?;
         Ok((current, record))
@@ -132,18 +126,10 @@ impl ClusterApiProvider {
         if let Some(replicas) = write.replicas {
             patch.insert("spec".into(), json!({"replicas": replicas}));
         }
-        match self
-            .mds_api(&md.namespace)
-            .patch(
-                &md.name,
-                &PatchParams::default(),
-                &Patch::Merge(Value::Object(patch)),
-            )
-            .await
-        {
-            Ok(_) => Ok(true),
+        match self.patch_group(&md, &Value::Object(patch)).await {
+            Ok(()) => Ok(true),
             Err(e) if status_code(&e) == Some(409) => Ok(false),
-            Err(e) => Err(transient("write MachineDeployment replicas", e)),
+            Err(e) => Err(transient(&format!("write {md:#} replicas"), e)),
         }
     }
 
@@ -169,7 +155,5 @@ impl ClusterApiProvider {
 
 /// The error after [`ATTEMPTS`] conflicts in a row.
 pub(super) fn too_many_conflicts(md: &MachineDeploymentRef) -> CloudProviderError {
-    CloudProviderError::Transient(format!(
-        "MachineDeployment {md}: too many conflicts writing replicas"
-    ))
+    CloudProviderError::Transient(format!("{md:#}: too many conflicts writing replicas"))
 }

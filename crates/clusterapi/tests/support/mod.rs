@@ -149,6 +149,27 @@ impl Md {
 
     /// Creates it in the management cluster.
     pub async fn create(self, world: &World) {
+        let md: DynamicObject = serde_json::from_value(self.object("MachineDeployment")).unwrap();
+        let mds = Api::<DynamicObject>::namespaced_with(
+            world.management_client(),
+            "default",
+            &machine_deployments(),
+        );
+        mds.create(&PostParams::default(), &md).await.unwrap();
+    }
+
+    /// Creates it as a stand-alone MachineSet instead (same labels, annotations, template).
+    pub async fn create_machine_set(self, world: &World) {
+        let ms: DynamicObject = serde_json::from_value(self.object("MachineSet")).unwrap();
+        let sets = Api::<DynamicObject>::namespaced_with(
+            world.management_client(),
+            "default",
+            &machine_sets(),
+        );
+        sets.create(&PostParams::default(), &ms).await.unwrap();
+    }
+
+    fn object(&self, kind: &str) -> Value {
         let name = &self.name;
         let mut annotations = json!({
             "capacity.cluster-autoscaler.kubernetes.io/cpu": self.cpu,
@@ -176,9 +197,9 @@ impl Md {
         } else {
             json!({CLUSTER_NAME: cluster})
         };
-        let md: DynamicObject = serde_json::from_value(json!({
+        json!({
             "apiVersion": "cluster.x-k8s.io/v1beta2",
-            "kind": "MachineDeployment",
+            "kind": kind,
             "metadata": {"name": name, "namespace": "default", "labels": labels,
                 "annotations": annotations},
             "spec": {
@@ -193,14 +214,7 @@ impl Md {
                             "kind": "DockerMachineTemplate", "name": "t"}},
                 },
             },
-        }))
-        .unwrap();
-        let mds = Api::<DynamicObject>::namespaced_with(
-            world.management_client(),
-            "default",
-            &machine_deployments(),
-        );
-        mds.create(&PostParams::default(), &md).await.unwrap();
+        })
     }
 }
 
@@ -376,4 +390,39 @@ pub async fn patch_md_status(world: &World, md: &str, status: Value) {
     )
     .await
     .unwrap();
+}
+
+/// `spec.replicas` of a MachineSet (unset counts as 0).
+pub async fn set_replicas_of(world: &World, ms: &str) -> i32 {
+    let api: Api<api::MachineSet> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
+    api.get(ms).await.unwrap().spec.replicas.unwrap_or(0)
+}
+
+/// The Machines a MachineSet controls (fresh list), by name.
+pub async fn set_machines(world: &World, ms: &str) -> Vec<Machine> {
+    let api: Api<Machine> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
+    let mut items: Vec<Machine> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|m| {
+            m.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.kind == "MachineSet" && o.name == ms && o.controller == Some(true))
+        })
+        .collect();
+    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    items
 }

@@ -326,7 +326,7 @@ fn selection_hint(
         let shown: Vec<String> = list
             .iter()
             .take(5)
-            .map(|md| MachineDeploymentRef::of(md).to_string())
+            .map(|md| MachineDeploymentRef::of(md).key())
             .collect();
         let more = list.len().saturating_sub(shown.len());
         format!(
@@ -374,7 +374,7 @@ fn selection_hint(
             .map(|md| {
                 format!(
                     "{} {}",
-                    MachineDeploymentRef::of(md),
+                    MachineDeploymentRef::of(md).key(),
                     selector.map(|s| unmet(s, md)).unwrap_or_default()
                 )
             })

@@ -87,7 +87,12 @@ pub async fn gather(
     let machine_deployments = md_api
         .list(&ListParams::default())
         .await
-        .map(|l| l.items)
+        .map(|l| {
+            // The node groups: MachineDeployments, then stand-alone MachineSets.
+            let mut groups = l.items;
+            groups.extend(clusterapi::selection::stand_alone(&machine_sets));
+            groups
+        })
         .map_err(|e| format!("cannot list machinedeployments.{speak}: {e}"));
     let (templates, template_errors, template_resources) = match &machine_deployments {
         Ok(mds) => templates(management, mds, &options.scope).await,
@@ -273,7 +278,7 @@ async fn templates(
         .iter()
         .filter(|md| clusterapi::is_member(md) && scope.contains(md))
     {
-        let md_name = MachineDeploymentRef::of(md).to_string();
+        let md_name = MachineDeploymentRef::of(md).key();
         let r = &md.spec.template.spec.infrastructure_ref;
         let (Some(group), Some(kind), Some(name)) =
             (r.group(), r.kind.as_deref(), r.name.as_deref())

@@ -111,7 +111,11 @@ pub const MANAGEMENT_RULES: &[Rule] = &[
         "machinedeployments",
         &["get", "list", "watch", "patch"],
     ),
-    ("cluster.x-k8s.io", "machinesets", &["list", "watch"]),
+    (
+        "cluster.x-k8s.io",
+        "machinesets",
+        &["get", "list", "watch", "patch"],
+    ),
     (
         "cluster.x-k8s.io",
         "machines",

@@ -25,7 +25,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use api::well_known::capi as keys;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -391,25 +390,20 @@ impl Reconciler for Infrastructure {
         let sims = list_json(&self.management, &SIM_MACHINE.resource()).await?;
         let machines = self.capi.list(CapiKind::Machine).await?;
         let mds = self.capi.list(CapiKind::MachineDeployment).await?;
+        let sets = self.capi.list(CapiKind::MachineSet).await?;
         let nodes = o::list_values::<Node>(&self.workload).await?;
         let live: std::collections::HashSet<&str> = sims.iter().map(object::uid).collect();
         for clock in [&self.seen, &self.provisioned, &self.deleting] {
             clock.retain(&live);
         }
-        let (this, sims_ref, machines_ref, mds_ref, nodes_ref) =
-            (&*self, &sims, &machines, &mds, &nodes);
+        let (this, sims_ref, machines_ref, mds_ref, sets_ref, nodes_ref) =
+            (&*self, &sims, &machines, &mds, &sets, &nodes);
         let results = o::concurrently(0..sims.len(), |i| async move {
             let Some(sm) = sims_ref.get(i) else {
                 return Ok(None);
             };
             let machine = owner_machine(sm, machines_ref);
-            let md = machine
-                .and_then(|m| o::labels(m).get(keys::DEPLOYMENT_NAME).cloned())
-                .and_then(|d| {
-                    mds_ref.iter().find(|md| {
-                        object::name(md) == d && object::namespace(md) == object::namespace(sm)
-                    })
-                });
+            let md = machine.and_then(|m| o::group_of(m, mds_ref, sets_ref));
             this.reconcile(sm, machine, md, nodes_ref, now).await
         })
         .await;

@@ -385,6 +385,7 @@ impl Reconciler for Machines {
         let now = Instant::now();
         let machines = self.capi.list(MACHINE).await?;
         let mds = self.capi.list(CapiKind::MachineDeployment).await?;
+        let sets = self.capi.list(CapiKind::MachineSet).await?;
         let nodes = crate::objects::list_values::<Node>(&self.workload).await?;
         let live: std::collections::HashSet<&str> = machines.iter().map(object::uid).collect();
         for clock in [&self.seen, &self.provisioned, &self.deleting] {
@@ -392,16 +393,13 @@ impl Reconciler for Machines {
         }
         let mut next: Option<Duration> = None;
         let mut first_error = None;
-        let (this, machines_ref, mds_ref, nodes_ref) = (&*self, &machines, &mds, &nodes);
+        let (this, machines_ref, mds_ref, sets_ref, nodes_ref) =
+            (&*self, &machines, &mds, &sets, &nodes);
         let results = o::concurrently(0..machines.len(), |i| async move {
             let Some(m) = machines_ref.get(i) else {
                 return Ok(None);
             };
-            let md = o::labels(m).get(keys::DEPLOYMENT_NAME).and_then(|d| {
-                mds_ref.iter().find(|md| {
-                    object::name(md) == d && object::namespace(md) == object::namespace(m)
-                })
-            });
+            let md = o::group_of(m, mds_ref, sets_ref);
             this.reconcile(m, md, nodes_ref, now).await
         })
         .await;

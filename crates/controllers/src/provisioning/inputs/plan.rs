@@ -196,8 +196,7 @@ impl Plan {
                     node_pool: claim.node_pool.to_string(),
                     node_class: node_class.to_owned(),
                     instance_type: cheapest.map(|it| it.name().to_owned()).unwrap_or_default(),
-                    machine_deployment: chosen
-                        .map(|(_, origin)| origin.machine_deployment.to_string()),
+                    machine_deployment: chosen.map(|(_, origin)| origin.machine_deployment.key()),
                     zone: chosen
                         .map(|(_, origin)| origin.zone.clone())
                         .filter(|z| !z.is_empty()),

@@ -26,7 +26,7 @@ pub(super) fn machine_deployment(
     findings: &mut Vec<Finding>,
 ) -> MachineDeploymentReport {
     let reference = MachineDeploymentRef::of(md);
-    let subject = format!("MachineDeployment {reference}");
+    let subject = format!("{reference:#}");
     let template_ref = &md.spec.template.spec.infrastructure_ref;
     let template = infrastructure_template(md, &facts.templates);
     let template_name = format!(
@@ -45,7 +45,7 @@ pub(super) fn machine_deployment(
         _ => "missing".to_owned(),
     };
     let mut report = MachineDeploymentReport {
-        name: reference.to_string(),
+        name: reference.key(),
         capacity_source,
         zone_source: "none".to_owned(),
         replicas: md.spec.replicas,
@@ -56,10 +56,14 @@ pub(super) fn machine_deployment(
     let problems: Vec<String> = catalogue
         .problems()
         .iter()
-        .filter(|p| p.namespace == reference.namespace && p.name == reference.name)
+        .filter(|p| {
+            p.namespace == reference.namespace
+                && p.name == reference.name
+                && p.kind == reference.kind
+        })
         .map(|p| p.message.clone())
         .collect();
-    let template_error = facts.template_errors.get(&reference.to_string());
+    let template_error = facts.template_errors.get(&reference.key());
     for p in &problems {
         let mut finding = Finding::new(
             Severity::Warning,
