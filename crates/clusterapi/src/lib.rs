@@ -1,6 +1,7 @@
 //! The Cluster API provider of karpenter-capi.
 //!
-//! Responsibility: turn Cluster API MachineDeployments (in the management cluster) and a
+//! Responsibility: turn Cluster API MachineDeployments and stand-alone MachineSets (node
+//! groups, read alike: [`selection::stand_alone`]) in the management cluster and a
 //! ClusterAPINodeClass (in the workload cluster) into what Karpenter schedules with, and launch and
 //! terminate nodes. The pure parts (no client, no async):
 //! - [`scale_up`]: whether Cluster API reports a MachineDeployment's scale-up blocked (its

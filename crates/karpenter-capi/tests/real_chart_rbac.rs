@@ -987,6 +987,49 @@ async fn real_the_charts_rbac_is_exactly_what_the_controller_uses() {
     )
     .await;
     assert_eq!(replicas(&admin).await, 1, "replicas stay at the min size");
+
+    // A stand-alone MachineSet, now the cheapest group: a pod's launch raises it (get and
+    // patch of machinesets, with the ownership record) and, once the pod is gone, emptiness
+    // lowers it again.
+    let mut set = md("s", 4, 16, "zone-a", 0.05);
+    set["kind"] = json!("MachineSet");
+    set["spec"]["template"]["spec"]["infrastructureRef"]["name"] = json!("m");
+    scenario::apply(&admin, &[set]).await.unwrap();
+    let set_replicas = || async {
+        list_capi::<api::MachineSet>(&admin)
+            .await
+            .iter()
+            .find(|s| s.metadata.name.as_deref() == Some("s-zone-a"))
+            .and_then(|s| s.spec.replicas)
+            .unwrap_or(0)
+    };
+    // Pinned to the set's shape: the Machine the min size kept has room for it too.
+    let mut solo = deployment("solo", 1, "1", "256Mi");
+    solo["spec"]["template"]["spec"]["nodeSelector"] =
+        json!({"node.kubernetes.io/instance-type": "s"});
+    scenario::apply(&admin, &[solo]).await.unwrap();
+    wait_for(
+        "the pod Running on a Machine of the MachineSet",
+        Duration::from_secs(90),
+        || async {
+            let running = list::<Pod>(&admin).await.iter().any(|p| {
+                p.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("solo-"))
+                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+            });
+            (running && set_replicas().await == 1).then_some(())
+        },
+    )
+    .await;
+    scale(&admin, "solo", 0).await;
+    wait_for(
+        "the MachineSet lowered to 0",
+        Duration::from_secs(90),
+        || async { (set_replicas().await == 0).then_some(()) },
+    )
+    .await;
     drop(operator);
     leader.release().await;
     tokio::time::timeout(Duration::from_secs(20), standby.acquire())

@@ -6,6 +6,14 @@
 //! full-object update through the lossy `api` structs. Replicas change only together with the
 //! [`ownership`] record (which replicas we raised) in one such patch of the MachineDeployment.
 //!
+//! **Node groups** are MachineDeployments and stand-alone MachineSets (no MachineDeployment
+//! owns them): a stand-alone set is read as a [`MachineDeployment::from_machine_set`] view, its
+//! [`MachineDeploymentRef`] carries [`GroupKind::MachineSet`], and reads, merge patches and
+//! fresh Machine lists go to its own resource ([`ClusterApiProvider::read_group`],
+//! [`ClusterApiProvider::patch_group`], [`ClusterApiProvider::list_machines_of`]). Everything
+//! below says "MachineDeployment" and holds for both; a set is its own scale-down target (no
+//! rollout can redirect a lowered replica).
+//!
 //! **Ownership.** We touch only what is provably ours: Machines claimed by a NodeClaim of this
 //! workload cluster ([`CLAIMED_BY_CLUSTER`] names its identity), and replicas we raised
 //! ourselves (the [`ownership`] record). A Machine that was running before we raised anything
