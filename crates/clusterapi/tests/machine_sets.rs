@@ -16,28 +16,22 @@ use std::time::Duration;
 use api::well_known::capi::{DEPLOYMENT_NAME, KARPENTER_MEMBER};
 use api::{Machine, MachineSet, NodeClaim};
 use cloudprovider::{CloudProvider, Launch};
+use clusterapi::ClusterApiProvider;
 use clusterapi::provider::CLAIMED_BY_UID;
-use clusterapi::{ClusterApiProvider, ProviderConfig};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 use world::{World, WorldConfig};
 
 async fn node_claim(world: &World, name: &str) -> NodeClaim {
-    let zone = json!([{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1"]}]);
-    support::node_claim(world, name, zone).await
+    support::zonal_node_claim(world, name).await
 }
 
 async fn fresh(world: &World, nc: &NodeClaim) -> NodeClaim {
-    let api: Api<NodeClaim> = Api::all(world.workload_client());
-    api.get(nc.metadata.name.as_deref().unwrap()).await.unwrap()
+    support::fresh_node_claim(world, nc).await
 }
 
 fn provider(world: &World) -> ClusterApiProvider {
-    ClusterApiProvider::new(
-        world.management_client(),
-        world.workload_client(),
-        ProviderConfig::default(),
-    )
+    support::default_provider(world)
 }
 
 fn owner_set(m: &Machine) -> Option<String> {

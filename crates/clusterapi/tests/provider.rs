@@ -17,8 +17,8 @@ use api::well_known::annotations::MACHINE;
 use api::well_known::capi::{DEPLOYMENT_NAME, KARPENTER_MEMBER};
 use api::{Machine, NodeClaim};
 use cloudprovider::{CloudProvider, CloudProviderError, Launch};
+use clusterapi::ClusterApiProvider;
 use clusterapi::provider::CLAIMED_BY_UID;
-use clusterapi::{ClusterApiProvider, ProviderConfig};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use world::{World, WorldConfig};
@@ -36,13 +36,11 @@ async fn add_md(world: &World, name: &str, price: &str, max_size: Option<&str>) 
 }
 
 async fn node_claim(world: &World, name: &str) -> NodeClaim {
-    let zone = json!([{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1"]}]);
-    support::node_claim(world, name, zone).await
+    support::zonal_node_claim(world, name).await
 }
 
 async fn fresh(world: &World, nc: &NodeClaim) -> NodeClaim {
-    let api: Api<NodeClaim> = Api::all(world.workload_client());
-    api.get(nc.metadata.name.as_deref().unwrap()).await.unwrap()
+    support::fresh_node_claim(world, nc).await
 }
 
 async fn machine(world: &World, launch: &Launch) -> Option<Machine> {
@@ -50,11 +48,7 @@ async fn machine(world: &World, launch: &Launch) -> Option<Machine> {
 }
 
 fn provider(world: &World) -> ClusterApiProvider {
-    ClusterApiProvider::new(
-        world.management_client(),
-        world.workload_client(),
-        ProviderConfig::default(),
-    )
+    support::default_provider(world)
 }
 
 fn label(m: &Machine, key: &str) -> Option<String> {

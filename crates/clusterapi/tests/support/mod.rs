@@ -426,3 +426,24 @@ pub async fn set_machines(world: &World, ms: &str) -> Vec<Machine> {
     items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     items
 }
+
+/// A NodeClaim of the `default` NodeClass for zone `z1` (every [`md`] is there).
+pub async fn zonal_node_claim(world: &World, name: &str) -> NodeClaim {
+    let zone = json!([{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1"]}]);
+    node_claim(world, name, zone).await
+}
+
+/// `nc` read again.
+pub async fn fresh_node_claim(world: &World, nc: &NodeClaim) -> NodeClaim {
+    let api: Api<NodeClaim> = Api::all(world.workload_client());
+    api.get(nc.metadata.name.as_deref().unwrap()).await.unwrap()
+}
+
+/// A provider over `world` with the default settings.
+pub fn default_provider(world: &World) -> clusterapi::ClusterApiProvider {
+    clusterapi::ClusterApiProvider::new(
+        world.management_client(),
+        world.workload_client(),
+        clusterapi::ProviderConfig::default(),
+    )
+}
