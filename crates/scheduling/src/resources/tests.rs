@@ -147,6 +147,38 @@ fn max_with_takes_the_union_and_min_with_the_intersection() {
 }
 
 #[test]
+fn raise_to_is_max_with_in_place() {
+    let cases = [
+        (
+            list(&[("cpu", "1"), ("memory", "2Gi")]),
+            list(&[("cpu", "2"), ("memory", "1Gi")]),
+        ),
+        (
+            list(&[("cpu", "1"), ("memory", "2Gi")]),
+            list(&[("cpu", "2"), ("nvidia.com/gpu", "1"), ("memory", "1Gi")]),
+        ),
+        (list(&[]), list(&[("cpu", "1")])),
+        (list(&[("cpu", "1")]), list(&[])),
+        (list(&[("a.io/x", "1")]), list(&[("b.io/y", "1")])),
+        // Equal quantities keep the first one's format, as max_with does.
+        (
+            list(&[("memory", "1Gi")]),
+            list(&[("memory", "1073741824")]),
+        ),
+        (
+            list(&[("memory", "1073741824")]),
+            list(&[("memory", "1Gi")]),
+        ),
+    ];
+    for (a, b) in cases {
+        let mut raised = a.clone();
+        raised.raise_to(&b);
+        assert_eq!(raised, a.max_with(&b), "{a} {b}");
+        assert_eq!(raised.to_string(), a.max_with(&b).to_string(), "{a} {b}");
+    }
+}
+
+#[test]
 fn max_keeps_the_first_of_equal_quantities() {
     let max = list(&[("memory", "1Gi")]).max_with(&list(&[("memory", "1073741824")]));
     assert_eq!(max.to_string(), "{memory: 1Gi}");

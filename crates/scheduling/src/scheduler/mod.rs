@@ -339,11 +339,10 @@ impl Scheduler {
                     );
                     let mut claim = claim;
                     claim.add(pod, proposal, template);
-                    let max = claim
-                        .instance_types()
-                        .fold(crate::resources::Resources::default(), |m, it| {
-                            m.max_with(it.capacity())
-                        });
+                    let mut max = crate::resources::Resources::default();
+                    for it in claim.instance_types() {
+                        max.raise_to(it.capacity());
+                    }
                     if let Some(template) = self.templates.get_mut(t)
                         && let Some(remaining) = template.remaining.as_mut()
                     {
