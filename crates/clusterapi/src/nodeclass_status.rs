@@ -512,7 +512,7 @@ impl Context {
         let key = |p: &InvalidMachineDeployment| {
             (
                 name.clone(),
-                format!("{}/{}", p.namespace, p.name),
+                format!("{} {}/{}", p.kind.as_str(), p.namespace, p.name),
                 p.annotation.clone(),
             )
         };

@@ -178,23 +178,21 @@ async fn an_unhealthy_node_is_replaced_unless_a_machine_health_check_remediates_
 
     let sick_claim = live_claim(&world, sick).await.unwrap().name_any();
     fail(&world, sick, true).await;
+    // The Node goes before its NodeClaim's finalizer is done: wait for both.
     wait_for(
-        "the unhealthy node replaced",
+        "the unhealthy node replaced and its NodeClaim gone",
         Duration::from_secs(120),
         || async {
             let now = sorted_nodes(&world).await;
             let running = pods(&world).await.iter().filter(|p| running(p)).count();
-            (!now.contains(sick) && running == 3).then_some(())
+            let claim_gone = node_claims(&world)
+                .await
+                .iter()
+                .all(|nc| nc.name_any() != sick_claim);
+            (!now.contains(sick) && running == 3 && claim_gone).then_some(())
         },
     )
     .await;
-    assert!(
-        node_claims(&world)
-            .await
-            .iter()
-            .all(|nc| nc.name_any() != sick_claim),
-        "the unhealthy node's NodeClaim is gone"
-    );
     let after = sorted_nodes(&world).await;
     assert!(
         after.contains(healthy),
