@@ -39,20 +39,23 @@ pub(crate) struct ScaleDownTarget {
     active: usize,
 }
 
-/// The MachineSet that made `m` (its `cluster.x-k8s.io/set-name` label, else its controller).
+/// The MachineSet that made `m`: its controller owner reference (the exact name), else its
+/// `cluster.x-k8s.io/set-name` label (Cluster API hashes names past 63 characters there).
 pub(crate) fn machine_set_of(m: &Machine) -> Option<&str> {
     m.metadata
-        .labels
+        .owner_references
         .as_ref()
-        .and_then(|l| l.get(SET_NAME))
-        .map(String::as_str)
+        .and_then(|refs| {
+            refs.iter()
+                .find(|o| o.controller == Some(true) && o.kind == "MachineSet")
+        })
+        .map(|o| o.name.as_str())
         .or_else(|| {
             m.metadata
-                .owner_references
-                .as_ref()?
-                .iter()
-                .find(|o| o.controller == Some(true) && o.kind == "MachineSet")
-                .map(|o| o.name.as_str())
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(SET_NAME))
+                .map(String::as_str)
         })
 }
 
@@ -267,6 +270,19 @@ mod tests {
         let sets = [set("new", "3", 1, 1, false), set("older", "1", 2, 1, true)];
         let t = ScaleDownTarget::of(&md(Some("OnDelete")), &sets);
         assert!(!t.takes(&machine("older")));
+    }
+
+    #[test]
+    fn the_controller_reference_names_the_set_when_the_label_is_hashed() {
+        let long = "s".repeat(70);
+        let m: Machine = serde_json::from_value(json!({"metadata": {"name": "m",
+            "labels": {SET_NAME: "hash_abc_z"},
+            "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
+                "name": long, "uid": "u", "controller": true}]},
+            "spec": {"clusterName": "c"}}))
+        .unwrap();
+        assert_eq!(machine_set_of(&m), Some(long.as_str()));
+        assert_eq!(machine_set_of(&machine("a")), Some("a"), "the label alone");
     }
 
     #[test]

@@ -301,17 +301,10 @@ pub(crate) fn deployment_of(m: &Machine) -> Option<MachineDeploymentRef> {
     {
         return Some(MachineDeploymentRef::deployment(namespace, md));
     }
-    let set = m
-        .metadata
-        .owner_references
-        .as_ref()
-        .and_then(|refs| {
-            refs.iter()
-                .find(|o| o.controller == Some(true) && o.kind == "MachineSet")
-        })
-        .map(|o| o.name.as_str())
-        .or_else(|| machinesets::machine_set_of(m))?;
-    Some(MachineDeploymentRef::machine_set(namespace, set))
+    Some(MachineDeploymentRef::machine_set(
+        namespace,
+        machinesets::machine_set_of(m)?,
+    ))
 }
 
 /// Whether termination of `m` was already requested (annotation or deletionTimestamp).

@@ -385,11 +385,7 @@ impl ClusterApiProvider {
             None => return Ok(Some(crate::drift::MACHINE_DEPLOYMENT_NOT_FOUND.to_owned())),
         };
         // A stand-alone MachineSet's template is the group's own: only the version tells.
-        let set_name = m
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(api::well_known::capi::SET_NAME))
+        let set_name = super::machinesets::machine_set_of(&m)
             .filter(|_| md_ref.kind == api::GroupKind::MachineDeployment);
         let machine_set = match set_name {
             Some(set) => self.machine_set(&md_ref.namespace, set).await?,
