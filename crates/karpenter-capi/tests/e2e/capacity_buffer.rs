@@ -66,13 +66,26 @@ async fn reason(world: &World, name: &str, type_: &str, reason: &str) -> Capacit
     .await
 }
 
-/// Whether an Event with `reason` regards the object named `name`, its note containing `note`.
-async fn event(world: &World, reason: &str, name: &str, note: &str) -> bool {
-    events(world).await.iter().any(|e| {
-        e.reason.as_deref() == Some(reason)
-            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
-            && e.note.as_deref().is_some_and(|n| n.contains(note))
-    })
+/// Waits for an Event with `reason` regarding the object named `name`, its note containing
+/// `note`. Events are posted after the status they explain, so a test that has just seen the
+/// status must wait for them too.
+async fn event(world: &World, reason: &str, name: &str, note: &str) {
+    wait_for(
+        &format!("Event {reason} regarding {name} with {note:?}"),
+        Duration::from_secs(60),
+        || async {
+            events(world)
+                .await
+                .iter()
+                .any(|e| {
+                    e.reason.as_deref() == Some(reason)
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                        && e.note.as_deref().is_some_and(|n| n.contains(note))
+                })
+                .then_some(())
+        },
+    )
+    .await;
 }
 
 /// A buffer of one 2-CPU chunk makes a warm node before any pod asks for it, and emptiness
@@ -121,16 +134,7 @@ async fn a_buffer_keeps_a_warm_node_that_a_burst_starts_on(backend: Backend) {
         pods(&world).await.is_empty(),
         "virtual pods are never created"
     );
-    wait_for(
-        "Unconsolidatable: the node has buffer pods",
-        Duration::from_secs(60),
-        || async {
-            event(&world, "Unconsolidatable", &warm, "has buffer pods")
-                .await
-                .then_some(())
-        },
-    )
-    .await;
+    event(&world, "Unconsolidatable", &warm, "has buffer pods").await;
     hold(&world, &warm, "a warm node is not empty").await;
 
     // The burst: kube-scheduler places it on the warm node without waiting for a launch.
@@ -214,7 +218,7 @@ async fn buffer_statuses_say_what_each_resolved_to(backend: Backend) {
         ready.message
     );
     reason(&world, "missing", "Provisioning", "NotReadyForProvisioning").await;
-    assert!(event(&world, "PodTemplateNotFound", "missing", "default/later").await);
+    event(&world, "PodTemplateNotFound", "missing", "default/later").await;
 
     let job = reason(&world, "job", "ReadyForProvisioning", "ResolutionFailed").await;
     assert!(

@@ -198,7 +198,13 @@ async fn an_unhealthy_node_is_replaced_unless_a_machine_health_check_remediates_
         after.contains(healthy),
         "the healthy node stays: {before:?} → {after:?}"
     );
-    assert!(event(&world, "NodeRepair", "NodeClaim", Some(&sick_claim)).await);
+    // Events are posted in the background: wait for it rather than expect it already there.
+    wait_for("the NodeRepair Event", Duration::from_secs(60), || async {
+        event(&world, "NodeRepair", "NodeClaim", Some(&sick_claim))
+            .await
+            .then_some(())
+    })
+    .await;
     assert!(
         !event(
             &world,
