@@ -1,10 +1,10 @@
-//! The Cluster API kinds we read — MachineDeployment, MachineSet and Machine — in whichever
+//! The Cluster API kinds we read — MachineDeployment, MachineSet, MachinePool and Machine — in whichever
 //! version the management cluster serves: `cluster.x-k8s.io/v1beta2` (Cluster API v1.11 and
 //! later, the storage version) or the deprecated `v1beta1` (Cluster API v1.10 and earlier).
 //!
 //! Responsibility: [`CapiVersion`], the group and version spoken to the management cluster
 //! (chosen at run time from discovery, so it is the types' `kube::Resource::DynamicType`), and
-//! typed, READ-ONLY views ([`types`]) that accept both versions' shapes. Unknown fields are
+//! typed, READ-ONLY views ([`types`], [`pool`]) that accept both versions' shapes. Unknown fields are
 //! ignored on read, so the views are lossy by design: never write one back whole. Changes go
 //! through the `/scale` subresource, JSON merge patches of metadata, or server-side apply of
 //! just the fields we own — paths that are the same in both versions.
@@ -15,8 +15,10 @@ use std::borrow::Cow;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::DynamicResourceScope;
 
+pub mod pool;
 pub mod types;
 
+pub use pool::*;
 pub use types::*;
 
 /// The group and version in which the Cluster API kinds are read and written.
@@ -152,6 +154,7 @@ macro_rules! capi_resource {
 capi_resource!(MachineDeployment, "MachineDeployment", "machinedeployments");
 capi_resource!(MachineSet, "MachineSet", "machinesets");
 capi_resource!(Machine, "Machine", "machines");
+capi_resource!(MachinePool, "MachinePool", "machinepools");
 
 #[cfg(test)]
 mod tests {

@@ -28,7 +28,7 @@ pub mod schema;
 pub mod well_known;
 
 pub use capacitybuffer::{CapacityBuffer, CapacityBufferSpec, CapacityBufferStatus};
-pub use capi::{CapiVersion, GroupKind, Machine, MachineDeployment, MachineSet};
+pub use capi::{CapiVersion, GroupKind, Machine, MachineDeployment, MachinePool, MachineSet};
 pub use nodeclaim::{NodeClaim, NodeClaimSpec, NodeClaimStatus};
 pub use nodeclass::{ClusterAPINodeClass, ClusterAPINodeClassSpec, ClusterAPINodeClassStatus};
 pub use nodeoverlay::{NodeOverlay, NodeOverlaySpec, NodeOverlayStatus};

@@ -189,6 +189,10 @@ pub struct InstanceTypeStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub machine_sets: Vec<String>,
+    /// The MachinePools backing its offerings, as `namespace/name`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub machine_pools: Vec<String>,
     /// The zones of its offerings (offerings without a zone are not listed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]

@@ -197,6 +197,9 @@ pub mod capi {
     pub const DEPLOYMENT_NAME: &str = "cluster.x-k8s.io/deployment-name";
     /// Label CAPI puts on Machines: the owning MachineSet's name.
     pub const SET_NAME: &str = "cluster.x-k8s.io/set-name";
+    /// Label CAPI puts on MachinePool Machines (and the provider on their InfraMachines): the
+    /// owning MachinePool's name.
+    pub const POOL_NAME: &str = "cluster.x-k8s.io/pool-name";
     /// Label CAPI puts on its objects: the Cluster's name.
     pub const CLUSTER_NAME: &str = "cluster.x-k8s.io/cluster-name";
     /// Machine annotation: delete this Machine first when replicas drop.

@@ -757,6 +757,21 @@ fn rbac_is_least_privilege() {
         "machinesets/scale",
         "patch"
     ));
+    // MachinePools likewise: watched, patched as node groups, never deleted.
+    for verb in ["get", "list", "watch", "patch"] {
+        assert!(has_rule(
+            management,
+            "cluster.x-k8s.io",
+            "machinepools",
+            verb
+        ));
+    }
+    assert!(!has_rule(
+        management,
+        "cluster.x-k8s.io",
+        "machinepools",
+        "delete"
+    ));
     assert!(has_rule(
         management,
         "infrastructure.cluster.x-k8s.io",

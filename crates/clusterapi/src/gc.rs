@@ -45,7 +45,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use api::{Machine, MachineDeployment, MachineSet, NodeClaim, NodePool};
+use api::{Machine, MachineDeployment, MachinePool, MachineSet, NodeClaim, NodePool};
 use cloudprovider::{CloudProviderError, ObjectRef};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ListParams};
@@ -270,6 +270,22 @@ impl MachineGc {
             .await
             .map_err(|e| CloudProviderError::Transient(format!("list MachineSets: {e}")))?;
         groups.extend(crate::selection::stand_alone(&sets.items));
+        let machine_pools: Api<MachinePool> = match &p.scope().namespace {
+            Some(ns) => Api::namespaced_with(p.management().clone(), ns, p.capi()),
+            None => Api::all_with(p.management().clone(), p.capi()),
+        };
+        match machine_pools.list(&ListParams::default()).await {
+            Ok(pools) => {
+                groups.extend(pools.items.iter().map(MachineDeployment::from_machine_pool))
+            }
+            // A cluster that serves no MachinePools.
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => {
+                return Err(CloudProviderError::Transient(format!(
+                    "list MachinePools: {e}"
+                )));
+            }
+        }
         let classes = p.all_node_classes().await?;
         let in_scope: HashMap<MachineDeploymentRef, &MachineDeployment> = groups
             .iter()

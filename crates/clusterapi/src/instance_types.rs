@@ -92,12 +92,12 @@ impl MachineDeploymentRef {
     }
 
     /// A name unique among node groups that leaves MachineDeployments as they always read:
-    /// `namespace/name` for a MachineDeployment, `MachineSet namespace/name` for a MachineSet.
+    /// `namespace/name` for a MachineDeployment, `<Kind> namespace/name` for the others.
     #[must_use]
     pub fn key(&self) -> String {
         match self.kind {
             GroupKind::MachineDeployment => self.to_string(),
-            GroupKind::MachineSet => format!("{self:#}"),
+            GroupKind::MachineSet | GroupKind::MachinePool => format!("{self:#}"),
         }
     }
 
@@ -118,6 +118,16 @@ impl MachineDeploymentRef {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             kind: GroupKind::MachineSet,
+        }
+    }
+
+    /// A MachinePool's reference.
+    #[must_use]
+    pub fn machine_pool(namespace: &str, name: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            kind: GroupKind::MachinePool,
         }
     }
 }
@@ -378,6 +388,11 @@ impl CatalogueEntry {
             machine_sets: origins
                 .iter()
                 .filter(|o| o.machine_deployment.kind == GroupKind::MachineSet)
+                .map(|o| o.machine_deployment.to_string())
+                .collect(),
+            machine_pools: origins
+                .iter()
+                .filter(|o| o.machine_deployment.kind == GroupKind::MachinePool)
                 .map(|o| o.machine_deployment.to_string())
                 .collect(),
             zones: unique(origins.iter().map(|o| o.zone.clone()).collect()),

@@ -37,6 +37,10 @@ pub fn blocked(md: &MachineDeployment, sets: &[&MachineSet]) -> Option<String> {
     if let Some(message) = md.status.as_ref().and_then(|s| s.scale_up_blocked()) {
         return Some(one_line(message));
     }
+    if md.group_kind == GroupKind::MachinePool {
+        // A MachinePool has no MachineSets (one of an MD that shares its name is not its).
+        return None;
+    }
     let mut own: Vec<&&MachineSet> = sets
         .iter()
         .filter(|s| s.metadata.namespace == md.metadata.namespace)

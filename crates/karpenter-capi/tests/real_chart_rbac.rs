@@ -1030,6 +1030,57 @@ async fn real_the_charts_rbac_is_exactly_what_the_controller_uses() {
         || async { (set_replicas().await == 0).then_some(()) },
     )
     .await;
+
+    // A MachinePool whose provider makes MachinePool Machines, now the cheapest group: the
+    // same again through machinepools (list and watch for the cache, get and patch for the
+    // raise and the lowering).
+    let mut pool = md("p", 4, 16, "zone-a", 0.01);
+    pool["kind"] = json!("MachinePool");
+    pool["spec"].as_object_mut().unwrap().remove("selector");
+    pool["spec"]["template"]["spec"]["version"] = json!("v1.33.1");
+    pool["spec"]["template"]["spec"]["infrastructureRef"] = json!({
+        "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachinePool",
+        "name": "p-zone-a"});
+    let infrastructure = json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerMachinePool",
+        "metadata": {"name": "p-zone-a", "namespace": "default"}, "spec": {}});
+    scenario::apply(&admin, &[infrastructure, pool])
+        .await
+        .unwrap();
+    let pool_replicas = || async {
+        list_capi::<api::MachinePool>(&admin)
+            .await
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some("p-zone-a"))
+            .and_then(|p| p.spec.replicas)
+            .unwrap_or(0)
+    };
+    let mut pooled = deployment("pooled", 1, "1", "256Mi");
+    pooled["spec"]["template"]["spec"]["nodeSelector"] =
+        json!({"node.kubernetes.io/instance-type": "p"});
+    scenario::apply(&admin, &[pooled]).await.unwrap();
+    wait_for(
+        "the pod Running on a Machine of the MachinePool",
+        Duration::from_secs(90),
+        || async {
+            let running = list::<Pod>(&admin).await.iter().any(|p| {
+                p.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("pooled-"))
+                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+            });
+            (running && pool_replicas().await == 1).then_some(())
+        },
+    )
+    .await;
+    scale(&admin, "pooled", 0).await;
+    wait_for(
+        "the MachinePool lowered to 0",
+        Duration::from_secs(90),
+        || async { (pool_replicas().await == 0).then_some(()) },
+    )
+    .await;
     drop(operator);
     leader.release().await;
     tokio::time::timeout(Duration::from_secs(20), standby.acquire())
@@ -1421,12 +1472,13 @@ async fn real_doctor_checks_the_charts_service_account() {
     let report = doctor(&client, &client, &options).await;
     assert!(denied(&report).is_empty(), "{}", report.render());
     assert!(report.ok, "{}", report.render());
-    // The template kind in use is checked too: 33 + 3 Lease + 13 + list/watch of the templates
+    // The template kind in use is checked too: 33 + 3 Lease + 17 + list/watch of the templates
     // (Events: create only since 104e34a; MachineSets get and patch since stand-alone
-    // MachineSets are node groups).
+    // MachineSets are node groups; MachinePools get, list, watch and patch since MachinePools
+    // are).
     assert_eq!(
         report.permissions_checked,
-        33 + 3 + 13 + 2,
+        33 + 3 + 17 + 2,
         "{}",
         report.render()
     );

@@ -1,10 +1,11 @@
 //! CustomResourceDefinitions the simulated clusters need, and installing them.
 //!
-//! Responsibility: CRDs for the Cluster API kinds we simulate — MachineDeployment, MachineSet
-//! and Machine (`cluster.x-k8s.io`) — with CAPI's names (short names `md`, `ms`, `ma`,
-//! category `cluster-api`), printer columns (per version, from CAPI v1.14's CRDs), the `status`
-//! subresource and the `scale` subresource on MachineDeployments and MachineSets
-//! (`.spec.replicas`, `.status.replicas`, `.status.selector`), and `spec`/`status` as
+//! Responsibility: CRDs for the Cluster API kinds we simulate — MachineDeployment, MachineSet,
+//! Machine and MachinePool (`cluster.x-k8s.io`) — with CAPI's names (short names `md`, `ms`,
+//! `ma`, `mp`, category `cluster-api`), printer columns (per version, from CAPI v1.14's CRDs),
+//! the `status` subresource and the `scale` subresource on MachineDeployments and MachineSets
+//! (`.spec.replicas`, `.status.replicas`, `.status.selector`) and MachinePools (no selector
+//! path, as CAPI's), and `spec`/`status` as
 //! `x-kubernetes-preserve-unknown-fields: true` objects so nothing any client writes is pruned;
 //! served as a management cluster of one CAPI release or another ([`CapiServing`]): v1.11+
 //! (v1beta2 stored, v1beta1 served deprecated through CAPI's conversion webhook, which sim
@@ -79,13 +80,20 @@ fn column_json(&(name, type_, path, priority, description): &Column) -> Value {
 fn version(kind: CapiKind, version: CapiVersion, storage: bool, deprecated: bool) -> Value {
     let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
     let mut subresources = json!({"status": {}});
-    if kind != CapiKind::Machine {
-        object::set_path(
+    match kind {
+        CapiKind::Machine => {}
+        // CAPI's MachinePool CRD scales without a label selector path.
+        CapiKind::MachinePool => object::set_path(
+            &mut subresources,
+            ".scale",
+            json!({"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}),
+        ),
+        _ => object::set_path(
             &mut subresources,
             ".scale",
             json!({"specReplicasPath": ".spec.replicas",
             "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}),
-        );
+        ),
     }
     let mut v = json!({
         "name": version.name(),
@@ -113,6 +121,7 @@ fn capi_crd(kind: CapiKind, serving: CapiServing) -> Result<CustomResourceDefini
         CapiKind::MachineDeployment => ("md", "machinedeployment"),
         CapiKind::MachineSet => ("ms", "machineset"),
         CapiKind::Machine => ("ma", "machine"),
+        CapiKind::MachinePool => ("mp", "machinepool"),
     };
     let served = serving.versions();
     let versions: Vec<Value> = served
@@ -150,13 +159,13 @@ fn capi_crd(kind: CapiKind, serving: CapiServing) -> Result<CustomResourceDefini
     Ok(serde_json::from_value(crd)?)
 }
 
-/// The MachineDeployment, MachineSet and Machine CRDs of a CAPI v1.11+ management cluster
+/// The MachineDeployment, MachineSet, Machine and MachinePool CRDs of a CAPI v1.11+ management cluster
 /// ([`CapiServing::WithConversion`]; for sim only).
 pub fn capi_crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
     capi_crds_serving(CapiServing::WithConversion)
 }
 
-/// The MachineDeployment, MachineSet and Machine CRDs, served as `serving` says.
+/// The MachineDeployment, MachineSet, Machine and MachinePool CRDs, served as `serving` says.
 pub fn capi_crds_serving(serving: CapiServing) -> Result<Vec<CustomResourceDefinition>, CrdError> {
     CapiKind::ALL
         .into_iter()
@@ -310,7 +319,7 @@ mod tests {
     #[test]
     fn capi_crds_keep_everything_and_scale() {
         let crds = crds(CapiServing::WithConversion);
-        assert_eq!(crds.len(), 3);
+        assert_eq!(crds.len(), 4);
         let md = &crds[0];
         let versions: Vec<(&str, bool, bool)> = md["spec"]["versions"]
             .as_array()
@@ -365,9 +374,64 @@ mod tests {
             [
                 ("md", "cluster-api"),
                 ("ms", "cluster-api"),
-                ("ma", "cluster-api")
+                ("ma", "cluster-api"),
+                ("mp", "cluster-api")
             ]
         );
+        // CAPI's MachinePool CRD scales without a selector.
+        let pool = &crds[3];
+        assert_eq!(
+            pool["spec"]["versions"][0]["subresources"]["scale"],
+            json!({"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"})
+        );
+    }
+
+    /// Every printer column of every version, as CAPI v1.14's generated CRDs have it
+    /// (`../shared/fixtures/cluster-api-v1.14-crds`).
+    #[test]
+    fn columns_match_capis_crds() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/fixtures/cluster-api-v1.14-crds");
+        for crd in crds(CapiServing::WithConversion) {
+            let plural = crd["spec"]["names"]["plural"].as_str().unwrap();
+            let text = std::fs::read_to_string(dir.join(format!("cluster.x-k8s.io_{plural}.yaml")))
+                .unwrap();
+            let upstream: Value = serde_norway::from_str(&text).unwrap();
+            for version in crd["spec"]["versions"].as_array().unwrap() {
+                let name = &version["name"];
+                let theirs = upstream["spec"]["versions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|v| v["name"] == *name)
+                    .unwrap();
+                let normal = |columns: &Value| -> Vec<Value> {
+                    columns
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|c| {
+                            json!([
+                                c["name"],
+                                c["type"],
+                                c["jsonPath"],
+                                c["priority"].as_i64().unwrap_or(0),
+                                c["description"]
+                            ])
+                        })
+                        .collect()
+                };
+                assert_eq!(
+                    normal(&version["additionalPrinterColumns"]),
+                    normal(&theirs["additionalPrinterColumns"]),
+                    "{plural} {name}"
+                );
+                assert_eq!(
+                    version["subresources"]["scale"], theirs["subresources"]["scale"],
+                    "{plural} {name}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -166,7 +166,8 @@ pub async fn run_world_against(
 /// allows, [`crds::install_capi_crds`]; CRDs already there, a real Cluster API's, are left as
 /// they are) and, when only the infrastructure is simulated, the provider kinds' CRDs
 /// ([`capi::infrastructure::crds`]); when all of Cluster API is, the `DockerMachineTemplate`
-/// kind its examples reference ([`capi::infrastructure::docker_machine_template_crd`]).
+/// kind its examples reference ([`capi::infrastructure::docker_machine_template_crd`]) and the
+/// `DockerMachinePool` kind its MachinePools do ([`capi::pools::docker_machine_pool_crd`]).
 async fn install_capi(management: &kube::Client, config: &CapiConfig) -> Result<(), WorldError> {
     match config.serving {
         Some(serving) => crds::install_capi_crds_serving(management, serving).await?,
@@ -177,7 +178,10 @@ async fn install_capi(management: &kube::Client, config: &CapiConfig) -> Result<
         // management cluster with the Docker provider does.
         crds::install(
             management,
-            &[capi::infrastructure::docker_machine_template_crd()?],
+            &[
+                capi::infrastructure::docker_machine_template_crd()?,
+                capi::pools::docker_machine_pool_crd()?,
+            ],
         )
         .await?;
     } else {

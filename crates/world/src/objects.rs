@@ -154,8 +154,8 @@ pub fn controller_uid(obj: &Value) -> Option<String> {
 
 /// The node group a Machine belongs to, as CAPI's providers read its shape: the
 /// MachineDeployment its `cluster.x-k8s.io/deployment-name` label names, else the MachineSet
-/// controlling it (a stand-alone set, whose template and annotations read like a
-/// MachineDeployment's).
+/// or MachinePool (in `sets`) controlling it (a stand-alone set or a pool, whose template and
+/// annotations read like a MachineDeployment's).
 pub fn group_of<'a>(machine: &Value, mds: &'a [Value], sets: &'a [Value]) -> Option<&'a Value> {
     let namespace = sim::object::namespace(machine);
     if let Some(d) = labels(machine).get(api::well_known::capi::DEPLOYMENT_NAME) {

@@ -180,6 +180,8 @@ pub enum GroupKind {
     MachineDeployment,
     /// A stand-alone MachineSet (no MachineDeployment controls it).
     MachineSet,
+    /// A MachinePool.
+    MachinePool,
 }
 
 impl GroupKind {
@@ -189,6 +191,7 @@ impl GroupKind {
         match self {
             Self::MachineDeployment => "MachineDeployment",
             Self::MachineSet => "MachineSet",
+            Self::MachinePool => "MachinePool",
         }
     }
 }

@@ -65,11 +65,11 @@ pub(super) fn is_propagated(key: &str) -> bool {
 /// FNV-1a 64-bit hash of `namespace/name`. Stable across restarts and a valid label value.
 #[must_use]
 pub(super) fn derived_name(md: &MachineDeploymentRef) -> String {
-    // A stand-alone MachineSet may share its namespace and name with a MachineDeployment: its
-    // kind is hashed too, so the two never derive the same name.
+    // A stand-alone MachineSet or a MachinePool may share its namespace and name with a
+    // MachineDeployment: its kind is hashed too, so they never derive the same name.
     let key = match md.kind {
         api::GroupKind::MachineDeployment => format!("{}/{}", md.namespace, md.name),
-        api::GroupKind::MachineSet => format!("MachineSet {}/{}", md.namespace, md.name),
+        kind => format!("{} {}/{}", kind.as_str(), md.namespace, md.name),
     };
     let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
@@ -88,6 +88,41 @@ pub(super) fn derived_name(md: &MachineDeploymentRef) -> String {
     let prefix = prefix.trim_matches(|c: char| !c.is_ascii_alphanumeric());
     let prefix = if prefix.is_empty() { "md" } else { prefix };
     format!("{prefix}-{:08x}", hash & 0xffff_ffff)
+}
+
+/// Why the MachinePool `md` (its node-group view) cannot be a node group, if it cannot: its
+/// InfraMachinePool (`infrastructure`, the object its template's `infrastructureRef` names)
+/// does not say `status.infrastructureMachineKind`, so Cluster API makes no Machine per
+/// instance and a chosen node could not be removed exactly (lowering replicas would let the
+/// provider pick the instance) — or it could not be read, so that is unknown.
+fn without_machine_pool_machines(
+    md: &api::MachineDeployment,
+    infrastructure: Option<&serde_json::Value>,
+) -> Option<String> {
+    let r = &md.spec.template.spec.infrastructure_ref;
+    let named = format!(
+        "{}/{}",
+        r.kind.as_deref().unwrap_or("InfraMachinePool"),
+        r.name.as_deref().unwrap_or_default()
+    );
+    let Some(infrastructure) = infrastructure else {
+        return Some(format!(
+            "its infrastructure {named} (spec.template.spec.infrastructureRef) could not be \
+             read, so whether it makes MachinePool Machines is unknown; without them a chosen \
+             node cannot be removed exactly: not used"
+        ));
+    };
+    let kind = infrastructure
+        .pointer("/status/infrastructureMachineKind")
+        .and_then(serde_json::Value::as_str)
+        .filter(|k| !k.is_empty());
+    kind.is_none().then(|| {
+        format!(
+            "its infrastructure {named} makes no MachinePool Machines (its \
+             status.infrastructureMachineKind is unset), so a chosen node cannot be removed \
+             exactly: lowering replicas would let the provider pick the instance; not used"
+        )
+    })
 }
 
 /// Derives `input`'s contribution.
@@ -131,6 +166,11 @@ pub(super) fn derive(
         }
     };
     let mut problems = Vec::new();
+    if md.group_kind == api::GroupKind::MachinePool
+        && let Some(message) = without_machine_pool_machines(md, input.infrastructure_template)
+    {
+        problems.push(problem("status.infrastructureMachineKind", message));
+    }
     let mut labels = node_labels(input, &annotations, &infrastructure);
     let zone = match labels.remove(ZONE).filter(|z| !z.is_empty()) {
         Some(zone) => zone,

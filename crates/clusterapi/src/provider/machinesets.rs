@@ -13,7 +13,8 @@
 //! A stand-alone MachineSet is its own target ([`ScaleDownTarget::stand_alone`]): it deletes
 //! first a Machine already deleting, then the `delete-machine` ones, so our annotated Machine
 //! goes unless another is already deleting — which the removal's escalation (a direct delete
-//! after `removal_escalation`) covers.
+//! after `removal_escalation`) covers. A MachinePool is its own target while nothing in it is
+//! outdated ([`ScaleDownTarget::pool`], [`super::pools`]).
 //!
 //! Responsibility: the pure rule ([`ScaleDownTarget::of`]) and the fresh read of a
 //! MachineDeployment's MachineSets it rests on. Inputs: the MachineDeployment, its
@@ -37,6 +38,16 @@ pub(crate) struct ScaleDownTarget {
     room: i32,
     /// How many MachineSets hold replicas (more than one: a rollout).
     active: usize,
+    /// For a MachinePool: why its provider would take another Machine first (outdated
+    /// instances), if it would ([`super::pools::pool_target`]).
+    pool: Option<PoolTarget>,
+}
+
+/// The MachinePool part of a [`ScaleDownTarget`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct PoolTarget {
+    /// Why a lowered replica may take another Machine, if it may.
+    uncertain: Option<String>,
 }
 
 /// The MachineSet that made `m`: its controller owner reference (the exact name), else its
@@ -96,6 +107,19 @@ impl ScaleDownTarget {
             set: target.and_then(|s| s.metadata.name.clone()),
             room: target.and_then(|s| s.spec.replicas).unwrap_or(0),
             active: count,
+            pool: None,
+        }
+    }
+
+    /// The target of a MachinePool named `name` (`None`: deleting or at 0) that can lose
+    /// `room` replicas; `uncertain` says why its provider would remove another Machine first,
+    /// if it would ([`super::pools::pool_target`]).
+    pub(crate) fn pool(name: Option<String>, room: i32, uncertain: Option<String>) -> Self {
+        ScaleDownTarget {
+            active: usize::from(name.is_some()),
+            set: name,
+            room,
+            pool: Some(PoolTarget { uncertain }),
         }
     }
 
@@ -109,12 +133,21 @@ impl ScaleDownTarget {
             set: set.metadata.name.clone().filter(|_| active),
             room: if active { replicas } else { 0 },
             active: usize::from(active),
+            pool: None,
         }
     }
 
     /// Whether lowering replicas by one removes `m` once it is marked `delete-machine`.
     pub(crate) fn takes(&self, m: &Machine) -> bool {
-        self.set.is_some() && machine_set_of(m) == self.set.as_deref()
+        match &self.pool {
+            None => self.set.is_some() && machine_set_of(m) == self.set.as_deref(),
+            Some(pool) => {
+                self.set.is_some()
+                    && pool.uncertain.is_none()
+                    && super::pools::machine_pool_of(m) == self.set.as_deref()
+                    && super::pools::provisioned(m)
+            }
+        }
     }
 
     /// How many replicas the target can lose.
@@ -122,9 +155,10 @@ impl ScaleDownTarget {
         self.room
     }
 
-    /// Whether the MachineDeployment is rolling out (more than one MachineSet holds replicas).
+    /// Whether the MachineDeployment is rolling out (more than one MachineSet holds replicas),
+    /// or the MachinePool is replacing outdated Machines.
     pub(crate) fn rolling_out(&self) -> bool {
-        self.active > 1
+        self.active > 1 || self.pool.as_ref().is_some_and(|p| p.uncertain.is_some())
     }
 
     /// Why `m` (of MachineDeployment `md`) must not be disrupted now, if it must not: mid-rollout
@@ -135,6 +169,14 @@ impl ScaleDownTarget {
             return None;
         }
         let machine = m.metadata.name.as_deref().unwrap_or_default();
+        if let Some(why) = self.pool.as_ref().and_then(|p| p.uncertain.as_deref()) {
+            return Some(format!(
+                "{md:#} is replacing outdated Machines: {why}; lowering its replicas would \
+                 make its infrastructure provider remove an outdated one, not Machine \
+                 {machine}, and deleting {machine} alone would only make the pool replace it; \
+                 waiting until they are replaced"
+            ));
+        }
         let set = machine_set_of(m).unwrap_or("?");
         let lands = self.set.as_deref().map_or_else(
             || "a MachineSet that cannot be known in advance".to_owned(),
@@ -166,8 +208,14 @@ impl ClusterApiProvider {
         md: &MachineDeploymentRef,
         current: &MachineDeployment,
     ) -> Result<ScaleDownTarget, CloudProviderError> {
-        if md.kind == GroupKind::MachineSet {
-            return Ok(ScaleDownTarget::stand_alone(current));
+        match md.kind {
+            GroupKind::MachineSet => return Ok(ScaleDownTarget::stand_alone(current)),
+            GroupKind::MachinePool => {
+                let machines = self.list_machines_of(md).await?;
+                let machines: Vec<&Machine> = machines.iter().collect();
+                return Ok(super::pools::pool_target(current, &machines));
+            }
+            GroupKind::MachineDeployment => {}
         }
         let uid = current.metadata.uid.as_deref();
         let sets: Vec<MachineSet> = Api::<MachineSet>::namespaced_with(
@@ -192,8 +240,14 @@ impl ClusterApiProvider {
         md: &MachineDeploymentRef,
         current: &MachineDeployment,
     ) -> ScaleDownTarget {
-        if md.kind == GroupKind::MachineSet {
-            return ScaleDownTarget::stand_alone(current);
+        match md.kind {
+            GroupKind::MachineSet => return ScaleDownTarget::stand_alone(current),
+            GroupKind::MachinePool => {
+                let machines = self.machines_of(md);
+                let machines: Vec<&Machine> = machines.iter().map(AsRef::as_ref).collect();
+                return super::pools::pool_target(current, &machines);
+            }
+            GroupKind::MachineDeployment => {}
         }
         let uid = current.metadata.uid.as_deref();
         let sets: Vec<MachineSet> = self

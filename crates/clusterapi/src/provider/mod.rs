@@ -114,6 +114,7 @@ mod identity;
 mod machinesets;
 pub mod objects;
 pub mod ownership;
+mod pools;
 mod reads;
 mod removal;
 mod scale;
@@ -123,10 +124,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use api::well_known::annotations::{LEGACY_MACHINE, MACHINE};
-use api::well_known::capi::{DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER, SET_NAME};
+use api::well_known::capi::{
+    DELETE_MACHINE, DEPLOYMENT_NAME, KARPENTER_MEMBER, POOL_NAME, SET_NAME,
+};
 use api::{
-    CapiVersion, ClusterAPINodeClass, GroupKind, Machine, MachineDeployment, MachineSet, NodeClaim,
-    NodePool,
+    CapiVersion, ClusterAPINodeClass, GroupKind, Machine, MachineDeployment, MachinePool,
+    MachineSet, NodeClaim, NodePool,
 };
 use cloudprovider::{CloudProvider, CloudProviderError, Launch, ObjectRef};
 use kube::api::{Api, ListParams};
@@ -208,6 +211,8 @@ pub struct ClusterApiProvider {
     mds: ObjectCache<MachineDeployment>,
     /// Every MachineSet of the management cluster (drift reads a Machine's MachineSet).
     sets: ObjectCache<MachineSet>,
+    /// Every MachinePool of the management cluster (empty where MachinePools are not served).
+    pools: ObjectCache<MachinePool>,
     /// Every ClusterAPINodeClass of the workload cluster.
     classes: ObjectCache<ClusterAPINodeClass>,
     config: ProviderConfig,
@@ -290,7 +295,8 @@ fn has_label(meta: &kube::api::ObjectMeta, key: &str) -> bool {
 /// The node group `m` belongs to: its MachineDeployment (the `cluster.x-k8s.io/deployment-name`
 /// label), else its MachineSet (the controller owner reference, else the
 /// `cluster.x-k8s.io/set-name` label) — a node group only if that set is stand-alone, which
-/// the caller's lookup of the group decides.
+/// the caller's lookup of the group decides — else its MachinePool (a MachinePool Machine:
+/// [`pools::machine_pool_of`]).
 pub(crate) fn deployment_of(m: &Machine) -> Option<MachineDeploymentRef> {
     let namespace = m.metadata.namespace.as_deref()?;
     if let Some(md) = m
@@ -301,9 +307,12 @@ pub(crate) fn deployment_of(m: &Machine) -> Option<MachineDeploymentRef> {
     {
         return Some(MachineDeploymentRef::deployment(namespace, md));
     }
-    Some(MachineDeploymentRef::machine_set(
+    if let Some(set) = machinesets::machine_set_of(m) {
+        return Some(MachineDeploymentRef::machine_set(namespace, set));
+    }
+    Some(MachineDeploymentRef::machine_pool(
         namespace,
-        machinesets::machine_set_of(m)?,
+        pools::machine_pool_of(m)?,
     ))
 }
 
@@ -378,6 +387,13 @@ impl ClusterApiProvider {
                 config.scope.namespace.as_deref(),
                 &config.capi,
                 "MachineSet",
+                config.cache_sync_timeout,
+            ),
+            pools: ObjectCache::start_optional(
+                management.clone(),
+                config.scope.namespace.as_deref(),
+                &config.capi,
+                "MachinePool",
                 config.cache_sync_timeout,
             ),
             classes: ObjectCache::start_cluster_scoped(
@@ -477,6 +493,10 @@ impl ClusterApiProvider {
                 self.sets.watch_task(),
             ),
             (
+                format!("{} watch (provider)", self.pools.kind()),
+                self.pools.watch_task(),
+            ),
+            (
                 format!("{} watch (provider)", self.classes.kind()),
                 self.classes.watch_task(),
             ),
@@ -513,9 +533,16 @@ impl ClusterApiProvider {
     ) -> Result<Vec<Arc<MachineDeployment>>, CloudProviderError> {
         synced(&self.mds).await?;
         synced(&self.sets).await?;
+        synced(&self.pools).await?;
         let mut groups = self.mds.all();
         let sets = self.sets.all();
         groups.extend(crate::selection::stand_alone(sets.iter().map(AsRef::as_ref)).map(Arc::new));
+        groups.extend(
+            self.pools
+                .all()
+                .iter()
+                .map(|p| Arc::new(MachineDeployment::from_machine_pool(p))),
+        );
         Ok(groups)
     }
 
@@ -528,6 +555,10 @@ impl ClusterApiProvider {
                 .get(&r.namespace, &r.name)
                 .filter(|s| s.is_stand_alone())
                 .map(|s| Arc::new(MachineDeployment::from_machine_set(&s))),
+            GroupKind::MachinePool => self
+                .pools
+                .get(&r.namespace, &r.name)
+                .map(|p| Arc::new(MachineDeployment::from_machine_pool(&p))),
         }
     }
 
@@ -554,6 +585,7 @@ impl ClusterApiProvider {
     ) -> Result<Option<Arc<MachineDeployment>>, CloudProviderError> {
         synced(&self.mds).await?;
         synced(&self.sets).await?;
+        synced(&self.pools).await?;
         if let Some(md) = self.cached_group(r) {
             return Ok(Some(md));
         }
@@ -582,6 +614,12 @@ impl ClusterApiProvider {
                 .map_err(|e| transient("get MachineSet", e))?
                 .filter(MachineSet::is_stand_alone)
                 .map(|s| MachineDeployment::from_machine_set(&s))),
+            GroupKind::MachinePool => Ok(self
+                .pools_api(&r.namespace)
+                .get_opt(&r.name)
+                .await
+                .map_err(|e| transient("get MachinePool", e))?
+                .map(|p| MachineDeployment::from_machine_pool(&p))),
         }
     }
 
@@ -604,6 +642,11 @@ impl ClusterApiProvider {
                 .patch(&r.name, &params, &patch)
                 .await
                 .map(drop),
+            GroupKind::MachinePool => self
+                .pools_api(&r.namespace)
+                .patch(&r.name, &params, &patch)
+                .await
+                .map(drop),
         }
     }
 
@@ -617,6 +660,7 @@ impl ClusterApiProvider {
         self.ready().await?;
         synced(&self.mds).await?;
         synced(&self.sets).await?;
+        synced(&self.pools).await?;
         synced(&self.classes).await
     }
 
@@ -637,6 +681,10 @@ impl ClusterApiProvider {
         Api::namespaced_with(self.management.clone(), namespace, &self.config.capi)
     }
 
+    pub(super) fn pools_api(&self, namespace: &str) -> Api<MachinePool> {
+        Api::namespaced_with(self.management.clone(), namespace, &self.config.capi)
+    }
+
     /// The Cluster API group and version this provider speaks.
     #[must_use]
     pub fn capi(&self) -> &CapiVersion {
@@ -653,9 +701,9 @@ impl ClusterApiProvider {
     }
 
     /// The Machines of `md`, from a fresh list: by the `deployment-name` label for a
-    /// MachineDeployment, by the `set-name` label for a MachineSet (its value is the name up to
-    /// 63 characters; Cluster API hashes longer names, so those list the namespace), each
-    /// checked with [`deployment_of`].
+    /// MachineDeployment, by the `set-name` label for a MachineSet and the `pool-name` label for
+    /// a MachinePool (their values are the name up to 63 characters; Cluster API hashes longer
+    /// names, so those list the namespace), each checked with [`deployment_of`].
     ///
     /// # Errors
     /// The list failed.
@@ -671,6 +719,10 @@ impl ClusterApiProvider {
                 ListParams::default().labels(&format!("{SET_NAME}={}", md.name))
             }
             GroupKind::MachineSet => ListParams::default(),
+            GroupKind::MachinePool if md.name.len() <= 63 => {
+                ListParams::default().labels(&format!("{POOL_NAME}={}", md.name))
+            }
+            GroupKind::MachinePool => ListParams::default(),
         };
         Ok(self
             .machines_api(&md.namespace)

@@ -39,7 +39,20 @@ where
     last_error: Arc<Mutex<Option<String>>>,
     sync_timeout: Duration,
     listed: watch::Receiver<Option<bool>>,
+    /// For a kind the cluster may not serve ([`ObjectCache::start_optional`]): its list
+    /// answered 404, so the cache is empty and counts as synced.
+    absent: Option<Arc<std::sync::atomic::AtomicBool>>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// Whether a watch error is the server saying it does not serve the kind (404).
+fn not_found(e: &watcher::Error) -> bool {
+    let api = match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s)) => s,
+        _ => return false,
+    };
+    api.code == 404
 }
 
 /// Waits at most `timeout` for `flag` (from [`state::listed::listed`]): `Ok(true)` listed, `Ok(false)` the watch ended,
@@ -88,7 +101,29 @@ where
             Some(ns) => Api::namespaced_with(client, ns, dyntype),
             None => Api::all_with(client, dyntype),
         };
-        Self::watch(api, dyntype.clone(), kind, sync_timeout)
+        Self::watch(api, dyntype.clone(), kind, sync_timeout, false)
+    }
+
+    /// [`ObjectCache::start`] for a kind the cluster may not serve (MachinePools: an optional
+    /// part of Cluster API): while its list answers 404 the cache is empty and
+    /// [`ObjectCache::ready`] does not wait; the watch keeps asking (with backoff), so a CRD
+    /// installed later is picked up.
+    #[must_use]
+    pub fn start_optional(
+        client: kube::Client,
+        namespace: Option<&str>,
+        dyntype: &K::DynamicType,
+        kind: &'static str,
+        sync_timeout: Duration,
+    ) -> Self
+    where
+        K: Resource<Scope = kube::core::DynamicResourceScope>,
+    {
+        let api: Api<K> = match namespace {
+            Some(ns) => Api::namespaced_with(client, ns, dyntype),
+            None => Api::all_with(client, dyntype),
+        };
+        Self::watch(api, dyntype.clone(), kind, sync_timeout, true)
     }
 
     /// Watch every `K` of `client`'s cluster (cluster-scoped kinds of a static version).
@@ -106,6 +141,7 @@ where
             K::DynamicType::default(),
             kind,
             sync_timeout,
+            false,
         )
     }
 
@@ -114,11 +150,14 @@ where
         dyntype: K::DynamicType,
         kind: &'static str,
         sync_timeout: Duration,
+        optional: bool,
     ) -> Self {
         let writer = reflector::store::Writer::new(dyntype.clone());
         let store = writer.as_reader();
         let last_error: Arc<Mutex<Option<String>>> = Arc::default();
         let task_error = Arc::clone(&last_error);
+        let absent = optional.then(|| Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        let task_absent = absent.clone();
         let task = tokio::spawn(async move {
             let mut report = WatchErrors::new(kind);
             let stream = watcher(api, watcher::Config::default())
@@ -134,6 +173,15 @@ where
                     Ok(_) => {
                         *last = None;
                         report.succeeded();
+                        if let Some(a) = &task_absent {
+                            a.store(false, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                    Err(e) if task_absent.is_some() && not_found(e) => {
+                        *last = Some(e.to_string());
+                        if let Some(a) = &task_absent {
+                            a.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
                     }
                     Err(e) => {
                         *last = Some(e.to_string());
@@ -149,6 +197,7 @@ where
             dyntype,
             last_error,
             sync_timeout,
+            absent,
             task,
         }
     }
@@ -159,6 +208,9 @@ where
     /// [`CacheError::NotSynced`] naming the last watch error; [`CacheError::Stopped`] when the
     /// watch task ended (only on shutdown).
     pub async fn ready(&self) -> Result<(), CacheError> {
+        if self.is_absent() {
+            return Ok(());
+        }
         match wait_listed(&self.listed, self.sync_timeout).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(CacheError::Stopped),
@@ -174,6 +226,15 @@ where
                     }),
             }),
         }
+    }
+
+    /// Whether the cluster does not serve the kind (an optional cache whose list answered
+    /// 404, [`ObjectCache::start_optional`]).
+    #[must_use]
+    pub fn is_absent(&self) -> bool {
+        self.absent
+            .as_ref()
+            .is_some_and(|a| a.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// The kind, as logs and errors name it.

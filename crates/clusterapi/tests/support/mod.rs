@@ -19,8 +19,15 @@ use api::{ClusterAPINodeClass, Machine, MachineDeployment, NodeClaim};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use world::crds::install_karpenter_crds;
-use world::objects::{machine_deployments, machine_sets, namespaced};
+use world::objects::{capi_resource, machine_deployments, machine_sets, namespaced};
 use world::{World, WorldConfig};
+
+fn machine_pools() -> kube::api::ApiResource {
+    capi_resource(
+        sim::convert::capi::CapiKind::MachinePool,
+        sim::convert::capi::CapiVersion::V1beta2,
+    )
+}
 
 /// A world with the Karpenter CRDs installed and a `default` NodeClass with an empty spec.
 pub async fn world(config: WorldConfig) -> World {
@@ -167,6 +174,42 @@ impl Md {
             &machine_sets(),
         );
         sets.create(&PostParams::default(), &ms).await.unwrap();
+    }
+
+    /// Creates it as a MachinePool instead (same labels and annotations, no selector, version
+    /// `v1.33.1`), with the `DockerMachinePool` of its name that its template names; that
+    /// provider makes MachinePool Machines when `machines`, none otherwise.
+    pub async fn create_machine_pool(self, world: &World, machines: bool) {
+        let annotations = if machines {
+            json!({})
+        } else {
+            json!({world::capi::pools::NO_MACHINE_POOL_MACHINES: "true"})
+        };
+        let infra: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerMachinePool",
+            "metadata": {"name": self.name, "namespace": "default", "annotations": annotations},
+            "spec": {},
+        }))
+        .unwrap();
+        namespaced(
+            &world.management_client(),
+            "default",
+            &world::capi::pools::docker_machine_pools(),
+        )
+        .create(&PostParams::default(), &infra)
+        .await
+        .unwrap();
+        let mut mp = self.object("MachinePool");
+        mp["spec"].as_object_mut().unwrap().remove("selector");
+        mp["spec"]["template"]["spec"]["version"] = json!("v1.33.1");
+        mp["spec"]["template"]["spec"]["infrastructureRef"] = json!({
+            "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachinePool",
+            "name": self.name});
+        let mp: DynamicObject = serde_json::from_value(mp).unwrap();
+        namespaced(&world.management_client(), "default", &machine_pools())
+            .create(&PostParams::default(), &mp)
+            .await
+            .unwrap();
     }
 
     fn object(&self, kind: &str) -> Value {
@@ -421,6 +464,41 @@ pub async fn set_machines(world: &World, ms: &str) -> Vec<Machine> {
                 .iter()
                 .flatten()
                 .any(|o| o.kind == "MachineSet" && o.name == ms && o.controller == Some(true))
+        })
+        .collect();
+    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    items
+}
+
+/// The MachinePool `mp` (fresh read).
+pub async fn pool(world: &World, mp: &str) -> api::MachinePool {
+    let api: Api<api::MachinePool> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
+    api.get(mp).await.unwrap()
+}
+
+/// The Machines a MachinePool controls (fresh list), by name.
+pub async fn pool_machines(world: &World, mp: &str) -> Vec<Machine> {
+    let api: Api<Machine> = Api::namespaced_with(
+        world.management_client(),
+        "default",
+        &api::CapiVersion::v1beta2(),
+    );
+    let mut items: Vec<Machine> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|m| {
+            m.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.kind == "MachinePool" && o.name == mp && o.controller == Some(true))
         })
         .collect();
     items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));

@@ -118,6 +118,11 @@ pub const MANAGEMENT_RULES: &[Rule] = &[
     ),
     (
         "cluster.x-k8s.io",
+        "machinepools",
+        &["get", "list", "watch", "patch"],
+    ),
+    (
+        "cluster.x-k8s.io",
         "machines",
         &["get", "list", "watch", "patch", "delete"],
     ),

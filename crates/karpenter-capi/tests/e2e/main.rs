@@ -13,6 +13,7 @@
 
 mod capacity_buffer;
 mod disruption;
+mod machine_pools;
 mod machine_sets;
 mod node_overlay;
 mod node_repair;

@@ -1,4 +1,4 @@
-//! Cluster API's own conversion of MachineDeployments, MachineSets and Machines between
+//! Cluster API's own conversion of MachineDeployments, MachineSets, Machines and MachinePools between
 //! `cluster.x-k8s.io/v1beta1` (the spoke) and `cluster.x-k8s.io/v1beta2` (the hub), as CAPI
 //! v1.14's conversion webhook does it — on JSON, so that a field neither version knows stays
 //! where it is in both directions.
@@ -14,6 +14,9 @@
 //!   as CAPI drops them.
 //! - MachineSet spec: `deletePolicy` ↔ `deletion.order`, `minReadySeconds` and
 //!   `machineNamingStrategy` likewise.
+//! - MachinePool spec: `minReadySeconds` likewise (no naming strategy); status as a
+//!   MachineSet's (deprecated counters `readyReplicas`, `availableReplicas`,
+//!   `unavailableReplicas`) plus a Machine's `bootstrapReady`/`infrastructureReady`.
 //! - Machine specs (a Machine's `spec`, a template's `spec.template.spec`): references
 //!   (`infrastructureRef`, `bootstrap.configRef`) `{apiVersion, kind, name, namespace, …}` ↔
 //!   `{apiGroup, kind, name}` — going back, the version is the caller's choice for the group and
@@ -95,14 +98,17 @@ pub enum CapiKind {
     MachineSet,
     /// `Machine`.
     Machine,
+    /// `MachinePool`.
+    MachinePool,
 }
 
 impl CapiKind {
     /// Every kind.
-    pub const ALL: [CapiKind; 3] = [
+    pub const ALL: [CapiKind; 4] = [
         CapiKind::MachineDeployment,
         CapiKind::MachineSet,
         CapiKind::Machine,
+        CapiKind::MachinePool,
     ];
 
     /// The kind of a `kind` name, if it is one of these.
@@ -116,6 +122,7 @@ impl CapiKind {
             CapiKind::MachineDeployment => "MachineDeployment",
             CapiKind::MachineSet => "MachineSet",
             CapiKind::Machine => "Machine",
+            CapiKind::MachinePool => "MachinePool",
         }
     }
 
@@ -125,6 +132,7 @@ impl CapiKind {
             CapiKind::MachineDeployment => "machinedeployments",
             CapiKind::MachineSet => "machinesets",
             CapiKind::Machine => "machines",
+            CapiKind::MachinePool => "machinepools",
         }
     }
 
@@ -185,13 +193,15 @@ fn moves(kind: CapiKind) -> Vec<Move> {
             m.push(mv("spec.rolloutAfter", "spec.rollout.after"));
         }
         CapiKind::MachineSet => m.push(mv("spec.deletePolicy", "spec.deletion.order")),
-        CapiKind::Machine => {}
+        CapiKind::Machine | CapiKind::MachinePool => {}
     }
     if kind != CapiKind::Machine {
         m.push(mv(
             "spec.minReadySeconds",
             "spec.template.spec.minReadySeconds",
         ));
+    }
+    if matches!(kind, CapiKind::MachineDeployment | CapiKind::MachineSet) {
         m.push(mv("spec.machineNamingStrategy", "spec.machineNaming"));
     }
     let spec = kind.machine_spec();
@@ -223,6 +233,14 @@ fn moves(kind: CapiKind) -> Vec<Move> {
             "failureMessage",
         ],
         CapiKind::Machine => &["conditions", "failureReason", "failureMessage"],
+        CapiKind::MachinePool => &[
+            "conditions",
+            "readyReplicas",
+            "availableReplicas",
+            "unavailableReplicas",
+            "failureReason",
+            "failureMessage",
+        ],
     };
     for f in deprecated {
         m.push(mv(
@@ -242,7 +260,7 @@ fn moves(kind: CapiKind) -> Vec<Move> {
     for f in current {
         m.push(mv(&format!("status.v1beta2.{f}"), &format!("status.{f}")));
     }
-    if kind == CapiKind::Machine {
+    if matches!(kind, CapiKind::Machine | CapiKind::MachinePool) {
         m.push(mv(
             "status.bootstrapReady",
             "status.initialization.bootstrapDataSecretCreated",

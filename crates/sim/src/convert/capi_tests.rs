@@ -194,6 +194,57 @@ fn a_v1beta1_machine_deployment_goes_up_as_capi_converts_it() {
     );
 }
 
+fn v1beta2_mp() -> Value {
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachinePool",
+        "metadata": {"name": "mp", "namespace": "ns"},
+        "spec": {"clusterName": "c", "replicas": 2, "failureDomains": ["a", "b"],
+            "providerIDList": ["docker:////x"],
+            "template": {"spec": {"clusterName": "c", "minReadySeconds": 5, "version": "v1.34.0",
+                "deletion": {"nodeDrainTimeoutSeconds": 30},
+                "bootstrap": {"dataSecretName": "boot"},
+                "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                    "kind": "DockerMachinePool", "name": "mp"}}}},
+        "status": {"replicas": 2, "readyReplicas": 1, "availableReplicas": 1,
+            "upToDateReplicas": 2, "phase": "Running",
+            "initialization": {"bootstrapDataSecretCreated": true, "infrastructureProvisioned": true},
+            "conditions": [{"type": "Paused", "status": "False", "reason": "NotPaused"}],
+            "deprecated": {"v1beta1": {"readyReplicas": 1, "availableReplicas": 1,
+                "unavailableReplicas": 1, "failureReason": "r", "failureMessage": "m",
+                "conditions": [{"type": "Ready", "status": "True"}]}}},
+    })
+}
+
+#[test]
+fn machine_pools_map_field_by_field_both_ways() {
+    let v1 = down(CapiKind::MachinePool, &v1beta2_mp());
+    let spec = &v1["spec"];
+    assert_eq!(spec["minReadySeconds"], 5);
+    assert_eq!(spec["failureDomains"], json!(["a", "b"]));
+    assert_eq!(spec["providerIDList"], json!(["docker:////x"]));
+    let template = &spec["template"]["spec"];
+    assert!(template.get("minReadySeconds").is_none());
+    assert_eq!(template["nodeDrainTimeout"], "30s");
+    assert_eq!(
+        template["infrastructureRef"],
+        json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta9",
+            "kind": "DockerMachinePool", "name": "mp", "namespace": "ns"})
+    );
+    let status = &v1["status"];
+    assert_eq!(status["readyReplicas"], 1);
+    assert_eq!(status["unavailableReplicas"], 1);
+    assert_eq!(status["failureReason"], "r");
+    assert_eq!(status["conditions"][0]["type"], "Ready");
+    assert_eq!(status["bootstrapReady"], true);
+    assert_eq!(status["infrastructureReady"], true);
+    assert_eq!(status["v1beta2"]["upToDateReplicas"], 2);
+    assert_eq!(status["v1beta2"]["readyReplicas"], 1);
+    assert_eq!(status["v1beta2"]["conditions"][0]["reason"], "NotPaused");
+    assert!(status.get("initialization").is_none());
+    assert!(status.get("deprecated").is_none());
+    assert_eq!(up(CapiKind::MachinePool, &v1), v1beta2_mp());
+}
+
 #[test]
 fn machine_sets_map_field_by_field_both_ways() {
     let v1 = down(CapiKind::MachineSet, &v1beta2_ms());
@@ -270,6 +321,7 @@ fn round_trips_through_v1beta1_are_the_identity() {
         (CapiKind::MachineDeployment, v1beta2_md()),
         (CapiKind::MachineSet, v1beta2_ms()),
         (CapiKind::Machine, v1beta2_machine()),
+        (CapiKind::MachinePool, v1beta2_mp()),
     ] {
         let spoke = with_conversion_data(down(kind, &obj), &obj);
         assert!(spoke["metadata"]["annotations"][CONVERSION_DATA].is_string());

@@ -1,7 +1,7 @@
 //! The printer columns of Cluster API's CRDs.
 //!
 //! Responsibility: the `additionalPrinterColumns` CAPI v1.14's CRDs give MachineDeployments,
-//! MachineSets and Machines in `v1beta1` and in `v1beta2` (names, types, JSONPaths, priorities
+//! MachineSets, Machines and MachinePools in `v1beta1` and in `v1beta2` (names, types, JSONPaths, priorities
 //! and descriptions as in its generated CRDs).
 //! Inputs: a kind and a version. Outputs: [`Column`]s. Pure data.
 
@@ -325,7 +325,7 @@ const MACHINE_V1BETA2: &[Column] = &[
         "string",
         ".status.conditions[?(@.type==\"UpToDate\")].status",
         0,
-        "Machine spec matches the spec of the Machine's owner resource, e.g. MachineDeployment",
+        " Machine spec matches the spec of the Machine's owner resource, e.g. MachineDeployment",
     ),
     (
         "Internal-IP",
@@ -378,6 +378,112 @@ const MACHINE_V1BETA2: &[Column] = &[
     ),
 ];
 
+const MP_V1BETA1: &[Column] = &[
+    ("Cluster", "string", ".spec.clusterName", 0, "Cluster"),
+    (
+        "Desired",
+        "integer",
+        ".spec.replicas",
+        10,
+        "Total number of machines desired by this MachinePool",
+    ),
+    (
+        "Replicas",
+        "string",
+        ".status.replicas",
+        0,
+        "MachinePool replicas count",
+    ),
+    (
+        "Phase",
+        "string",
+        ".status.phase",
+        0,
+        "MachinePool status such as Terminating/Pending/Provisioning/Running/Failed etc",
+    ),
+    (
+        "Age",
+        "date",
+        ".metadata.creationTimestamp",
+        0,
+        "Time duration since creation of MachinePool",
+    ),
+    (
+        "Version",
+        "string",
+        ".spec.template.spec.version",
+        0,
+        "Kubernetes version associated with this MachinePool",
+    ),
+];
+
+const MP_V1BETA2: &[Column] = &[
+    ("Cluster", "string", ".spec.clusterName", 0, "Cluster"),
+    (
+        "Desired",
+        "integer",
+        ".spec.replicas",
+        0,
+        "The desired number of machines",
+    ),
+    (
+        "Current",
+        "integer",
+        ".status.replicas",
+        0,
+        "The number of machines",
+    ),
+    (
+        "Ready",
+        "integer",
+        ".status.readyReplicas",
+        0,
+        "The number of machines with Ready condition true",
+    ),
+    (
+        "Available",
+        "integer",
+        ".status.availableReplicas",
+        0,
+        "The number of machines with Available condition true",
+    ),
+    (
+        "Up-to-date",
+        "integer",
+        ".status.upToDateReplicas",
+        0,
+        "The number of machines with UpToDate condition true",
+    ),
+    (
+        "Paused",
+        "string",
+        ".status.conditions[?(@.type==\"Paused\")].status",
+        10,
+        "Reconciliation paused",
+    ),
+    (
+        "Phase",
+        "string",
+        ".status.phase",
+        0,
+        "MachinePool status such as Terminating/Pending/Provisioning/Running/Failed etc",
+    ),
+    (
+        "Age",
+        "date",
+        ".metadata.creationTimestamp",
+        0,
+        "Time duration since creation of MachinePool",
+    ),
+    (
+        "Version",
+        "string",
+        ".spec.template.spec.version",
+        0,
+        "Kubernetes version associated with this MachinePool",
+    ),
+];
+
 /// CAPI v1.14's printer columns of a kind in a version.
 pub fn columns(kind: CapiKind, version: CapiVersion) -> &'static [Column] {
     match (kind, version) {
@@ -387,5 +493,7 @@ pub fn columns(kind: CapiKind, version: CapiVersion) -> &'static [Column] {
         (CapiKind::MachineSet, CapiVersion::V1beta2) => MS_V1BETA2,
         (CapiKind::Machine, CapiVersion::V1beta1) => MACHINE_V1BETA1,
         (CapiKind::Machine, CapiVersion::V1beta2) => MACHINE_V1BETA2,
+        (CapiKind::MachinePool, CapiVersion::V1beta1) => MP_V1BETA1,
+        (CapiKind::MachinePool, CapiVersion::V1beta2) => MP_V1BETA2,
     }
 }

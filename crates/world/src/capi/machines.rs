@@ -385,7 +385,9 @@ impl Reconciler for Machines {
         let now = Instant::now();
         let machines = self.capi.list(MACHINE).await?;
         let mds = self.capi.list(CapiKind::MachineDeployment).await?;
-        let sets = self.capi.list(CapiKind::MachineSet).await?;
+        let mut sets = self.capi.list(CapiKind::MachineSet).await?;
+        // A MachinePool Machine's shape is its pool's (found, like a set's, by its controller).
+        sets.extend(self.capi.list(CapiKind::MachinePool).await?);
         let nodes = crate::objects::list_values::<Node>(&self.workload).await?;
         let live: std::collections::HashSet<&str> = machines.iter().map(object::uid).collect();
         for clock in [&self.seen, &self.provisioned, &self.deleting] {

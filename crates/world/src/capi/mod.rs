@@ -1,7 +1,7 @@
-//! The simulated Cluster API: MachineDeployment, MachineSet and Machine controllers plus the
+//! The simulated Cluster API: MachineDeployment, MachineSet, MachinePool and Machine controllers plus the
 //! infrastructure that turns Machines into Nodes of the workload cluster.
 //!
-//! Responsibility: start the controllers ([`deployments`], [`sets`], [`machines`],
+//! Responsibility: start the controllers ([`deployments`], [`sets`], [`pools`], [`machines`],
 //! [`health_checks`]: MachineHealthChecks, when their kind is served) over
 //! one [`client::Capi`] (they speak `cluster.x-k8s.io/v1beta2`, whatever the management
 //! cluster serves), each woken by watches of what it reads — one watch per kind, shared,
@@ -16,6 +16,7 @@ pub mod health_checks;
 pub mod infrastructure;
 pub mod machines;
 pub mod phases;
+pub mod pools;
 pub mod rollout;
 pub mod scaling;
 pub mod sets;
@@ -72,6 +73,7 @@ pub fn start(
         health,
     );
     let sets = tasks.start_woken(sets::Sets::new(Arc::clone(&capi)), config.resync, health);
+    let pools = tasks.start_woken(pools::Pools::new(Arc::clone(&capi)), config.resync, health);
     let machines = tasks.start_woken(
         machines::Machines::new(Arc::clone(&capi), workload.clone(), config.clone()),
         config.resync,
@@ -101,7 +103,22 @@ pub fn start(
         watch_capi(
             &capi,
             CapiKind::Machine,
-            vec![sets, Arc::clone(&machines), Arc::clone(&health_checks)],
+            vec![
+                sets,
+                Arc::clone(&pools),
+                Arc::clone(&machines),
+                Arc::clone(&health_checks),
+            ],
+        ),
+        // Machines read their pool's shape.
+        watch_capi(
+            &capi,
+            CapiKind::MachinePool,
+            vec![Arc::clone(&pools), Arc::clone(&machines)],
+        ),
+        watch(
+            Api::<DynamicObject>::all_with(capi.client().clone(), &pools::docker_machine_pools()),
+            pools,
         ),
         crate::driver::watch_for_all(nodes, vec![machines, health_checks]),
     ]);

@@ -92,8 +92,8 @@ fn a_working_installation_has_no_findings_and_an_inventory() {
     let report = examine(&good());
     assert!(report.ok, "{}", report.render());
     assert!(report.findings.is_empty(), "{}", report.render());
-    // 33 workload rules' verbs (Events: create only) + 3 for the Lease; 11 management verbs.
-    assert_eq!(report.permissions_checked, 33 + 3 + 13);
+    // 33 workload rules' verbs (Events: create only) + 3 for the Lease; 17 management verbs.
+    assert_eq!(report.permissions_checked, 33 + 3 + 17);
     let md = &report.node_classes[0].machine_deployments[0];
     assert_eq!(md.name, "capi/small");
     assert_eq!(md.instance_type.as_deref(), Some("small"));
@@ -168,7 +168,7 @@ fn a_denied_permission_is_a_blocker_naming_the_verb_and_resource() {
     assert!(
         report.findings[1]
             .message
-            .starts_with("13 permission(s) could not be checked"),
+            .starts_with("17 permission(s) could not be checked"),
         "{}",
         report.findings[1].message
     );
