@@ -117,6 +117,11 @@ pub struct PriceEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxLength" = 317, "pattern" = MACHINE_DEPLOYMENT_REF))]
     pub machine_set: Option<String>,
+    /// Matches the offering backed by this MachinePool, as `namespace/name` (not together with
+    /// `machineDeployment` or `machineSet`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxLength" = 317, "pattern" = MACHINE_DEPLOYMENT_REF))]
+    pub machine_pool: Option<String>,
     /// Matches offerings in this zone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxLength" = 63, "pattern" = NON_EMPTY_LABEL_VALUE))]

@@ -2,9 +2,9 @@
 //!
 //! Responsibility: read a multi-document YAML dump (a file or stdin; `kind: List` documents are
 //! unpacked), type each object by apiVersion/kind (NodePools, NodeClaims,
-//! ClusterAPINodeClasses, MachineDeployments and stand-alone MachineSets (as node groups),
-//! `infrastructure.cluster.x-k8s.io` machine
-//! templates kept as JSON, Nodes, Pods, DaemonSets, PodDisruptionBudgets, Namespaces), then run
+//! ClusterAPINodeClasses, MachineDeployments, stand-alone MachineSets and MachinePools (as node
+//! groups), `infrastructure.cluster.x-k8s.io` machine templates and InfraMachinePools kept as
+//! JSON, Nodes, Pods, DaemonSets, PodDisruptionBudgets, Namespaces), then run
 //! exactly the provisioning path — `controllers::provisioning::inputs`, the dump's
 //! NodeOverlays under `--feature-gates NodeOverlay=true` (each planned NodeClaim names where
 //! its price came from: an overlay or its MachineDeployment), and
@@ -292,7 +292,16 @@ impl Dump {
                     ));
                 }
             }
-            ("infrastructure.cluster.x-k8s.io", k) if k.ends_with("MachineTemplate") => {
+            ("cluster.x-k8s.io", "MachinePool") => {
+                let pool: api::MachinePool = typed(&what, &value)?;
+                self.machine_deployments
+                    .push(api::MachineDeployment::from_machine_pool(&pool));
+            }
+            // Templates, and InfraMachinePools (a MachinePool's template names one: its
+            // status says whether it makes MachinePool Machines).
+            ("infrastructure.cluster.x-k8s.io", k)
+                if k.ends_with("MachineTemplate") || k.ends_with("MachinePool") =>
+            {
                 if value
                     .pointer("/metadata/name")
                     .and_then(|v| v.as_str())
@@ -590,5 +599,25 @@ mod tests {
             "{:?}",
             dump.notes
         );
+    }
+
+    #[test]
+    fn machine_pools_are_node_groups_and_their_infrastructure_is_kept() {
+        let dump = parse(
+            "apiVersion: cluster.x-k8s.io/v1beta2\nkind: MachinePool\n\
+             metadata: {name: mp, namespace: ns}\nspec: {clusterName: c, failureDomains: [a]}\n---\n\
+             apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: DockerMachinePool\n\
+             metadata: {name: mp, namespace: ns}\nstatus: {infrastructureMachineKind: DockerMachine}\n",
+        )
+        .unwrap();
+        assert_eq!(dump.machine_deployments.len(), 1);
+        let group = &dump.machine_deployments[0];
+        assert_eq!(group.group_kind, api::GroupKind::MachinePool);
+        assert_eq!(
+            group.spec.template.spec.failure_domain.as_deref(),
+            Some("a")
+        );
+        assert_eq!(dump.templates.len(), 1);
+        assert!(dump.notes.is_empty(), "{:?}", dump.notes);
     }
 }

@@ -69,22 +69,31 @@ impl Row {
                 message: format!("{text:?} is not namespace/name"),
             }),
         };
-        let machine_deployment = match (&entry.machine_deployment, &entry.machine_set) {
-            (Some(_), Some(_)) => {
+        let named = [
+            (
+                &entry.machine_deployment,
+                "machineDeployment",
+                api::GroupKind::MachineDeployment,
+            ),
+            (&entry.machine_set, "machineSet", api::GroupKind::MachineSet),
+            (
+                &entry.machine_pool,
+                "machinePool",
+                api::GroupKind::MachinePool,
+            ),
+        ];
+        let mut set = named.iter().filter(|(text, _, _)| text.is_some());
+        let machine_deployment = match (set.next(), set.next()) {
+            (Some(_), Some((_, second, _))) => {
                 return Err(NodeClassError {
-                    field: field("machineSet"),
-                    message: "set machineDeployment or machineSet, not both: an offering is \
-                        backed by one of them"
+                    field: field(second),
+                    message: "set one of machineDeployment, machineSet and machinePool: an \
+                        offering is backed by one of them"
                         .to_owned(),
                 });
             }
-            (Some(text), None) => Some(group(
-                text,
-                "machineDeployment",
-                api::GroupKind::MachineDeployment,
-            )?),
-            (None, Some(text)) => Some(group(text, "machineSet", api::GroupKind::MachineSet)?),
-            (None, None) => None,
+            (Some((Some(text), name, kind)), None) => Some(group(text, name, *kind)?),
+            _ => None,
         };
         if let Some(capacity_type) = &entry.capacity_type
             && !PRICED_CAPACITY_TYPES.contains(&capacity_type.as_str())

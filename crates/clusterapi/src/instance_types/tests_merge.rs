@@ -254,3 +254,41 @@ fn a_problem_of_a_machine_set_names_its_kind() {
         "{problem}"
     );
 }
+
+#[test]
+fn a_machine_pool_is_an_offering_only_where_its_provider_makes_machine_pool_machines() {
+    let mut pool = m5("m5", "us-east-1c").build();
+    pool.group_kind = api::GroupKind::MachinePool;
+    let with = serde_json::json!({"status": {"infrastructureMachineKind": "DockerMachine"}});
+    let without = serde_json::json!({"status": {"replicas": 1}});
+    let catalogue_with = |infra: Option<&serde_json::Value>| {
+        let input = MachineDeploymentInput::new(&pool);
+        let input = match infra {
+            Some(i) => input.with_infrastructure_template(i),
+            None => input,
+        };
+        build_catalogue(&bare_nodeclass(), &[input]).unwrap()
+    };
+    let catalogue = catalogue_with(Some(&with));
+    assert!(
+        catalogue.problems().is_empty(),
+        "{:?}",
+        catalogue.problems()
+    );
+    let status = catalogue.get("m5.large").unwrap().status();
+    assert_eq!(status.machine_pools, ["default/m5"]);
+    assert!(status.machine_deployments.is_empty());
+    for infra in [Some(&without), None] {
+        let catalogue = catalogue_with(infra);
+        assert!(catalogue.entries().is_empty());
+        let problem = &catalogue.problems()[0];
+        assert_eq!(problem.kind, api::GroupKind::MachinePool);
+        assert_eq!(problem.annotation, "status.infrastructureMachineKind");
+        assert!(
+            problem
+                .to_string()
+                .starts_with("MachinePool default/m5: its infrastructure "),
+            "{problem}"
+        );
+    }
+}

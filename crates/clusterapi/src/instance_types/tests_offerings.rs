@@ -57,6 +57,7 @@ fn table(entries: &[PriceRow<'_>]) -> ClusterAPINodeClassSpec {
             instance_type: it.map(str::to_owned),
             machine_deployment: md.map(str::to_owned),
             machine_set: None,
+            machine_pool: None,
             zone: zone.map(str::to_owned),
             capacity_type: ct.map(str::to_owned),
             price: (*price).to_owned(),
@@ -144,6 +145,22 @@ fn an_invalid_price_table_makes_the_nodeclass_unusable() {
         let error = build_catalogue(&nodeclass, &[]).unwrap_err();
         assert_eq!(error.field, field);
     }
+}
+
+#[test]
+fn a_price_entry_names_one_node_group_kind_at_most() {
+    let mut nodeclass = table(&[(None, Some("ns/md"), None, None, "1")]);
+    let entry = &mut nodeclass.prices.as_mut().unwrap()[0];
+    entry.machine_pool = Some("ns/pool".to_owned());
+    let error = build_catalogue(&nodeclass, &[]).unwrap_err();
+    assert_eq!(error.field, "prices[0].machinePool");
+    assert!(error.message.contains("machinePool"), "{}", error.message);
+    let mut nodeclass = table(&[(None, None, None, None, "1")]);
+    nodeclass.prices.as_mut().unwrap()[0].machine_pool = Some("no-namespace".to_owned());
+    assert_eq!(
+        build_catalogue(&nodeclass, &[]).unwrap_err().field,
+        "prices[0].machinePool"
+    );
 }
 
 fn availability(md: MdBuilder, in_flight: u32) -> Option<Unavailable> {

@@ -3,8 +3,9 @@
 //! Responsibility: the only I/O of `doctor`. Discovery for the CRDs `run` needs
 //! ([`crate::probes::served`]); our CRDs as installed, compared field by field with this
 //! binary's (when the caller may read CRDs); ClusterAPINodeClasses and NodePools (workload
-//! cluster); MachineDeployments and MachineSets (management cluster, the scope's namespace or
-//! all; MachineSets for blocked scale-ups, none when they cannot be listed) and the
+//! cluster); MachineDeployments, MachineSets and MachinePools (management cluster, the scope's
+//! namespace or all; MachineSets for blocked scale-ups and stand-alone node groups,
+//! MachinePools as node groups, none when they cannot be listed) and the
 //! infrastructure template each opted-in one names (resolved through discovery); a
 //! `SelfSubjectAccessReview` per permission ([`super::permissions`]); and Deployments running a
 //! cluster-autoscaler image in either cluster. Every failure is recorded in the [`Facts`],
@@ -84,13 +85,28 @@ pub async fn gather(
         .await
         .map(|l| l.items)
         .unwrap_or_default();
+    let pool_api: Api<api::MachinePool> = match &options.scope.namespace {
+        Some(ns) => Api::namespaced_with(management.clone(), ns, &speak),
+        None => Api::all_with(management.clone(), &speak),
+    };
+    // None when MachinePools are not served (or cannot be listed: the permission check says).
+    let machine_pools = pool_api
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
     let machine_deployments = md_api
         .list(&ListParams::default())
         .await
         .map(|l| {
-            // The node groups: MachineDeployments, then stand-alone MachineSets.
+            // The node groups: MachineDeployments, stand-alone MachineSets, MachinePools.
             let mut groups = l.items;
             groups.extend(clusterapi::selection::stand_alone(&machine_sets));
+            groups.extend(
+                machine_pools
+                    .iter()
+                    .map(api::MachineDeployment::from_machine_pool),
+            );
             groups
         })
         .map_err(|e| format!("cannot list machinedeployments.{speak}: {e}"));
