@@ -104,7 +104,8 @@ impl fmt::Display for Violation {
 /// What the clusters hold at one moment (JSON objects as the API returns them).
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    /// MachineDeployments (management cluster).
+    /// The node groups (management cluster): MachineDeployments, stand-alone MachineSets and
+    /// MachinePools (their names are unique across the kinds in the chaos world).
     pub machine_deployments: Vec<Value>,
     /// Machines (management cluster).
     pub machines: Vec<Value>,
@@ -123,7 +124,7 @@ pub struct Protected {
     pub cluster_id: String,
     /// Machines by name: the annotations that must not change (ours and `delete-machine`).
     pub machines: BTreeMap<String, BTreeMap<String, String>>,
-    /// MachineDeployments we were never asked to manage, with their replicas.
+    /// Node groups we were never asked to manage, with their replicas.
     pub unmanaged: BTreeMap<String, i64>,
     /// MachineDeployments the controller may use.
     pub managed: BTreeSet<String>,
@@ -166,11 +167,21 @@ pub(crate) fn deleting(obj: &Value) -> bool {
         .is_some_and(|v| !v.is_null())
 }
 
-/// The MachineDeployment a Machine or MachineSet belongs to (CAPI's label), or `""`.
+/// The node group a Machine or MachineSet belongs to: its MachineDeployment (CAPI's
+/// `deployment-name` label), else the stand-alone MachineSet or MachinePool controlling it (a
+/// MachineSet's controller is its MachineDeployment, which carries the label), or `""`.
 pub(crate) fn group_of(obj: &Value) -> &str {
     obj.pointer("/metadata/labels")
         .and_then(|l| l.get(DEPLOYMENT_NAME))
         .and_then(Value::as_str)
+        .or_else(|| {
+            obj.pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)?
+                .iter()
+                .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+                .and_then(|o| o.get("name"))
+                .and_then(Value::as_str)
+        })
         .unwrap_or("")
 }
 
@@ -179,6 +190,14 @@ pub(crate) fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     obj.pointer("/metadata/annotations")
         .and_then(|a| a.get(key))
         .and_then(Value::as_str)
+}
+
+/// A node group's kind (`MachineDeployment` when the object does not say).
+fn kind_of(group: &Value) -> &str {
+    match text(group, "/kind") {
+        "" => "MachineDeployment",
+        kind => kind,
+    }
 }
 
 fn replicas(md: &Value) -> i64 {
@@ -247,7 +266,8 @@ fn foreign_untouched(s: &Snapshot, p: &Protected, out: &mut Vec<Violation>) {
                     out,
                     Invariant::ForeignUntouched,
                     format!(
-                        "MachineDeployment {n}: replicas {} (was {want})",
+                        "{} {n}: replicas {} (was {want})",
+                        kind_of(md),
                         replicas(md)
                     ),
                 );
@@ -256,7 +276,7 @@ fn foreign_untouched(s: &Snapshot, p: &Protected, out: &mut Vec<Violation>) {
                 push(
                     out,
                     Invariant::ForeignUntouched,
-                    format!("MachineDeployment {n} carries our record {record}"),
+                    format!("{} {n} carries our record {record}", kind_of(md)),
                 );
             }
         }
@@ -277,7 +297,8 @@ fn replicas_match(s: &Snapshot, out: &mut Vec<Violation>) {
                 out,
                 Invariant::ReplicasMatchMachines,
                 format!(
-                    "MachineDeployment {n}: replicas {} but {have} live Machines",
+                    "{} {n}: replicas {} but {have} live Machines",
+                    kind_of(md),
                     replicas(md)
                 ),
             );
@@ -443,6 +464,31 @@ mod tests {
     #[test]
     fn a_settled_world_breaks_nothing() {
         assert_eq!(check(&settled(), &protected()), vec![]);
+    }
+
+    #[test]
+    fn machines_of_a_machine_set_or_pool_count_for_it_and_a_scaled_pool_is_named() {
+        let mut s = settled();
+        let mut pool = md("bare", 1);
+        pool["kind"] = json!("MachinePool");
+        s.machine_deployments.push(pool);
+        s.machines
+            .push(json!({"metadata": {"name": "bare-0", "annotations": {},
+            "ownerReferences": [{"kind": "MachinePool", "name": "bare", "controller": true}]}}));
+        assert_eq!(group_of(&s.machines[3]), "bare");
+        assert_eq!(check(&s, &protected()), vec![]);
+        let mut p = protected();
+        p.unmanaged.insert("bare".to_owned(), 0);
+        let violations = check(&s, &p);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations[0].invariant, Invariant::ForeignUntouched);
+        assert!(
+            violations[0]
+                .detail
+                .starts_with("MachinePool bare: replicas 1 (was 0)"),
+            "{}",
+            violations[0].detail
+        );
     }
 
     #[test]

@@ -478,9 +478,16 @@ impl Runner {
             })
             .map(|p| serde_json::to_value(p).context("pod"))
             .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut groups = world::list(&self.mgmt, &::world::objects::machine_deployments()).await?;
+        let sets = world::list(&self.mgmt, &::world::objects::machine_sets()).await?;
+        groups.extend(sets.into_iter().filter(|s| {
+            invariants::group_of(s).is_empty()
+                && s.pointer("/metadata/ownerReferences")
+                    .is_none_or(Value::is_null)
+        }));
+        groups.extend(world::list(&self.mgmt, &machine_pools_resource()).await?);
         Ok(Snapshot {
-            machine_deployments: world::list(&self.mgmt, &::world::objects::machine_deployments())
-                .await?,
+            machine_deployments: groups,
             machines: world::list(&self.mgmt, &::world::objects::machines()).await?,
             node_claims: world::list(&self.wl, &node_claims_resource()).await?,
             pods,
@@ -901,6 +908,13 @@ fn settle_timeout(config: &ChaosConfig, action: Action) -> Duration {
 
 fn node_claims_resource() -> kube::api::ApiResource {
     kube::api::ApiResource::erase::<api::NodeClaim>(&())
+}
+
+fn machine_pools_resource() -> kube::api::ApiResource {
+    ::world::objects::capi_resource(
+        sim::convert::capi::CapiKind::MachinePool,
+        sim::convert::capi::CapiVersion::V1beta2,
+    )
 }
 
 /// Runs `config.rounds` rounds from `config.seed` and reports what held.

@@ -9,8 +9,10 @@
 //!   claimed by a NodeClaim of another workload cluster, `chaos-b`) and `m2-r` (empty,
 //!   `RollingUpdate`, priced so that only the pods pinned to its shape use it: Cluster API rolls
 //!   it out itself); every one's template runs Kubernetes `v1.33.0`;
-//! - MachineDeployments it was never asked to manage: `static` (not a member) and `other`
-//!   (a member of another Cluster, not selected);
+//! - node groups it was never asked to manage: the MachineDeployments `static` (not a member)
+//!   and `other` (a member of another Cluster, not selected), the stand-alone MachineSet `solo`
+//!   (not a member, one Machine) and the MachinePool `bare` (selected and the cheapest, but its
+//!   `DockerMachinePool` makes no MachinePool Machines);
 //! - the workloads: `web` (1 CPU pods, scaled by the rounds) and `guarded` (four 500m pods
 //!   under a PodDisruptionBudget of `minAvailable: 3`), both pinned to the NodePool
 //!   `default`; `burst` (no pods until a round asks) is pinned to the NodePool `burst`,
@@ -48,8 +50,11 @@ pub const ON_DELETE: [&str; 2] = ["m4-a", "m8-b"];
 pub const ROLLING: &str = "m2-r";
 /// The workload pinned to [`ROLLING`]'s shape (`c2m8`), in the NodePool [`BURST`].
 pub const ROLLED: &str = "rolled";
-/// The MachineDeployments nobody asked us to manage.
-pub const UNMANAGED: [&str; 2] = ["static", "other"];
+/// The node groups nobody asked us to manage, with their replicas: the MachineDeployments
+/// `static` and `other`, the stand-alone MachineSet `solo` (not a member) and the MachinePool
+/// `bare` (a selected member, the cheapest of all, but its infrastructure makes no MachinePool
+/// Machines, so it must never be scaled).
+pub const UNMANAGED: [(&str, i64); 4] = [("static", 1), ("other", 1), ("solo", 1), ("bare", 0)];
 /// The scaled workload.
 pub const WEB: &str = "web";
 /// The workload whose pods always need new nodes (of the NodePool `burst`).
@@ -149,7 +154,54 @@ fn machine_deployments() -> Vec<Value> {
             labels: json!({member: ""}),
             ..group("other", 4, 16, "zone-b", "0.10", 1)
         }),
+        stand_alone_set(),
+        json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+            "kind": "DockerMachinePool",
+            "metadata": {"name": "bare", "namespace": "default",
+                "annotations": {::world::capi::pools::NO_MACHINE_POOL_MACHINES: "true"}},
+            "spec": {}}),
+        bare_pool(&group("bare", 4, 16, "zone-a", "0.05", 0)),
     ]
+}
+
+/// `solo`: a stand-alone MachineSet (no MachineDeployment owns it), not a member.
+fn stand_alone_set() -> Value {
+    let mut set = md(&Md {
+        name: "solo",
+        cpu: 4,
+        memory_gi: 16,
+        zone: "zone-a",
+        price: "0.10",
+        replicas: 1,
+        cluster: "chaos",
+        labels: json!({}),
+    });
+    if let Some(obj) = set.as_object_mut() {
+        obj.insert("kind".into(), json!("MachineSet"));
+    }
+    set
+}
+
+/// `bare`: a MachinePool whose infrastructure makes no MachinePool Machines.
+fn bare_pool(m: &Md<'_>) -> Value {
+    let mut pool = md(m);
+    if let Some(obj) = pool.as_object_mut() {
+        obj.insert("kind".into(), json!("MachinePool"));
+    }
+    if let Some(spec) = pool.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("selector");
+    }
+    if let Some(template) = pool
+        .pointer_mut("/spec/template/spec")
+        .and_then(Value::as_object_mut)
+    {
+        template.insert(
+            "infrastructureRef".into(),
+            json!({"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachinePool",
+                "name": m.name}),
+        );
+    }
+    pool
 }
 
 /// A Deployment of `replicas` pods of `cpu`/`memory`, pinned to the nodes of NodePool `pool`.
@@ -244,16 +296,16 @@ pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
         .await
         .context("cannot install the Karpenter CRDs")?;
     scenario::apply(&mgmt, &machine_deployments()).await?;
-    // Wait for the five pre-existing Machines (legacy-c ×2, shared-a, static, other).
+    // Wait for the six pre-existing Machines (legacy-c ×2, shared-a, static, other, solo).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let machines = loop {
         let ms = list(&mgmt, &::world::objects::machines()).await?;
-        if ms.len() == 5 {
+        if ms.len() == 6 {
             break ms;
         }
         if tokio::time::Instant::now() > deadline {
             bail!(
-                "the pre-existing Machines did not appear ({} of 5)",
+                "the pre-existing Machines did not appear ({} of 6)",
                 ms.len()
             );
         }
@@ -292,7 +344,7 @@ pub async fn start(seed: u64, web: usize) -> anyhow::Result<Started> {
             .collect(),
         unmanaged: UNMANAGED
             .iter()
-            .map(|n| ((*n).to_owned(), 1))
+            .map(|(n, replicas)| ((*n).to_owned(), *replicas))
             .collect::<BTreeMap<_, _>>(),
         managed: MANAGED
             .iter()
