@@ -230,21 +230,32 @@ impl Resources {
     /// both list the same names (the instance types of one catalogue do), which makes the
     /// maximum over a claim's hundreds of options cheap.
     pub fn raise_to(&mut self, other: &Resources) {
+        if self.raise_same_names(other).is_none() {
+            *self = self.max_with(other);
+        }
+    }
+
+    /// When `self` and `other` list the same names: raises each of `self`'s quantities to
+    /// `other`'s in place and says whether any was raised; `None` (and `self` unchanged) when
+    /// the names differ.
+    pub(crate) fn raise_same_names(&mut self, other: &Resources) -> Option<bool> {
         let same_names = self.entries.len() == other.entries.len()
             && self
                 .entries
                 .iter()
                 .zip(&other.entries)
                 .all(|((mine, _), (theirs, _))| mine == theirs);
-        if same_names {
-            for ((_, mine), (_, theirs)) in self.entries.iter_mut().zip(&other.entries) {
-                if *theirs > *mine {
-                    *mine = *theirs;
-                }
-            }
-        } else {
-            *self = self.max_with(other);
+        if !same_names {
+            return None;
         }
+        let mut raised = false;
+        for ((_, mine), (_, theirs)) in self.entries.iter_mut().zip(&other.entries) {
+            if *theirs > *mine {
+                *mine = *theirs;
+                raised = true;
+            }
+        }
+        Some(raised)
     }
 
     /// The element-wise minimum over the names present in both (Karpenter `MinResources`).

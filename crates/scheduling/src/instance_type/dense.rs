@@ -41,6 +41,13 @@ pub(crate) struct Covered {
     other: Vec<ResourceName>,
 }
 
+impl Covered {
+    /// How many components are marked.
+    pub(crate) fn count(&self) -> usize {
+        self.slots.iter().filter(|s| **s).count() + self.other.len()
+    }
+}
+
 /// A resource list split into fixed slots (nano-units) and the remaining names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Dense {
@@ -91,21 +98,37 @@ impl Dense {
                 raised = true;
             }
         }
-        if other.other.is_empty() && !self.negative {
-            return raised;
-        }
-        for (name, quantity) in &other.other {
-            if quantity > self.other.get_or_zero(name) {
-                self.other.insert(name.clone(), quantity);
-                raised = true;
+        if !other.other.is_empty() {
+            // In place, without a lookup per name, when both name the same resources (the
+            // instance types of one catalogue do); else name by name, absent counting as zero.
+            match self.other.raise_same_names(&other.other) {
+                Some(r) => raised |= r,
+                None => {
+                    for (name, quantity) in &other.other {
+                        if quantity > self.other.get_or_zero(name) {
+                            self.other.insert(name.clone(), quantity);
+                            raised = true;
+                        }
+                    }
+                }
             }
         }
-        self.negative = self.slots.iter().any(|v| *v < 0)
-            || self
-                .other
-                .iter()
-                .any(|(_, quantity)| quantity.is_negative());
+        // Raising never makes a quantity negative: only a negative list can change its mind.
+        if self.negative {
+            self.negative = self.slots.iter().any(|v| *v < 0)
+                || self
+                    .other
+                    .iter()
+                    .any(|(_, quantity)| quantity.is_negative());
+        }
         raised
+    }
+
+    /// How many components are non-zero: once a [`Covered`] has marked that many against this
+    /// maximum, no list attains an unmarked one.
+    pub(crate) fn nonzero_components(&self) -> usize {
+        self.slots.iter().filter(|v| **v != 0).count()
+            + self.other.iter().filter(|(_, q)| !q.is_zero()).count()
     }
 
     /// Marks in `covered` every non-zero component where `self` equals `max` and returns

@@ -1,12 +1,35 @@
 //! Resource names (`cpu`, `memory`, `nvidia.com/gpu`, ...), cheap to clone and compare.
 //!
 //! Responsibility: a name type for resource lists whose well-known values need no allocation and
-//! compare as an integer, and whose other values share one allocation across clones.
+//! compare as an integer, and whose other values share one allocation across clones — and
+//! across separately parsed copies of the same name ([`intern`]: a NodeOverlay's
+//! `nvidia.com/gpu` is the same `Arc` as the instance types'), so comparing two equal names is a
+//! pointer comparison, not a string comparison.
 //! Input: a name string. Output: a [`ResourceName`] ordered exactly as its string.
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
+/// At most this many distinct names are interned; later ones get an `Arc` of their own (still
+/// correct, only compared by string). A cluster has a handful of extended resources.
+const INTERN_MAX: usize = 4096;
+
+static INTERNED: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Mutex::default);
+
+/// The one shared `Arc` of `name` (made on first use).
+fn intern(name: &str) -> Arc<str> {
+    let mut set = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(existing) = set.get(name) {
+        return Arc::clone(existing);
+    }
+    let arc: Arc<str> = Arc::from(name);
+    if set.len() < INTERN_MAX {
+        set.insert(Arc::clone(&arc));
+    }
+    arc
+}
 
 /// The name of a resource, e.g. [`ResourceName::CPU`] or `nvidia.com/gpu`.
 ///
@@ -17,7 +40,7 @@ use std::sync::Arc;
 pub struct ResourceName(Repr);
 
 /// Invariant: `Other` never holds the string of a well-known variant.
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, Eq)]
 enum Repr {
     // Declared in string order, so comparing two well-known names can compare their tags.
     Cpu,
@@ -46,7 +69,7 @@ impl ResourceName {
     /// The name `name`; well-known names map to their constants.
     #[must_use]
     pub fn new(name: &str) -> ResourceName {
-        ResourceName::well_known(name).unwrap_or_else(|| ResourceName(Repr::Other(Arc::from(name))))
+        ResourceName::well_known(name).unwrap_or_else(|| ResourceName(Repr::Other(intern(name))))
     }
 
     fn well_known(name: &str) -> Option<ResourceName> {
@@ -97,12 +120,42 @@ impl ResourceName {
     }
 }
 
+impl PartialEq for Repr {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            // Interned names are one allocation (`Arc<str>`'s own `==` compares the bytes).
+            (Repr::Other(a), Repr::Other(b)) => Arc::ptr_eq(a, b) || a == b,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
+}
+
+impl std::hash::Hash for Repr {
+    /// As `#[derive(Hash)]` would: the discriminant, then an other name's string (equal names
+    /// hash alike whether or not they share an allocation).
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        if let Repr::Other(name) = self {
+            name.hash(state);
+        }
+    }
+}
+
 impl Ord for ResourceName {
     fn cmp(&self, other: &Self) -> Ordering {
-        if self.is_well_known() && other.is_well_known() {
-            self.rank().cmp(&other.rank())
-        } else {
-            self.as_str().cmp(other.as_str())
+        match (&self.0, &other.0) {
+            // Interned: equal names are one allocation.
+            (Repr::Other(a), Repr::Other(b)) if Arc::ptr_eq(a, b) => Ordering::Equal,
+            _ if self.is_well_known() && other.is_well_known() => self.rank().cmp(&other.rank()),
+            _ => {
+                // Names mostly differ in their first byte (`cpu` / `nvidia.com/gpu`): decide
+                // that without a call to compare the whole strings (same order: bytewise).
+                let (a, b) = (self.as_str().as_bytes(), other.as_str().as_bytes());
+                match (a.first(), b.first()) {
+                    (Some(x), Some(y)) if x != y => x.cmp(y),
+                    _ => a.cmp(b),
+                }
+            }
         }
     }
 }
@@ -121,7 +174,7 @@ impl From<&str> for ResourceName {
 
 impl From<String> for ResourceName {
     fn from(name: String) -> Self {
-        ResourceName::well_known(&name).unwrap_or_else(|| ResourceName(Repr::Other(name.into())))
+        ResourceName::well_known(&name).unwrap_or_else(|| ResourceName(Repr::Other(intern(&name))))
     }
 }
 
@@ -191,6 +244,26 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn other_names_are_interned_and_an_uninterned_copy_still_compares_by_string() {
+        let (a, b) = (
+            ResourceName::new("example.com/fpga"),
+            ResourceName::from(String::from("example.com/fpga")),
+        );
+        match (&a.0, &b.0) {
+            (Repr::Other(x), Repr::Other(y)) => assert!(Arc::ptr_eq(x, y)),
+            _ => panic!("not other names"),
+        }
+        // As past INTERN_MAX: an Arc of its own.
+        let own = ResourceName(Repr::Other(Arc::from("example.com/fpga")));
+        assert_eq!(own, a);
+        assert_eq!(own.cmp(&a), Ordering::Equal);
+        assert_eq!(
+            own.cmp(&ResourceName::new("example.com/fpgb")),
+            Ordering::Less
+        );
     }
 
     #[test]

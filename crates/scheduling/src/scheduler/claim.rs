@@ -251,10 +251,15 @@ fn headroom(template: &Template, options: &[GroupOptions]) -> (Dense, Vec<*const
     }
     // The last options first: the largest instance types, the ones a narrowing claim keeps
     // longest, so the maximum is recomputed least often.
+    // Once every component has its leader, no option can add one: stop.
     let mut leaders = Vec::new();
     let mut covered = crate::instance_type::Covered::default();
-    for group in options.iter().rev() {
+    let components = max.nonzero_components();
+    'scan: for group in options.iter().rev() {
         for it in group.instance_types.iter().rev() {
+            if covered.count() >= components {
+                break 'scan;
+            }
             if available(template, group, it)
                 .is_some_and(|a| a.attains_uncovered(&max, &mut covered))
             {

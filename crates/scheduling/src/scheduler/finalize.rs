@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::instance_type::{InstanceType, MinValuesPolicy, OfferingMatcher, PriceRank};
 use crate::labels::{CAPACITY_TYPE, HOSTNAME, NODE_INITIALIZED, NODE_REGISTERED, TOPOLOGY_ZONE};
@@ -24,6 +24,35 @@ use super::input::{ExistingNodeBinding, PlannedNodeClaim, PodError, Results};
 
 const MIN_VALUES_TRUNCATION: &str =
     "pod didn't schedule because NodePool couldn't meet minValues requirements";
+
+/// `mine` (a claim's instance types, a subsequence of the template's `all`) in the template's
+/// price `order` (positions into `all`). A claim keeps the template's order, so membership is
+/// found by one walk of both lists comparing pointers; should that ever not hold, by a set.
+fn in_price_order(
+    all: &[Arc<InstanceType>],
+    order: &[usize],
+    mine: Vec<Arc<InstanceType>>,
+) -> Vec<Arc<InstanceType>> {
+    let mut member = vec![false; all.len()];
+    let mut next = mine.iter().peekable();
+    for (slot, it) in member.iter_mut().zip(all) {
+        if next.peek().is_some_and(|m| Arc::ptr_eq(m, it)) {
+            *slot = true;
+            next.next();
+        }
+    }
+    if next.peek().is_some() {
+        let set: FxHashSet<*const InstanceType> = mine.iter().map(Arc::as_ptr).collect();
+        for (slot, it) in member.iter_mut().zip(all) {
+            *slot = set.contains(&Arc::as_ptr(it));
+        }
+    }
+    order
+        .iter()
+        .filter(|&&i| member.get(i).copied().unwrap_or(false))
+        .filter_map(|&i| all.get(i).cloned())
+        .collect()
+}
 
 pub(super) fn results(
     scheduler: Scheduler,
@@ -38,9 +67,12 @@ pub(super) fn results(
         ..
     } = scheduler;
     let index_of = |uid: &Arc<str>| pods.iter().position(|p| &p.uid == uid);
-    type PriceCache =
-        FxHashMap<(usize, Vec<Option<Requirement>>), FxHashMap<*const InstanceType, PriceRank>>;
-    let mut price_cache: PriceCache = FxHashMap::default();
+    // Per template and distinct offering requirements: the template's instance types (in its
+    // order) and their positions in price order (ties by name, a total order: names are unique
+    // in a template).
+    type OrderCache =
+        FxHashMap<(usize, Vec<Option<Requirement>>), (Vec<Arc<InstanceType>>, Vec<usize>)>;
+    let mut order_cache: OrderCache = FxHashMap::default();
     let mut new_node_claims = Vec::with_capacity(claims.len());
     for claim in claims {
         let Some(template) = templates.get(claim.template) else {
@@ -73,26 +105,35 @@ pub(super) fn results(
             .iter()
             .all(|k| requirements.get(k) == template.requirements.get(k));
         if claim.options.len() > 1 || !offering_keys_unchanged {
-            // An instance type's price depends only on the requirements of offering keys:
-            // memoise it per template and distinct offering requirements.
+            // An instance type's price depends only on the requirements of offering keys: the
+            // template's instance types are ordered once per distinct offering requirements, and
+            // a claim keeps its own in that order (the same as sorting them by price and name,
+            // without a sort per claim).
             let key: Vec<Option<Requirement>> = template
                 .offering_keys
                 .iter()
                 .map(|k| requirements.get(k).cloned())
                 .collect();
-            let prices = price_cache.entry((claim.template, key)).or_default();
-            let matcher = OfferingMatcher::new(&requirements, &options.well_known);
-            let mut keyed: Vec<(PriceRank, Arc<InstanceType>)> = instance_types
-                .into_iter()
-                .map(|it| {
-                    let price = *prices
-                        .entry(Arc::as_ptr(&it))
-                        .or_insert_with(|| matcher.cheapest_available_rank(&it));
-                    (price, it)
-                })
-                .collect();
-            keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name().cmp(b.1.name())));
-            instance_types = keyed.into_iter().map(|(_, it)| it).collect();
+            let (all, order) = order_cache.entry((claim.template, key)).or_insert_with(|| {
+                let matcher = OfferingMatcher::new(&requirements, &options.well_known);
+                let all: Vec<Arc<InstanceType>> = template
+                    .options
+                    .iter()
+                    .flat_map(|g| g.instance_types.iter().cloned())
+                    .collect();
+                let ranks: Vec<PriceRank> = all
+                    .iter()
+                    .map(|it| matcher.cheapest_available_rank(it))
+                    .collect();
+                let mut order: Vec<usize> = (0..all.len()).collect();
+                order.sort_by(|&a, &b| {
+                    let (ra, rb) = (ranks.get(a), ranks.get(b));
+                    let (na, nb) = (all.get(a).map(|i| i.name()), all.get(b).map(|i| i.name()));
+                    ra.cmp(&rb).then_with(|| na.cmp(&nb))
+                });
+                (all, order)
+            });
+            instance_types = in_price_order(all, order, instance_types);
         }
         instance_types.truncate(options.max_instance_types);
         if requirements.has_min_values()
