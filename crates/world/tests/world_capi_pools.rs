@@ -48,14 +48,21 @@ fn infra(name: &str, annotations: Value) -> DynamicObject {
 }
 
 async fn machines_of(api: &Api<DynamicObject>, pool: &str) -> Vec<Value> {
-    let lp = ListParams::default().labels(&format!("{}={pool}", keys::POOL_NAME));
-    api.list(&lp)
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|m| serde_json::to_value(m).unwrap())
-        .collect()
+    capi_support::labelled(api, keys::POOL_NAME, pool).await
+}
+
+/// The MachinePools, DockerMachinePools and Machines of the `default` namespace.
+fn apis(world: &World) -> [Api<DynamicObject>; 3] {
+    let mc = world.management_client();
+    [
+        Api::namespaced_with(
+            mc.clone(),
+            "default",
+            &capi_resource(CapiKind::MachinePool, CapiVersion::V1beta2),
+        ),
+        Api::namespaced_with(mc.clone(), "default", &docker_machine_pools()),
+        Api::namespaced_with(mc, "default", &machines()),
+    ]
 }
 
 fn names(machines: &[Value]) -> Vec<String> {
@@ -74,15 +81,7 @@ fn running(m: &Value) -> bool {
 #[tokio::test(start_paused = true)]
 async fn machine_pool_machines_scale_as_the_docker_provider_scales_them() {
     let world = World::start(WorldConfig::default()).await.unwrap();
-    let mc = world.management_client();
-    let pools = Api::<DynamicObject>::namespaced_with(
-        mc.clone(),
-        "default",
-        &capi_resource(CapiKind::MachinePool, CapiVersion::V1beta2),
-    );
-    let infras =
-        Api::<DynamicObject>::namespaced_with(mc.clone(), "default", &docker_machine_pools());
-    let ms = Api::<DynamicObject>::namespaced_with(mc.clone(), "default", &machines());
+    let [pools, infras, ms] = apis(&world);
     let nodes = Api::<Node>::all(world.workload_client());
     infras
         .create(&PostParams::default(), &infra("mp", json!({})))
@@ -186,15 +185,7 @@ async fn machine_pool_machines_scale_as_the_docker_provider_scales_them() {
 #[tokio::test(start_paused = true)]
 async fn a_provider_without_machine_pool_machines_makes_none() {
     let world = World::start(WorldConfig::default()).await.unwrap();
-    let mc = world.management_client();
-    let pools = Api::<DynamicObject>::namespaced_with(
-        mc.clone(),
-        "default",
-        &capi_resource(CapiKind::MachinePool, CapiVersion::V1beta2),
-    );
-    let infras =
-        Api::<DynamicObject>::namespaced_with(mc.clone(), "default", &docker_machine_pools());
-    let ms = Api::<DynamicObject>::namespaced_with(mc.clone(), "default", &machines());
+    let [pools, infras, ms] = apis(&world);
     infras
         .create(
             &PostParams::default(),

@@ -97,11 +97,7 @@ where
     where
         K: Resource<Scope = kube::core::DynamicResourceScope>,
     {
-        let api: Api<K> = match namespace {
-            Some(ns) => Api::namespaced_with(client, ns, dyntype),
-            None => Api::all_with(client, dyntype),
-        };
-        Self::watch(api, dyntype.clone(), kind, sync_timeout, false)
+        Self::start_dynamic(client, namespace, dyntype, kind, sync_timeout, false)
     }
 
     /// [`ObjectCache::start`] for a kind the cluster may not serve (MachinePools: an optional
@@ -119,11 +115,25 @@ where
     where
         K: Resource<Scope = kube::core::DynamicResourceScope>,
     {
+        Self::start_dynamic(client, namespace, dyntype, kind, sync_timeout, true)
+    }
+
+    fn start_dynamic(
+        client: kube::Client,
+        namespace: Option<&str>,
+        dyntype: &K::DynamicType,
+        kind: &'static str,
+        sync_timeout: Duration,
+        optional: bool,
+    ) -> Self
+    where
+        K: Resource<Scope = kube::core::DynamicResourceScope>,
+    {
         let api: Api<K> = match namespace {
             Some(ns) => Api::namespaced_with(client, ns, dyntype),
             None => Api::all_with(client, dyntype),
         };
-        Self::watch(api, dyntype.clone(), kind, sync_timeout, true)
+        Self::watch(api, dyntype.clone(), kind, sync_timeout, optional)
     }
 
     /// Watch every `K` of `client`'s cluster (cluster-scoped kinds of a static version).

@@ -447,27 +447,7 @@ pub async fn set_replicas_of(world: &World, ms: &str) -> i32 {
 
 /// The Machines a MachineSet controls (fresh list), by name.
 pub async fn set_machines(world: &World, ms: &str) -> Vec<Machine> {
-    let api: Api<Machine> = Api::namespaced_with(
-        world.management_client(),
-        "default",
-        &api::CapiVersion::v1beta2(),
-    );
-    let mut items: Vec<Machine> = api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|m| {
-            m.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.kind == "MachineSet" && o.name == ms && o.controller == Some(true))
-        })
-        .collect();
-    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    items
+    controlled_machines(world, "MachineSet", ms).await
 }
 
 /// The MachinePool `mp` (fresh read).
@@ -482,6 +462,11 @@ pub async fn pool(world: &World, mp: &str) -> api::MachinePool {
 
 /// The Machines a MachinePool controls (fresh list), by name.
 pub async fn pool_machines(world: &World, mp: &str) -> Vec<Machine> {
+    controlled_machines(world, "MachinePool", mp).await
+}
+
+/// The Machines whose controller is the `kind` named `owner` (fresh list), by name.
+async fn controlled_machines(world: &World, kind: &str, owner: &str) -> Vec<Machine> {
     let api: Api<Machine> = Api::namespaced_with(
         world.management_client(),
         "default",
@@ -498,7 +483,7 @@ pub async fn pool_machines(world: &World, mp: &str) -> Vec<Machine> {
                 .owner_references
                 .iter()
                 .flatten()
-                .any(|o| o.kind == "MachinePool" && o.name == mp && o.controller == Some(true))
+                .any(|o| o.kind == kind && o.name == owner && o.controller == Some(true))
         })
         .collect();
     items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));

@@ -146,18 +146,25 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, WorldError> {
 /// of this kind are read for `status.capacity` and watched for drift; the simulated Machines do
 /// not need them.
 pub fn docker_machine_template_crd() -> Result<CustomResourceDefinition, WorldError> {
+    docker_crd("DockerMachineTemplate")
+}
+
+/// A kind of Cluster API's Docker provider (`infrastructure.cluster.x-k8s.io`, `v1beta1` as
+/// CAPD serves it, its contract labels, open `spec` and `status`, the status subresource).
+pub fn docker_crd(kind: &str) -> Result<CustomResourceDefinition, WorldError> {
     let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let singular = kind.to_lowercase();
+    let plural = format!("{singular}s");
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": "dockermachinetemplates.infrastructure.cluster.x-k8s.io",
+        "metadata": {"name": format!("{plural}.infrastructure.cluster.x-k8s.io"),
             "labels": {"cluster.x-k8s.io/provider": "infrastructure-docker",
                 "cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta1"}},
         "spec": {
             "group": "infrastructure.cluster.x-k8s.io",
-            "names": {"kind": "DockerMachineTemplate", "listKind": "DockerMachineTemplateList",
-                "plural": "dockermachinetemplates", "singular": "dockermachinetemplate",
-                "categories": ["cluster-api"]},
+            "names": {"kind": kind, "listKind": format!("{kind}List"),
+                "plural": plural, "singular": singular, "categories": ["cluster-api"]},
             "scope": "Namespaced",
             "versions": [{"name": "v1beta1", "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {

@@ -71,27 +71,7 @@ pub fn docker_machine_pools() -> ApiResource {
 /// The `DockerMachinePool` CRD (open `spec` and `status`, the status subresource, Cluster API's
 /// contract labels), as a management cluster with the Docker provider serves it.
 pub fn docker_machine_pool_crd() -> Result<CustomResourceDefinition, WorldError> {
-    let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "dockermachinepools.infrastructure.cluster.x-k8s.io",
-            "labels": {"cluster.x-k8s.io/provider": "infrastructure-docker",
-                "cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta1"}},
-        "spec": {
-            "group": "infrastructure.cluster.x-k8s.io",
-            "names": {"kind": "DockerMachinePool", "listKind": "DockerMachinePoolList",
-                "plural": "dockermachinepools", "singular": "dockermachinepool",
-                "categories": ["cluster-api"]},
-            "scope": "Namespaced",
-            "versions": [{"name": "v1beta1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                    "metadata": {"type": "object"}, "spec": open.clone(), "status": open}}},
-                "subresources": {"status": {}}}],
-        },
-    });
-    Ok(serde_json::from_value(crd)?)
+    super::infrastructure::docker_crd("DockerMachinePool")
 }
 
 /// The MachinePool controller with its infrastructure.

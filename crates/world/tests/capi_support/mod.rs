@@ -49,7 +49,12 @@ pub fn md_json(name: &str, annotations: Value) -> DynamicObject {
 }
 
 pub async fn machines_of(api: &Api<DynamicObject>, md: &str) -> Vec<Value> {
-    let lp = ListParams::default().labels(&format!("{}={md}", keys::DEPLOYMENT_NAME));
+    labelled(api, keys::DEPLOYMENT_NAME, md).await
+}
+
+/// The objects of `api` labelled `key=value`.
+pub async fn labelled(api: &Api<DynamicObject>, key: &str, value: &str) -> Vec<Value> {
+    let lp = ListParams::default().labels(&format!("{key}={value}"));
     api.list(&lp)
         .await
         .unwrap()
