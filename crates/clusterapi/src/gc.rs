@@ -278,8 +278,9 @@ impl MachineGc {
             Ok(pools) => {
                 groups.extend(pools.items.iter().map(MachineDeployment::from_machine_pool))
             }
-            // A cluster that serves no MachinePools.
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            // A cluster that serves no MachinePools, or RBAC that does not grant them (the
+            // provider's MachinePool watch warns): no MachinePool is a node group then.
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {}
             Err(e) => {
                 return Err(CloudProviderError::Transient(format!(
                     "list MachinePools: {e}"

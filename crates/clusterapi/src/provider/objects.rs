@@ -40,19 +40,20 @@ where
     sync_timeout: Duration,
     listed: watch::Receiver<Option<bool>>,
     /// For a kind the cluster may not serve ([`ObjectCache::start_optional`]): its list
-    /// answered 404, so the cache is empty and counts as synced.
+    /// answered 404 (or 403), so the cache is empty and counts as synced.
     absent: Option<Arc<std::sync::atomic::AtomicBool>>,
     task: tokio::task::JoinHandle<()>,
 }
 
-/// Whether a watch error is the server saying it does not serve the kind (404).
-fn not_found(e: &watcher::Error) -> bool {
+/// The status of a watch error that makes an optional kind unavailable: 404 (the cluster does
+/// not serve it) or 403 (this identity may not list it: RBAC without the optional kind).
+fn unavailable(e: &watcher::Error) -> Option<u16> {
     let api = match e {
         watcher::Error::InitialListFailed(kube::Error::Api(s))
         | watcher::Error::WatchStartFailed(kube::Error::Api(s)) => s,
-        _ => return false,
+        _ => return None,
     };
-    api.code == 404
+    matches!(api.code, 403 | 404).then_some(api.code)
 }
 
 /// Waits at most `timeout` for `flag` (from [`state::listed::listed`]): `Ok(true)` listed, `Ok(false)` the watch ended,
@@ -101,9 +102,10 @@ where
     }
 
     /// [`ObjectCache::start`] for a kind the cluster may not serve (MachinePools: an optional
-    /// part of Cluster API): while its list answers 404 the cache is empty and
+    /// part of Cluster API): while its list answers 404 — or 403, RBAC that does not grant the
+    /// optional kind (logged at warn, rate-limited) — the cache is empty and
     /// [`ObjectCache::ready`] does not wait; the watch keeps asking (with backoff), so a CRD
-    /// installed later is picked up.
+    /// installed or a permission granted later is picked up.
     #[must_use]
     pub fn start_optional(
         client: kube::Client,
@@ -187,8 +189,12 @@ where
                             a.store(false, std::sync::atomic::Ordering::Relaxed);
                         }
                     }
-                    Err(e) if task_absent.is_some() && not_found(e) => {
+                    Err(e) if task_absent.is_some() && unavailable(e).is_some() => {
                         *last = Some(e.to_string());
+                        // Forbidden is worth a (rate-limited) warning; not served is not.
+                        if unavailable(e) == Some(403) {
+                            report.failed(e);
+                        }
                         if let Some(a) = &task_absent {
                             a.store(true, std::sync::atomic::Ordering::Relaxed);
                         }
@@ -239,7 +245,7 @@ where
     }
 
     /// Whether the cluster does not serve the kind (an optional cache whose list answered
-    /// 404, [`ObjectCache::start_optional`]).
+    /// 404 or 403, [`ObjectCache::start_optional`]).
     #[must_use]
     pub fn is_absent(&self) -> bool {
         self.absent
