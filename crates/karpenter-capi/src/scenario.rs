@@ -30,6 +30,24 @@ use serde_json::Value;
 pub const BASIC: &str = include_str!("../scenarios/basic.yaml");
 /// The CapacityBuffer scenario's YAML (`scenarios/capacity-buffer.yaml`).
 pub const CAPACITY_BUFFER: &str = include_str!("../scenarios/capacity-buffer.yaml");
+/// The NodeOverlay scenario's YAML (`scenarios/node-overlay.yaml`).
+pub const NODE_OVERLAY: &str = include_str!("../scenarios/node-overlay.yaml");
+
+/// The built-in scenarios, by the name `simulate --scenario` takes.
+pub const BUILT_IN: &[(&str, &str)] = &[
+    ("basic", BASIC),
+    ("capacity-buffer", CAPACITY_BUFFER),
+    ("node-overlay", NODE_OVERLAY),
+];
+
+/// The built-in scenario `name`'s YAML.
+#[must_use]
+pub fn built_in(name: &str) -> Option<&'static str> {
+    BUILT_IN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, yaml)| *yaml)
+}
 
 /// A scenario.
 #[derive(Debug, Clone, Deserialize)]
@@ -218,6 +236,23 @@ mod tests {
         );
         let bad = parse("name: x\nfeatureGates: CapacityBufer=true\n").unwrap_err();
         assert!(bad.to_string().contains("featureGates"), "{bad}");
+    }
+
+    #[test]
+    fn every_built_in_scenario_parses_under_its_own_name() {
+        for (name, yaml) in BUILT_IN {
+            assert_eq!(parse(yaml).unwrap().name, *name);
+        }
+        let overlay = parse(NODE_OVERLAY).unwrap();
+        assert!(overlay.gates().unwrap().node_overlay);
+        assert!(
+            overlay
+                .workload
+                .iter()
+                .any(|o| o["kind"] == "NodeOverlay" && o["spec"]["priceAdjustment"] == "-50%")
+        );
+        assert_eq!(built_in("node-overlay"), Some(NODE_OVERLAY));
+        assert_eq!(built_in("nope"), None);
     }
 
     #[test]

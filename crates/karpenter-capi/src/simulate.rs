@@ -7,14 +7,12 @@
 //! provisioner's decisions and their latencies, and how long each step took.
 //! Inputs: a [`Scenario`], [`SimulateOptions`]. Outputs: the [`Summary`]; progress on stderr.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use api::NodeClaim;
 use api::common::Conditions;
-use api::well_known::capi::{DEPLOYMENT_NAME, PRICE};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
@@ -22,13 +20,13 @@ use kube::api::{Api, ListParams};
 use scheduling::quantity::Quantity;
 use serde::Serialize;
 use tokio::time::Instant;
-use world::objects::{list_json, machine_deployments, machines};
 use world::{ServeWorldConfig, WorldConfig};
 
 use controllers::disruption::methods::{self, Method};
 
 use crate::connect::client_from_kubeconfig;
 
+mod groups;
 mod render;
 mod settle;
 mod steps;
@@ -98,18 +96,26 @@ impl Default for SimulateOptions {
     }
 }
 
-/// Nodes of one MachineDeployment at the end.
+/// Nodes of one node group (MachineDeployment, stand-alone MachineSet or MachinePool) at
+/// the end.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct MachineDeploymentSummary {
-    /// `namespace/name`.
+pub struct NodeGroupSummary {
+    /// `namespace/name` for a MachineDeployment, `<Kind> namespace/name` for the others.
     pub name: String,
+    /// `MachineDeployment`, `MachineSet` or `MachinePool`.
+    pub kind: String,
     /// Machines with a Node.
     pub nodes: usize,
     /// `spec.replicas`.
     pub replicas: i64,
-    /// Price per node-hour (our price annotation; 0 when absent).
+    /// Price per node-hour as the controller prices its nodes (0 when unpriced or no node).
     pub price_per_hour: f64,
+    /// Where that price came from (`NodeOverlay <name>`, `annotation`, `nodeclass
+    /// spec.prices[i]`, …; several joined by `; ` when its nodes differ; empty without nodes).
+    pub price_source: String,
+    /// Sum of its nodes' prices per hour.
+    pub cost_per_hour: f64,
 }
 
 /// One provisioning decision.
@@ -188,8 +194,8 @@ pub struct Summary {
     pub node_claims: usize,
     /// NodeClaims Ready at the end.
     pub node_claims_ready: usize,
-    /// Per MachineDeployment.
-    pub machine_deployments: Vec<MachineDeploymentSummary>,
+    /// Per node group.
+    pub node_groups: Vec<NodeGroupSummary>,
     /// Requested / allocatable CPU over all nodes, percent.
     pub cpu_utilization_percent: f64,
     /// Requested / allocatable memory over all nodes, percent.
@@ -425,73 +431,15 @@ fn quantity(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>)
         .map_or(0.0, |q| q.as_nanos() as f64 / 1e9)
 }
 
-/// No Node is being deleted, and every NodeClaim, Node and Machine is matched one to one (the
-/// last disruption's Machine deletion has finished).
-/// Nodes (Machines with a Node) and their cost per hour, from the MachineDeployments' prices.
-async fn nodes_and_cost(management: &kube::Client) -> anyhow::Result<(usize, f64)> {
-    let per_md = per_machine_deployment(management).await?;
-    Ok((
-        per_md.values().map(|m| m.nodes).sum(),
-        per_md
-            .values()
-            .map(|m| m.price_per_hour * m.nodes as f64)
-            .sum(),
-    ))
-}
-
-async fn per_machine_deployment(
+/// Nodes (Machines with a Node) and their cost per hour, each node priced as the controller
+/// prices it.
+async fn nodes_and_cost(
+    workload: &kube::Client,
     management: &kube::Client,
-) -> anyhow::Result<BTreeMap<String, MachineDeploymentSummary>> {
-    let mds = list_json(management, &machine_deployments()).await?;
-    let machines = list_json(management, &machines()).await?;
-    let mut per_md: BTreeMap<String, MachineDeploymentSummary> = BTreeMap::new();
-    for md in &mds {
-        let ns = md
-            .pointer("/metadata/namespace")
-            .and_then(|v| v.as_str())
-            .unwrap_or_default();
-        let name = md
-            .pointer("/metadata/name")
-            .and_then(|v| v.as_str())
-            .unwrap_or_default();
-        let price = md
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(PRICE))
-            .and_then(|v| v.as_str())
-            .and_then(|p| p.parse::<f64>().ok())
-            .unwrap_or(0.0);
-        per_md.insert(
-            format!("{ns}/{name}"),
-            MachineDeploymentSummary {
-                name: format!("{ns}/{name}"),
-                nodes: 0,
-                replicas: md
-                    .pointer("/spec/replicas")
-                    .and_then(|v| v.as_i64())
-                    .unwrap_or(0),
-                price_per_hour: price,
-            },
-        );
-    }
-    for m in &machines {
-        let ns = m
-            .pointer("/metadata/namespace")
-            .and_then(|v| v.as_str())
-            .unwrap_or_default();
-        let Some(md) = m
-            .pointer("/metadata/labels")
-            .and_then(|l| l.get(DEPLOYMENT_NAME))
-            .and_then(|v| v.as_str())
-        else {
-            continue;
-        };
-        if m.pointer("/status/nodeRef/name").is_some()
-            && let Some(s) = per_md.get_mut(&format!("{ns}/{md}"))
-        {
-            s.nodes += 1;
-        }
-    }
-    Ok(per_md)
+    operator: &Operator,
+) -> anyhow::Result<(usize, f64)> {
+    let groups = groups::node_groups(workload, management, &operator.provider()).await?;
+    Ok((groups.nodes(), groups.cost()))
 }
 
 #[allow(clippy::too_many_lines)]
@@ -535,11 +483,8 @@ async fn summarize(
         }
     }
 
-    let per_md = per_machine_deployment(management).await?;
-    let cost: f64 = per_md
-        .values()
-        .map(|m| m.price_per_hour * m.nodes as f64)
-        .sum();
+    let groups = groups::node_groups(workload, management, &operator.provider()).await?;
+    let cost = groups.cost();
     let decisions = operator
         .decisions()
         .into_iter()
@@ -580,7 +525,7 @@ async fn summarize(
                     .is_some_and(|s| s.conditions.is_true("Ready"))
             })
             .count(),
-        machine_deployments: per_md.into_values().collect(),
+        node_groups: groups.into_summaries(),
         cpu_utilization_percent: percent(cpu_req, cpu_alloc),
         memory_utilization_percent: percent(mem_req, mem_alloc),
         cost_per_hour: (cost * 1000.0_f64).round() / 1000.0,

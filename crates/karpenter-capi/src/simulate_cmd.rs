@@ -28,8 +28,9 @@ pub enum SimulateOutput {
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
     /// A scenario file (YAML; see `crates/karpenter-capi/scenarios/basic.yaml`), or a built-in
-    /// scenario by name: `basic` (the default) or `capacity-buffer` (a CapacityBuffer's warm
-    /// nodes take a burst). A file of that name wins.
+    /// scenario by name: `basic` (the default), `capacity-buffer` (a CapacityBuffer's warm
+    /// nodes take a burst) or `node-overlay` (a NodeOverlay's discount picks the launch; each
+    /// node group's price names its source). A file of that name wins.
     #[arg(long, value_name = "FILE|NAME")]
     pub scenario: Option<PathBuf>,
     /// Output format of the summary.
@@ -54,20 +55,24 @@ pub struct SimulateArgs {
 /// Runs `simulate`.
 pub fn run(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     init_logging(&args.log_level, LogFormat::Plain)?;
-    let text = match &args.scenario {
-        Some(path) if !path.exists() && path.to_str() == Some("basic") => {
-            scenario::BASIC.to_owned()
-        }
-        Some(path) if !path.exists() && path.to_str() == Some("capacity-buffer") => {
-            scenario::CAPACITY_BUFFER.to_owned()
-        }
-        Some(path) => std::fs::read_to_string(path).with_context(|| {
+    // A built-in scenario's name, unless a file of that name exists.
+    let built_in = args
+        .scenario
+        .as_deref()
+        .filter(|p| !p.exists())
+        .and_then(|p| p.to_str())
+        .and_then(scenario::built_in);
+    let text = match (&args.scenario, built_in) {
+        (_, Some(yaml)) => yaml.to_owned(),
+        (Some(path), None) => std::fs::read_to_string(path).with_context(|| {
+            let names: Vec<&str> = scenario::BUILT_IN.iter().map(|(n, _)| *n).collect();
             format!(
-                "cannot read {} (built-in scenarios: basic, capacity-buffer)",
-                path.display()
+                "cannot read {} (built-in scenarios: {})",
+                path.display(),
+                names.join(", ")
             )
         })?,
-        None => scenario::BASIC.to_owned(),
+        (None, None) => scenario::BASIC.to_owned(),
     };
     let scenario = scenario::parse(&text)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

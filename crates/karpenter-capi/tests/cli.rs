@@ -260,6 +260,54 @@ fn simulate_runs_the_capacity_buffer_scenario() {
     );
 }
 
+/// The NodeOverlay scenario: the overlay's discount sends the web tier to the MachineDeployment
+/// with the higher list price, and the summary prices every node as the controller does,
+/// naming where each price came from.
+#[test]
+fn simulate_prices_nodes_as_the_controller_does_and_names_the_source() {
+    let out = karpenter_capi(&[
+        "simulate",
+        "--scenario",
+        "node-overlay",
+        "--instant-infrastructure",
+        "--output",
+        "json",
+        "--quiet",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["scenario"], "node-overlay");
+    assert_eq!(summary["pods"], 8);
+    assert_eq!(summary["podsRunning"], 8);
+    let groups = summary["nodeGroups"].as_array().unwrap();
+    let group = |name: &str| {
+        groups
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("no node group {name}: {summary:#}"))
+    };
+    let (committed, standard) = (group("default/committed-a"), group("default/standard-a"));
+    assert_eq!(committed["kind"], "MachineDeployment");
+    // The overlay's 50 % off the 0.240 annotation, not the annotation itself.
+    assert!(committed["nodes"].as_u64().unwrap() >= 1, "{summary:#}");
+    assert!((committed["pricePerHour"].as_f64().unwrap() - 0.12).abs() < 1e-9);
+    assert_eq!(
+        committed["priceSource"],
+        "NodeOverlay committed-use-discount"
+    );
+    // The pinned pods' node, priced by the NodeClass's table.
+    assert!(standard["nodes"].as_u64().unwrap() >= 1, "{summary:#}");
+    assert!((standard["pricePerHour"].as_f64().unwrap() - 0.192).abs() < 1e-9);
+    assert_eq!(standard["priceSource"], "nodeclass spec.prices[0]");
+    let cost =
+        committed["nodes"].as_f64().unwrap() * 0.12 + standard["nodes"].as_f64().unwrap() * 0.192;
+    assert!(
+        (summary["costPerHour"].as_f64().unwrap() - cost).abs() < 1e-3,
+        "{summary:#}"
+    );
+}
+
 #[test]
 fn bench_scheduling_reports_json_with_the_agreed_keys() {
     let out = karpenter_capi(&[

@@ -162,7 +162,7 @@ fn outcome(s: &Summary) -> serde_json::Value {
     serde_json::json!({
         "pods": s.pods,
         "allRunning": s.pods_running == s.pods,
-        "everyMachineDeploymentConsistent": s.machine_deployments.iter()
+        "everyNodeGroupConsistent": s.node_groups.iter()
             .all(|m| usize::try_from(m.replicas).unwrap() == m.nodes),
         "consolidatedToFewerCheaperNodes": s.nodes < s.peak_nodes
             && s.cost_per_hour < s.peak_cost_per_hour

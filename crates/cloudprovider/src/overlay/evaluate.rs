@@ -125,6 +125,22 @@ impl PoolUpdates {
             .get(&offering_key(&offering.requirements))?;
         (offering.priced || !update.change.is_relative()).then_some(&*update.overlay)
     }
+
+    /// The price `offering` of `instance_type` has once the overlays apply, and the overlay
+    /// that set it (as applying does); `None` when no overlay changes its price.
+    #[must_use]
+    pub fn overlaid_price(
+        &self,
+        instance_type: &str,
+        offering: &scheduling::instance_type::Offering,
+    ) -> Option<(f64, &str)> {
+        let update = self
+            .updates(instance_type)?
+            .prices
+            .get(&offering_key(&offering.requirements))?;
+        (offering.priced || !update.change.is_relative())
+            .then(|| (update.change.apply(offering.price), &*update.overlay))
+    }
 }
 
 /// The result the store serves: per evaluated NodePool, its updates.

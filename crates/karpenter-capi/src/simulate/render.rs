@@ -49,15 +49,29 @@ pub fn render(summary: &Summary) -> String {
             replaced
         );
     }
+    // Node groups read `ns/name` (MachineDeployments) or `<Kind> ns/name`: size the column.
+    let width = summary
+        .node_groups
+        .iter()
+        .map(|g| g.name.len())
+        .max()
+        .unwrap_or(0)
+        .max("NODE GROUP".len());
     let _ = writeln!(
         out,
-        "\nMACHINEDEPLOYMENT          NODES  REPLICAS  $/NODE-HOUR"
+        "\n{:<width$}  NODES  REPLICAS  $/NODE-HOUR  PRICE SOURCE",
+        "NODE GROUP"
     );
-    for md in &summary.machine_deployments {
+    for g in &summary.node_groups {
+        let source = if g.price_source.is_empty() {
+            "-"
+        } else {
+            &g.price_source
+        };
         let _ = writeln!(
             out,
-            "{:<26} {:>5}  {:>8}  {:>11.3}",
-            md.name, md.nodes, md.replicas, md.price_per_hour
+            "{:<width$}  {:>5}  {:>8}  {:>11.3}  {source}",
+            g.name, g.nodes, g.replicas, g.price_per_hour
         );
     }
     let _ = writeln!(

@@ -124,7 +124,7 @@ pub(super) async fn run_steps(
             }
             Step::Sleep(d) => tokio::time::sleep(api::common::parse_duration(d)?).await,
         }
-        if let Ok((nodes, cost)) = nodes_and_cost(management).await
+        if let Ok((nodes, cost)) = nodes_and_cost(workload, management, operator).await
             && cost > peak.1
         {
             *peak = (nodes, cost);
