@@ -180,7 +180,15 @@ async fn real_the_basic_scenario_ends_the_same_on_sim_and_a_real_api_server() {
         outcome(&on_real),
         "sim: {on_sim:#?}\nreal: {on_real:#?}"
     );
-    assert_eq!(outcome(&on_real)["allRunning"], true);
+    // Agreeing is not enough: both must have ended as the scenario means to.
+    let ended = outcome(&on_real);
+    for key in [
+        "allRunning",
+        "everyNodeGroupConsistent",
+        "consolidatedToFewerCheaperNodes",
+    ] {
+        assert_eq!(ended[key], true, "{key}: {on_real:#?}");
+    }
     eprintln!(
         "settled (nodeclaims, ready, nodes, machines, replicas): sim {sim_counts:?}, real {real_counts:?}"
     );
