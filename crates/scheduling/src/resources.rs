@@ -235,6 +235,11 @@ impl Resources {
         }
     }
 
+    /// Makes `self` a copy of `other`, reusing `self`'s storage.
+    pub(crate) fn assign(&mut self, other: &Resources) {
+        self.entries.clone_from(&other.entries);
+    }
+
     /// When `self` and `other` list the same names: raises each of `self`'s quantities to
     /// `other`'s in place and says whether any was raised; `None` (and `self` unchanged) when
     /// the names differ.

@@ -13,6 +13,7 @@
 //! [`crate::resources::fits`] on every input (checked by a property test). Sums saturate like
 //! [`Resources::merge`].
 
+use crate::quantity::Quantity;
 use crate::resources::{ResourceName, Resources};
 
 /// Number of fixed slots.
@@ -75,11 +76,18 @@ impl Dense {
 
     /// `self − list`, element-wise and saturating (an allocatable minus a daemon overhead).
     pub(crate) fn minus(&self, list: &Resources) -> Self {
-        let mut negated = Resources::new();
-        for (name, quantity) in list {
-            negated.insert(name.clone(), -quantity);
-        }
-        self.plus(&negated)
+        let mut difference = Self::default();
+        difference.set_minus(self, list);
+        difference
+    }
+
+    /// Makes `self` `base − list` ([`Dense::minus`]) in place, reusing its storage: no
+    /// allocation once it has held as many names without a slot (a scratch value reused over
+    /// many instance types).
+    pub(crate) fn set_minus(&mut self, base: &Dense, list: &Resources) {
+        self.slots = base.slots;
+        self.other.assign(&base.other);
+        self.add_each(list, |quantity| -quantity);
     }
 
     /// Whether any quantity is negative (nothing fits in such an allocatable).
@@ -160,7 +168,13 @@ impl Dense {
     }
 
     fn add(&mut self, list: &Resources) {
+        self.add_each(list, |quantity| quantity);
+    }
+
+    /// Adds `change` of each of `list`'s quantities, saturating.
+    fn add_each(&mut self, list: &Resources, change: impl Fn(Quantity) -> Quantity) {
         for (name, quantity) in list {
+            let quantity = change(quantity);
             match slot(name).and_then(|i| self.slots.get_mut(i)) {
                 Some(value) => *value = value.saturating_add(quantity.as_nanos()),
                 None => {

@@ -23,6 +23,7 @@ use crate::taints::tolerates_all;
 use crate::topology::Topology;
 
 use super::PodData;
+use super::headroom;
 use super::template::{GroupOptions, Template};
 
 /// A NodeClaim planned in this solve.
@@ -45,7 +46,7 @@ pub(crate) struct Claim {
     headroom: Dense,
     /// The options that set some maximum of [`Self::headroom`] (a superset of them): options
     /// only ever shrink, so while all of these remain the headroom is unchanged.
-    leaders: Vec<*const InstanceType>,
+    leaders: Vec<usize>,
     /// [`Self::requests`] in fixed-slot form, for the headroom check.
     dense_requests: Dense,
 }
@@ -89,7 +90,7 @@ impl Claim {
             leaders: Vec::new(),
             dense_requests: Dense::default(),
         };
-        (claim.headroom, claim.leaders) = headroom(template, &claim.options);
+        (claim.headroom, claim.leaders) = headroom::of(template, &claim.options);
         claim
     }
 
@@ -203,12 +204,14 @@ impl Claim {
         self.host_ports.extend(pod.host_ports.iter().cloned());
         self.pods.push(pod.uid.clone());
         let all_leaders_remain = self.leaders.iter().all(|&leader| {
-            self.options
-                .iter()
-                .any(|g| g.instance_types.iter().any(|it| Arc::as_ptr(it) == leader))
+            self.options.iter().any(|g| {
+                g.instance_types
+                    .iter()
+                    .any(|it| Arc::as_ptr(it).addr() == leader)
+            })
         });
         if !all_leaders_remain {
-            (self.headroom, self.leaders) = headroom(template, &self.options);
+            (self.headroom, self.leaders) = headroom::of(template, &self.options);
         }
     }
 
@@ -216,58 +219,6 @@ impl Claim {
     pub(crate) fn instance_types(&self) -> impl Iterator<Item = &Arc<InstanceType>> + '_ {
         self.options.iter().flat_map(|g| g.instance_types.iter())
     }
-}
-
-/// Per resource, the most any option can hold (allocatable minus its group's overhead), as an
-/// element-wise maximum — a necessary condition for any option to hold the requests — and, per
-/// component of it, one option that attains it: while they all remain, the maximum is
-/// unchanged. (One per component, not every option that attains one: when every instance type
-/// has the same quantity of some resource — a NodeOverlay adding one extended resource to all —
-/// every option would attain it, and checking that they all remain would cost options² per
-/// placed pod.)
-fn headroom(template: &Template, options: &[GroupOptions]) -> (Dense, Vec<*const InstanceType>) {
-    // Borrowed unless the group has an overhead to take off (no allocation per option).
-    fn available<'a>(
-        template: &Template,
-        group: &GroupOptions,
-        it: &'a InstanceType,
-    ) -> Option<Cow<'a, Dense>> {
-        let overhead = template.overheads.get(group.group).map(|o| &o.requests);
-        let dense = match overhead {
-            Some(overhead) if !overhead.is_empty() => {
-                Cow::Owned(it.dense_allocatable().minus(overhead))
-            }
-            _ => Cow::Borrowed(it.dense_allocatable()),
-        };
-        (!dense.is_negative()).then_some(dense)
-    }
-    let mut max = Dense::default();
-    for group in options {
-        for it in &group.instance_types {
-            if let Some(a) = available(template, group, it) {
-                max.raise_to(&a);
-            }
-        }
-    }
-    // The last options first: the largest instance types, the ones a narrowing claim keeps
-    // longest, so the maximum is recomputed least often.
-    // Once every component has its leader, no option can add one: stop.
-    let mut leaders = Vec::new();
-    let mut covered = crate::instance_type::Covered::default();
-    let components = max.nonzero_components();
-    'scan: for group in options.iter().rev() {
-        for it in group.instance_types.iter().rev() {
-            if covered.count() >= components {
-                break 'scan;
-            }
-            if available(template, group, it)
-                .is_some_and(|a| a.attains_uncovered(&max, &mut covered))
-            {
-                leaders.push(Arc::as_ptr(it));
-            }
-        }
-    }
-    (max, leaders)
 }
 
 fn resources_error(total: &Resources) -> String {

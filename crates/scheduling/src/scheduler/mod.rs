@@ -24,6 +24,7 @@ mod classes;
 mod daemons;
 mod existing;
 mod finalize;
+mod headroom;
 mod host_blocks;
 mod input;
 mod preferences;

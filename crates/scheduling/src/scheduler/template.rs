@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::instance_type::{InstanceType, MinValuesPolicy};
+use crate::instance_type::{Dense, InstanceType, MinValuesPolicy};
 use crate::labels::{NODE_INITIALIZED, NODE_POOL, NODE_REGISTERED, WellKnownLabels};
 use crate::requirements::{Requirement, Requirements};
 use crate::resources::{ResourceName, Resources};
@@ -38,6 +38,13 @@ pub(crate) struct Template {
     pub(crate) startup_taints: Vec<Taint>,
     pub(crate) overheads: Vec<Overhead>,
     pub(crate) options: Vec<GroupOptions>,
+    /// Parallel to [`Self::options`]: per instance type of a group with a DaemonSet overhead,
+    /// its allocatable minus that overhead (`None` when negative: it can hold nothing); empty
+    /// for a group without overhead (the allocatable itself is meant). Computed once here, so
+    /// a claim's headroom does not subtract per option ([`super::claim`]).
+    pub(crate) available: Vec<Vec<Option<Dense>>>,
+    /// Headroom results of this template's claims, by option list.
+    pub(crate) headroom: super::headroom::Cache,
     /// `spec.limits` minus existing capacity, minus what planned NodeClaims may take; `None`
     /// when the pool has no limits.
     pub(crate) remaining: Option<Resources>,
@@ -140,6 +147,7 @@ pub(crate) fn build(
             }
         }
         options.retain(|g| !g.instance_types.is_empty());
+        let available = options.iter().map(|g| available(&overheads, g)).collect();
         let remaining = pool.limits.as_ref().map(|limits| {
             let mut remaining = limits.clone();
             for node in nodes
@@ -166,11 +174,29 @@ pub(crate) fn build(
             startup_taints: pool.startup_taints.clone(),
             overheads,
             options,
+            available,
+            headroom: super::headroom::Cache::default(),
             remaining,
             offering_keys,
         });
     }
     (templates, dropped)
+}
+
+/// Per instance type of `group`, its allocatable minus the group's overhead (`None`:
+/// negative); empty when the group has none.
+fn available(overheads: &[Overhead], group: &GroupOptions) -> Vec<Option<Dense>> {
+    match overheads.get(group.group).map(|o| &o.requests) {
+        Some(overhead) if !overhead.is_empty() => group
+            .instance_types
+            .iter()
+            .map(|it| {
+                let dense = it.dense_allocatable().minus(overhead);
+                (!dense.is_negative()).then_some(dense)
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 impl Template {
