@@ -45,7 +45,8 @@ pub struct DoctorArgs {
     #[arg(long, short, value_enum, default_value_t = DoctorOutput::Text)]
     pub output: DoctorOutput,
     /// `run`'s feature gates, as the controller runs with them: with `NodeOverlay=true` the
-    /// NodeOverlays are evaluated and the prices they set listed per NodePool.
+    /// NodeOverlays are evaluated and the prices they set listed per NodePool; `NodeOverlay`,
+    /// `CapacityBuffer` and `NodeRepair` each add the permissions they need to the checks.
     #[arg(long, env = "FEATURE_GATES", default_value = "", value_name = "LIST")]
     pub feature_gates: karpenter_capi::feature_gates::FeatureGates,
 }
@@ -109,7 +110,7 @@ async fn examine(args: &DoctorArgs) -> anyhow::Result<(String, u8)> {
         separate_management: args.clusters.separate_management(),
         lease,
         capi: args.clusters.capi_selection(),
-        node_overlay_gate: args.feature_gates.node_overlay,
+        feature_gates: args.feature_gates,
     };
     let report = doctor::doctor(&workload, &management, &options).await;
     let text = match args.output {

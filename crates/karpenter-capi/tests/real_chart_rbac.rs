@@ -1391,10 +1391,31 @@ fn grants(rules: &[Rule]) -> BTreeSet<(Option<String>, String, String, String, S
     out
 }
 
+/// With no gate and with every gate that adds rules, doctor checks exactly what the chart
+/// grants.
 #[test]
 fn doctors_permission_checks_are_exactly_the_charts_rules() {
+    use karpenter_capi::feature_gates::FeatureGates;
+    permission_checks_match_the_chart(&[], &FeatureGates::default());
+    let gates: FeatureGates = "NodeOverlay=true,CapacityBuffer=true,NodeRepair=true"
+        .parse()
+        .unwrap();
+    permission_checks_match_the_chart(
+        &[
+            "settings.featureGates.nodeOverlay=true",
+            "settings.featureGates.capacityBuffer=true",
+            "settings.featureGates.nodeRepair=true",
+        ],
+        &gates,
+    );
+}
+
+fn permission_checks_match_the_chart(
+    values: &[&str],
+    gates: &karpenter_capi::feature_gates::FeatureGates,
+) {
     use karpenter_capi::doctor::permissions;
-    let docs = render_chart();
+    let docs = render_chart_with(values);
     let sa = docs
         .iter()
         .find(|d| kind(d) == "ServiceAccount")
@@ -1413,8 +1434,8 @@ fn doctors_permission_checks_are_exactly_the_charts_rules() {
         .partition(|r| r.groups == ["infrastructure.cluster.x-k8s.io"]);
     assert_eq!(templates.len(), 1);
     assert_eq!(templates[0].verbs, permissions::TEMPLATE_VERBS);
-    let mut checks = permissions::workload(Some((NAMESPACE, &lease_name)));
-    checks.extend(permissions::management(&[], None));
+    let mut checks = permissions::workload(Some((NAMESPACE, &lease_name)), gates);
+    checks.extend(permissions::management(&[], None, gates));
     let doctor: BTreeSet<_> = checks
         .iter()
         .map(|c| {
@@ -1436,12 +1457,12 @@ fn doctors_permission_checks_are_exactly_the_charts_rules() {
     assert_eq!(
         doctor.difference(&chart).collect::<Vec<_>>(),
         Vec::<&(Option<String>, String, String, String, String)>::new(),
-        "doctor checks what the chart does not grant"
+        "doctor checks what the chart does not grant ({values:?})"
     );
     assert_eq!(
         chart.difference(&doctor).collect::<Vec<_>>(),
         Vec::<&(Option<String>, String, String, String, String)>::new(),
-        "the chart grants what doctor does not check"
+        "the chart grants what doctor does not check ({values:?})"
     );
 }
 

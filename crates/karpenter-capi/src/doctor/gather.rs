@@ -26,6 +26,7 @@ use serde::de::DeserializeOwned;
 
 use super::checks::Facts;
 use super::permissions;
+use crate::feature_gates::FeatureGates;
 use crate::probes::Cluster;
 
 /// What to examine besides the clusters themselves.
@@ -40,8 +41,9 @@ pub struct Options {
     pub lease: Option<(String, String)>,
     /// The Cluster API group and version asked for (`CAPI_GROUP`, `CAPI_VERSION`).
     pub capi: CapiSelection,
-    /// Whether the controller runs with the `NodeOverlay` gate.
-    pub node_overlay_gate: bool,
+    /// The controller's feature gates (`--feature-gates`): the NodeOverlay gate decides
+    /// whether NodeOverlays apply; each gate adds the permissions it needs.
+    pub feature_gates: FeatureGates,
 }
 
 /// Reads everything `doctor` examines.
@@ -118,9 +120,12 @@ pub async fn gather(
         .lease
         .as_ref()
         .map(|(ns, name)| (ns.as_str(), name.as_str()));
-    let workload_checks = permissions::workload(lease);
-    let management_checks =
-        permissions::management(&template_resources, options.scope.namespace.as_deref());
+    let workload_checks = permissions::workload(lease, &options.feature_gates);
+    let management_checks = permissions::management(
+        &template_resources,
+        options.scope.namespace.as_deref(),
+        &options.feature_gates,
+    );
     let mut permissions_found = Vec::new();
     let answers = permissions::review(workload, &workload_checks).await;
     permissions_found.extend(workload_checks.into_iter().zip(answers));
@@ -152,7 +157,7 @@ pub async fn gather(
         template_errors,
         autoscalers,
         node_overlays,
-        node_overlay_gate: options.node_overlay_gate,
+        node_overlay_gate: options.feature_gates.node_overlay,
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Responsibility: [`workload`] and [`management`] list every (verb, resource) the controller
 //! uses in each cluster — the same rules as the Helm chart's ClusterRoles and Role (a chart
-//! test keeps the two equal) — plus, per infrastructure template kind the selected
+//! test keeps the two equal), a feature gate's only with it on — plus, per infrastructure template kind the selected
 //! MachineDeployments name, `list` and `watch`. [`review`] asks the API server with a
 //! `SelfSubjectAccessReview` per check, so the answer is the server's own (RBAC, webhooks, any
 //! authorizer), for whoever the client is (`--as` impersonates the controller's account).
@@ -16,6 +16,7 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::{Api, PostParams};
 use serde::Serialize;
 
+use crate::feature_gates::FeatureGates;
 use crate::probes::Cluster;
 
 /// One verb on one resource that must be allowed.
@@ -102,6 +103,29 @@ pub const WORKLOAD_RULES: &[Rule] = &[
     ("events.k8s.io", "events", &["create"]),
 ];
 
+/// With the `NodeOverlay` gate: the workload ClusterRole's NodeOverlay rules.
+pub const NODE_OVERLAY_RULES: &[Rule] = &[
+    ("karpenter.sh", "nodeoverlays", &["list", "watch"]),
+    ("karpenter.sh", "nodeoverlays/status", &["patch"]),
+];
+
+/// With the `CapacityBuffer` gate: the workload ClusterRole's CapacityBuffer rules.
+pub const CAPACITY_BUFFER_RULES: &[Rule] = &[
+    (
+        "autoscaling.x-k8s.io",
+        "capacitybuffers",
+        &["list", "watch"],
+    ),
+    ("", "podtemplates", &["list", "watch"]),
+    ("autoscaling.x-k8s.io", "capacitybuffers/status", &["patch"]),
+    ("apps", "deployments", &["get"]),
+    ("apps", "statefulsets", &["get"]),
+    ("apps", "replicasets", &["get"]),
+];
+
+/// With the `NodeRepair` gate: the management ClusterRole's MachineHealthCheck rule.
+pub const NODE_REPAIR_RULES: &[Rule] = &[("cluster.x-k8s.io", "machinehealthchecks", &["list"])];
+
 /// The management-cluster ClusterRole's rules
 /// (`charts/karpenter-capi/templates/clusterrole-cluster-api.yaml`), without the
 /// infrastructure templates (see [`template_checks`]).
@@ -149,11 +173,18 @@ fn expand(cluster: Cluster, rules: &[Rule]) -> Vec<Check> {
         .collect()
 }
 
-/// Every check of the workload cluster; with the leader-election Lease (`namespace`, `name`)
-/// when leader election is on.
+/// Every check of the workload cluster for the controller's feature `gates` (the NodeOverlay
+/// and CapacityBuffer rules only with their gates, as the chart grants them); with the
+/// leader-election Lease (`namespace`, `name`) when leader election is on.
 #[must_use]
-pub fn workload(lease: Option<(&str, &str)>) -> Vec<Check> {
+pub fn workload(lease: Option<(&str, &str)>, gates: &FeatureGates) -> Vec<Check> {
     let mut checks = expand(Cluster::Workload, WORKLOAD_RULES);
+    if gates.node_overlay {
+        checks.extend(expand(Cluster::Workload, NODE_OVERLAY_RULES));
+    }
+    if gates.capacity_buffer {
+        checks.extend(expand(Cluster::Workload, CAPACITY_BUFFER_RULES));
+    }
     if let Some((namespace, name)) = lease {
         let lease = |verb: &str, name: Option<&str>| Check {
             cluster: Cluster::Workload,
@@ -172,11 +203,19 @@ pub fn workload(lease: Option<(&str, &str)>) -> Vec<Check> {
 }
 
 /// Every check of the management cluster, with `list`/`watch` of each infrastructure template
-/// resource (group, plural) given; in `namespace` only when `run` is scoped to one
+/// resource (group, plural) given and, with the `NodeRepair` gate, `list` of
+/// MachineHealthChecks; in `namespace` only when `run` is scoped to one
 /// (`--cluster-api-namespace`: its watches are namespaced then).
 #[must_use]
-pub fn management(templates: &[(String, String)], namespace: Option<&str>) -> Vec<Check> {
+pub fn management(
+    templates: &[(String, String)],
+    namespace: Option<&str>,
+    gates: &FeatureGates,
+) -> Vec<Check> {
     let mut checks = expand(Cluster::Management, MANAGEMENT_RULES);
+    if gates.node_repair {
+        checks.extend(expand(Cluster::Management, NODE_REPAIR_RULES));
+    }
     checks.extend(template_checks(templates));
     for c in &mut checks {
         c.namespace = namespace.map(str::to_owned);
@@ -265,7 +304,8 @@ mod tests {
 
     #[test]
     fn checks_read_like_kubectl_auth_can_i() {
-        let checks = workload(Some(("karpenter", "karpenter-leader-election")));
+        let off = FeatureGates::default();
+        let checks = workload(Some(("karpenter", "karpenter-leader-election")), &off);
         let text: Vec<String> = checks.iter().map(ToString::to_string).collect();
         assert!(text.contains(&"patch nodeclaims.karpenter.sh/status in every namespace".into()));
         assert!(text.contains(&"create pods/eviction in every namespace".into()));
@@ -273,13 +313,14 @@ mod tests {
             &"patch leases.coordination.k8s.io named \"karpenter-leader-election\" in namespace karpenter"
                 .into()
         ));
-        assert_eq!(workload(None).len() + 3, checks.len());
+        assert_eq!(workload(None, &off).len() + 3, checks.len());
         let m = management(
             &[(
                 "infrastructure.cluster.x-k8s.io".into(),
                 "dockermachinetemplates".into(),
             )],
             None,
+            &off,
         );
         assert_eq!(
             m.iter()
@@ -292,9 +333,41 @@ mod tests {
                 .all(|c| c.cluster == Cluster::Management && c.namespace.is_none())
         );
         assert!(
-            management(&[], Some("capi"))
+            management(&[], Some("capi"), &off)
                 .iter()
                 .all(|c| c.namespace.as_deref() == Some("capi"))
+        );
+    }
+
+    #[test]
+    fn each_gate_adds_the_permissions_its_controller_uses_and_only_it() {
+        let off = FeatureGates::default();
+        let names =
+            |checks: &[Check]| -> Vec<String> { checks.iter().map(ToString::to_string).collect() };
+        let plain = names(&workload(None, &off));
+        let overlay = names(&workload(None, &"NodeOverlay=true".parse().unwrap()));
+        let buffer = names(&workload(None, &"CapacityBuffer=true".parse().unwrap()));
+        let list_overlays = "list nodeoverlays.karpenter.sh in every namespace".to_owned();
+        let patch_buffers =
+            "patch capacitybuffers.autoscaling.x-k8s.io/status in every namespace".to_owned();
+        assert!(!plain.contains(&list_overlays) && !plain.contains(&patch_buffers));
+        assert!(overlay.contains(&list_overlays) && !overlay.contains(&patch_buffers));
+        assert!(buffer.contains(&patch_buffers) && !buffer.contains(&list_overlays));
+        assert!(buffer.contains(&"get deployments.apps in every namespace".to_owned()));
+        assert_eq!(overlay.len(), plain.len() + 3);
+        assert_eq!(buffer.len(), plain.len() + 8);
+        let repair: FeatureGates = "NodeRepair=true".parse().unwrap();
+        let mhc = |checks: Vec<Check>| {
+            checks
+                .iter()
+                .filter(|c| c.resource == "machinehealthchecks")
+                .map(|c| (c.verb.clone(), c.namespace.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert!(mhc(management(&[], None, &off)).is_empty());
+        assert_eq!(
+            mhc(management(&[], Some("capi"), &repair)),
+            [("list".to_owned(), Some("capi".to_owned()))]
         );
     }
 }

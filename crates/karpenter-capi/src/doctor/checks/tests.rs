@@ -51,11 +51,17 @@ fn pool(name: &str, class: &str, requirements: Value) -> NodePool {
     }))
 }
 
+/// No feature gate on, as `run` starts by default.
+fn karpenter_capi_gates() -> crate::feature_gates::FeatureGates {
+    crate::feature_gates::FeatureGates::default()
+}
+
 /// A working installation: one NodeClass selecting one priced MD, one NodePool, every
 /// permission allowed.
 fn good() -> Facts {
-    let mut checks = permissions::workload(Some(("karpenter", "lease")));
-    checks.extend(permissions::management(&[], None));
+    let gates = karpenter_capi_gates();
+    let mut checks = permissions::workload(Some(("karpenter", "lease")), &gates);
+    checks.extend(permissions::management(&[], None, &gates));
     Facts {
         capi: Some(api::CapiVersion::v1beta2()),
         separate_management: true,
