@@ -366,9 +366,41 @@ async fn pod_counts(workload: &kube::Client) -> anyhow::Result<(usize, usize, us
         .sum();
     // Page by page: this runs every 250 ms in the process whose peak RSS `bench e2e`
     // reports as the controller's, and one list of every pod held at once was a third of it.
+    // A continue token outlives only so much history (410 Expired, on `sim` after 1,000 pod
+    // events, on kube-apiserver after a compaction): start again, and after a few such
+    // restarts under heavy churn list everything at once.
     let api: Api<Pod> = Api::all(workload.clone());
+    let (running, total) = restarting(|page| count_pods(&api, page)).await?;
+    Ok((usize::try_from(want).unwrap_or(0), running, total))
+}
+
+/// Runs `list` with pages of [`POD_PAGE`]; after each 410 (its continue token expired) again,
+/// and after [`EXPIRED_RESTARTS`] of them once more unpaged (`0`).
+async fn restarting<T, F>(mut list: impl FnMut(u32) -> F) -> Result<T, kube::Error>
+where
+    F: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let mut restarts = 0;
+    loop {
+        let page = if restarts < EXPIRED_RESTARTS {
+            POD_PAGE
+        } else {
+            0
+        };
+        match list(page).await {
+            Err(kube::Error::Api(e)) if e.code == 410 && page > 0 => restarts += 1,
+            result => return result,
+        }
+    }
+}
+
+/// (Running, all) workload pods, listed `page` at a time (0: all at once).
+async fn count_pods(api: &Api<Pod>, page: u32) -> Result<(usize, usize), kube::Error> {
     let (mut running, mut total) = (0, 0);
-    let mut params = ListParams::default().limit(POD_PAGE);
+    let mut params = match page {
+        0 => ListParams::default(),
+        n => ListParams::default().limit(n),
+    };
     loop {
         let page = api.list(&params).await?;
         for p in page.items.iter().filter(|p| workload_pod(p)) {
@@ -382,8 +414,11 @@ async fn pod_counts(workload: &kube::Client) -> anyhow::Result<(usize, usize, us
             None => break,
         }
     }
-    Ok((usize::try_from(want).unwrap_or(0), running, total))
+    Ok((running, total))
 }
+
+/// How often [`pod_counts`] starts a paged list again after its continue token expired.
+const EXPIRED_RESTARTS: u32 = 3;
 
 /// Pods per page when [`pod_counts`] lists them.
 const POD_PAGE: u32 = 100;
@@ -559,4 +594,54 @@ async fn summarize(
         decisions,
         steps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::cell::RefCell;
+
+    use super::*;
+
+    fn status(code: u16) -> kube::Error {
+        kube::Error::Api(Box::new(
+            serde_json::from_value(serde_json::json!({
+                "status": "Failure", "code": code, "message": "m", "reason": "Expired"}))
+            .unwrap(),
+        ))
+    }
+
+    /// Runs `restarting` over answers that fail with `codes` first, then succeed; returns the
+    /// result and the page sizes asked for.
+    fn run(codes: &[u16]) -> (Result<u32, u16>, Vec<u32>) {
+        let asked = RefCell::new(Vec::new());
+        let result = futures::executor::block_on(restarting(|page| {
+            let n = asked.borrow().len();
+            asked.borrow_mut().push(page);
+            let answer = codes.get(n).map_or(Ok(page), |c| Err(status(*c)));
+            async move { answer }
+        }));
+        let result = result.map_err(|e| match e {
+            kube::Error::Api(s) => s.code,
+            _ => 0,
+        });
+        (result, asked.into_inner())
+    }
+
+    #[test]
+    fn an_expired_continue_token_starts_the_list_again_then_lists_unpaged() {
+        assert_eq!(run(&[]), (Ok(POD_PAGE), vec![POD_PAGE]));
+        assert_eq!(run(&[410]), (Ok(POD_PAGE), vec![POD_PAGE, POD_PAGE]));
+        assert_eq!(
+            run(&[410, 410, 410]),
+            (Ok(0), vec![POD_PAGE, POD_PAGE, POD_PAGE, 0])
+        );
+        // The unpaged list has no token to expire: its error is the answer.
+        assert_eq!(
+            run(&[410, 410, 410, 410]),
+            (Err(410), vec![POD_PAGE, POD_PAGE, POD_PAGE, 0])
+        );
+        // Any other error is the answer at once.
+        assert_eq!(run(&[500]), (Err(500), vec![POD_PAGE]));
+    }
 }
