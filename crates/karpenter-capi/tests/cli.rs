@@ -222,14 +222,12 @@ fn simulate_runs_the_built_in_scenario_to_every_pod_running() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// The CapacityBuffer scenario: its steps fail the run unless the buffer makes two warm nodes
-/// before any pod, the burst runs, and the buffer gets new warm nodes after it.
-#[test]
-fn simulate_runs_the_capacity_buffer_scenario() {
+/// The JSON summary of `simulate --scenario NAME --instant-infrastructure`, which must succeed.
+fn simulate_built_in(name: &str) -> serde_json::Value {
     let out = karpenter_capi(&[
         "simulate",
         "--scenario",
-        "capacity-buffer",
+        name,
         "--instant-infrastructure",
         "--output",
         "json",
@@ -237,7 +235,14 @@ fn simulate_runs_the_capacity_buffer_scenario() {
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The CapacityBuffer scenario: its steps fail the run unless the buffer makes two warm nodes
+/// before any pod, the burst runs, and the buffer gets new warm nodes after it.
+#[test]
+fn simulate_runs_the_capacity_buffer_scenario() {
+    let summary = simulate_built_in("capacity-buffer");
     assert_eq!(summary["scenario"], "capacity-buffer");
     assert_eq!(summary["pods"], 4);
     assert_eq!(summary["podsRunning"], 4);
@@ -265,18 +270,7 @@ fn simulate_runs_the_capacity_buffer_scenario() {
 /// naming where each price came from.
 #[test]
 fn simulate_prices_nodes_as_the_controller_does_and_names_the_source() {
-    let out = karpenter_capi(&[
-        "simulate",
-        "--scenario",
-        "node-overlay",
-        "--instant-infrastructure",
-        "--output",
-        "json",
-        "--quiet",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary = simulate_built_in("node-overlay");
     assert_eq!(summary["scenario"], "node-overlay");
     assert_eq!(summary["pods"], 8);
     assert_eq!(summary["podsRunning"], 8);

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use api::NodeClaim;
 use api::well_known::labels::{INSTANCE_TYPE, NODEPOOL, ZONE};
 use cloudprovider::CloudProviderError;
+use kube::ResourceExt as _;
 
 use crate::instance_types::{Catalogue, MachineDeploymentRef};
 
@@ -33,11 +34,7 @@ pub struct NodePrice {
 }
 
 fn label<'a>(nc: &'a NodeClaim, key: &str) -> Option<&'a str> {
-    nc.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(key))
-        .map(String::as_str)
+    nc.labels().get(key).map(String::as_str)
 }
 
 impl ClusterApiProvider {
