@@ -90,6 +90,9 @@ pub struct Report {
     pub cost_per_hour: f64,
     /// Provisioning loops that created NodeClaims.
     pub provisioning_loops: usize,
+    /// Those loops: when each finished (seconds since the scale-up), its pods, NodeClaims,
+    /// latency and solve time — where the time to all Running goes.
+    pub provisioning_decisions: Vec<karpenter_capi::simulate::DecisionSummary>,
     /// Controller CPU seconds (user + system) during the run.
     pub controller_cpu_seconds: f64,
     /// Controller peak resident set (MiB).
@@ -356,6 +359,12 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
             .iter()
             .filter(|d| d.node_claims > 0)
             .count(),
+        provisioning_decisions: summary
+            .decisions
+            .iter()
+            .filter(|d| d.node_claims > 0)
+            .cloned()
+            .collect(),
         controller_cpu_seconds: (cpu * 100.0).round() / 100.0,
         controller_peak_rss_mib: peak_rss_mib().map(|m| (m * 10.0).round() / 10.0),
         api_requests: during,
@@ -398,13 +407,22 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
     Ok(match output {
         Output::Json => serde_json::to_string_pretty(report)?,
         Output::Text => format!(
-            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {}\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}\ncontroller API requests: {} reads, {} watches, {} creates, {} updates, {} deletes ({:.2} writes, {:.2} without Events, and {:.2} reads per NodeClaim); idle {:.2} requests/s ({})\nfailed requests: {}",
+            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {} ({})\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}\ncontroller API requests: {} reads, {} watches, {} creates, {} updates, {} deletes ({:.2} writes, {:.2} without Events, and {:.2} reads per NodeClaim); idle {:.2} requests/s ({})\nfailed requests: {}",
             report.backend,
             report.pods,
             report.seconds_to_all_running,
             report.nodes,
             report.node_claims,
             report.provisioning_loops,
+            report
+                .provisioning_decisions
+                .iter()
+                .map(|d| format!(
+                    "done at {:.2}s: {} pods, {} NodeClaims, latency {} ms, solve {} ms",
+                    d.at_seconds, d.pods, d.node_claims, d.latency_ms, d.solve_ms
+                ))
+                .collect::<Vec<_>>()
+                .join("; "),
             report.cpu_utilization_percent,
             report.memory_utilization_percent,
             report.cost_per_hour,
