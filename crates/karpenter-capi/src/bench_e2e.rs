@@ -345,6 +345,12 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     drop(_child);
     drop(real);
     let events = during_by_resource.get("POST events").copied().unwrap_or(0);
+    let launched: Vec<_> = summary
+        .decisions
+        .iter()
+        .filter(|d| d.node_claims > 0)
+        .cloned()
+        .collect();
     Ok(Report {
         backend: args.backend,
         pods: summary.pods,
@@ -354,17 +360,8 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
         cpu_utilization_percent: summary.cpu_utilization_percent,
         memory_utilization_percent: summary.memory_utilization_percent,
         cost_per_hour: summary.cost_per_hour,
-        provisioning_loops: summary
-            .decisions
-            .iter()
-            .filter(|d| d.node_claims > 0)
-            .count(),
-        provisioning_decisions: summary
-            .decisions
-            .iter()
-            .filter(|d| d.node_claims > 0)
-            .cloned()
-            .collect(),
+        provisioning_loops: launched.len(),
+        provisioning_decisions: launched,
         controller_cpu_seconds: (cpu * 100.0).round() / 100.0,
         controller_peak_rss_mib: peak_rss_mib().map(|m| (m * 10.0).round() / 10.0),
         api_requests: during,

@@ -299,7 +299,7 @@ fn has_label(meta: &kube::api::ObjectMeta, key: &str) -> bool {
 /// `cluster.x-k8s.io/set-name` label) — a node group only if that set is stand-alone, which
 /// the caller's lookup of the group decides — else its MachinePool (a MachinePool Machine:
 /// [`pools::machine_pool_of`]).
-pub(crate) fn deployment_of(m: &Machine) -> Option<MachineDeploymentRef> {
+pub fn deployment_of(m: &Machine) -> Option<MachineDeploymentRef> {
     let namespace = m.metadata.namespace.as_deref()?;
     if let Some(md) = m
         .metadata

@@ -4,20 +4,21 @@
 //! Responsibility: answer "what does this node cost, and why" with the same catalogue (price
 //! annotations, NodeClass `spec.prices`) and the same NodeOverlay evaluation the provisioner
 //! and consolidation use, so a report (`simulate`'s cost) cannot disagree with the decisions.
-//! Inputs: a NodeClaim (its Machine, NodeClass reference, `karpenter.sh/nodepool`,
-//! instance-type and zone labels), the caches, the NodeOverlay store.
+//! Inputs: a NodeClaim (its Machine, NodeClass reference, `karpenter.sh/nodepool` label), the
+//! caches, the NodeOverlay store.
 //! Outputs: [`NodePrice`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use api::NodeClaim;
-use api::well_known::labels::{INSTANCE_TYPE, NODEPOOL, ZONE};
+use api::well_known::labels::NODEPOOL;
 use cloudprovider::CloudProviderError;
 use kube::ResourceExt as _;
 
 use crate::instance_types::{Catalogue, MachineDeploymentRef};
 
+use super::reads::offering_for;
 use super::{ClusterApiProvider, deployment_of};
 
 /// The price of one node and its origin.
@@ -39,8 +40,8 @@ fn label<'a>(nc: &'a NodeClaim, key: &str) -> Option<&'a str> {
 
 impl ClusterApiProvider {
     /// What each of `node_claims`' nodes costs per hour and where the price came from: its
-    /// Machine's node group, that group's offering of the NodeClaim's instance type (and zone)
-    /// in its NodeClass's catalogue, with the NodeOverlays of its NodePool applied (gate on).
+    /// Machine's node group, that group's offering in its NodeClass's catalogue (the one its
+    /// launch is described by), with the NodeOverlays of its NodePool applied (gate on).
     /// `Ok(None)` when the NodeClaim has no Machine or the Machine belongs to no node group;
     /// an error when its NodeClass cannot be read or used, or the caches are not ready. Each
     /// NodeClass's catalogue is built once per call.
@@ -84,19 +85,8 @@ impl ClusterApiProvider {
         let Some(group) = deployment_of(&machine) else {
             return Ok(None);
         };
-        let (instance_type, zone) = (label(nc, INSTANCE_TYPE), label(nc, ZONE));
-        let found = catalogue
-            .entries()
-            .iter()
-            .filter(|e| instance_type.is_none_or(|n| e.name() == n))
-            .find_map(|e| {
-                e.offerings()
-                    .find(|(_, origin)| {
-                        origin.machine_deployment == group
-                            && zone.is_none_or(|z| origin.zone.is_empty() || origin.zone == z)
-                    })
-                    .map(|(offering, origin)| (e.name(), offering, origin))
-            });
+        // The group's offering, as its launch is described (`reads::offering_for`).
+        let found = offering_for(catalogue, &group).map(|(e, o, origin)| (e.name(), o, origin));
         let Some((name, offering, origin)) = found else {
             return Ok(Some(NodePrice {
                 source: format!(

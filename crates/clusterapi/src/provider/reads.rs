@@ -15,7 +15,7 @@ use api::well_known::capi::KARPENTER_MEMBER;
 use api::{ClusterAPINodeClass, Machine, MachineDeployment, MachineSet, NodeClaim, NodePool};
 use cloudprovider::{CloudProviderError, Launch};
 use kube::api::Api;
-use scheduling::instance_type::InstanceType;
+use scheduling::instance_type::{InstanceType, Offering};
 
 use crate::instance_types::{
     Catalogue, CatalogueEntry, MachineDeploymentInput, MachineDeploymentRef, OfferingOrigin,
@@ -76,10 +76,19 @@ fn entry_for<'a>(
     catalogue: &'a Catalogue,
     md: &MachineDeploymentRef,
 ) -> Option<(&'a CatalogueEntry, &'a OfferingOrigin)> {
+    offering_for(catalogue, md).map(|(entry, _, origin)| (entry, origin))
+}
+
+/// The catalogue entry, offering and origin node group `md` backs (the first, as a launch on
+/// it is described).
+pub(super) fn offering_for<'a>(
+    catalogue: &'a Catalogue,
+    md: &MachineDeploymentRef,
+) -> Option<(&'a CatalogueEntry, &'a Offering, &'a OfferingOrigin)> {
     catalogue.entries().iter().find_map(|e| {
         e.offerings()
             .find(|(_, o)| &o.machine_deployment == md)
-            .map(|(_, o)| (e, o))
+            .map(|(offering, o)| (e, offering, o))
     })
 }
 

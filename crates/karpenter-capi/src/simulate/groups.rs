@@ -12,13 +12,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use api::NodeClaim;
 use api::well_known::annotations::{LEGACY_MACHINE, MACHINE};
-use api::well_known::capi::{DEPLOYMENT_NAME, PRICE};
+use api::well_known::capi::PRICE;
 use clusterapi::ClusterApiProvider;
 use clusterapi::instance_types::MachineDeploymentRef;
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 use sim::convert::capi::{CapiKind, CapiVersion};
-use world::objects::{annotations, capi_resource, labels, list_json, machines, text};
+use world::objects::{annotations, capi_resource, controller_uid, list_json, machines, text};
 
 use super::NodeGroupSummary;
 
@@ -80,26 +80,11 @@ fn name_of(obj: &Value) -> (&str, &str) {
     )
 }
 
-fn controller(obj: &Value) -> Option<(&str, &str)> {
-    obj.pointer("/metadata/ownerReferences")?
-        .as_array()?
-        .iter()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-        .and_then(|r| Some((r.get("kind")?.as_str()?, r.get("name")?.as_str()?)))
-}
-
-/// The node group of a Machine: its MachineDeployment (label), else its controller when that
-/// is a MachineSet or a MachinePool.
+/// The node group of a Machine, as the provider attributes it
+/// ([`clusterapi::provider::deployment_of`]); `None` for one that does not read as a Machine.
 fn group_of(machine: &Value) -> Option<MachineDeploymentRef> {
-    let (namespace, _) = name_of(machine);
-    if let Some(md) = labels(machine).get(DEPLOYMENT_NAME) {
-        return Some(MachineDeploymentRef::deployment(namespace, md));
-    }
-    match controller(machine)? {
-        ("MachineSet", set) => Some(MachineDeploymentRef::machine_set(namespace, set)),
-        ("MachinePool", pool) => Some(MachineDeploymentRef::machine_pool(namespace, pool)),
-        _ => None,
-    }
+    let machine: api::Machine = serde_json::from_value(machine.clone()).ok()?;
+    clusterapi::provider::deployment_of(&machine)
 }
 
 fn summary(group: &MachineDeploymentRef, obj: &Value) -> NodeGroupSummary {
@@ -142,7 +127,7 @@ pub(super) async fn node_groups(
     }
     for set in list_json(management, &resource(CapiKind::MachineSet)).await? {
         // Only a stand-alone MachineSet is a node group of its own.
-        if controller(&set).is_none() {
+        if controller_uid(&set).is_none() {
             let (ns, name) = name_of(&set);
             add(MachineDeploymentRef::machine_set(ns, name), &set);
         }
@@ -208,7 +193,10 @@ mod tests {
 
     fn machine(labels: Value, owner: Option<(&str, &str)>) -> Value {
         let owners: Vec<Value> = owner
-            .map(|(kind, name)| json!({"kind": kind, "name": name, "controller": true}))
+            .map(|(kind, name)| {
+                json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": kind, "name": name,
+                       "uid": "u", "controller": true})
+            })
             .into_iter()
             .collect();
         json!({"metadata": {"namespace": "ns", "name": "m", "labels": labels,
@@ -218,7 +206,7 @@ mod tests {
     #[test]
     fn a_machine_belongs_to_its_deployment_else_its_set_or_pool() {
         let md = machine(
-            json!({DEPLOYMENT_NAME: "md"}),
+            json!({api::well_known::capi::DEPLOYMENT_NAME: "md"}),
             Some(("MachineSet", "md-x7")),
         );
         assert_eq!(group_of(&md).unwrap().key(), "ns/md");
