@@ -193,7 +193,7 @@ impl Reconciler for DaemonSets {
             // Nothing to keep: no need to read every pod and node.
             return Ok(None);
         }
-        let pods = crate::objects::list_values::<Pod>(&self.client).await?;
+        let pods = crate::brief::pods(&self.client).await?;
         let nodes = Api::<Node>::all(self.client.clone())
             .list(&ListParams::default())
             .await?

@@ -15,6 +15,7 @@
 //! [`start_controllers`] (any pair of clusters). All delays use tokio time.
 //! Inputs: [`WorldConfig`], clients. Outputs: running controllers ([`Controllers`]).
 
+pub mod brief;
 pub mod capi;
 pub mod config;
 pub use sim::crds;

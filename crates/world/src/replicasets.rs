@@ -12,7 +12,8 @@
 //!   go first, then pending, then unready, then the newest. Status `replicas`,
 //!   `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas`, `observedGeneration`.
 //!
-//! Inputs: Deployments, ReplicaSets, Pods (fresh lists). Outputs: creates, patches, deletes.
+//! Inputs: Deployments, ReplicaSets, Pods (fresh lists; pods brief, [`crate::brief`]). Outputs:
+//! creates, patches, deletes.
 //! Approximations: no surge/unavailability budgets, no minReadySeconds, no revision history.
 
 use std::cmp::Reverse;
@@ -253,7 +254,7 @@ impl Reconciler for ReplicaSets {
         if deployments.is_empty() && sets.is_empty() {
             return Ok(None);
         }
-        let pods = list_values::<Pod>(&self.client).await?;
+        let pods = crate::brief::pods(&self.client).await?;
         let mut first_error = None;
         for d in &deployments {
             if let Err(e) = self.deployment(d, &sets).await {
