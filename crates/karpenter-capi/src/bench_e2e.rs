@@ -93,9 +93,12 @@ pub struct Report {
     /// Those loops: when each finished (seconds since the scale-up), its pods, NodeClaims,
     /// latency and solve time — where the time to all Running goes.
     pub provisioning_decisions: Vec<karpenter_capi::simulate::DecisionSummary>,
-    /// Controller CPU seconds (user + system) during the run.
+    /// Controller CPU seconds (user + system) from its start until every pod ran (this
+    /// process's, so with the harness's paged polling of pod phases, but not its summary).
     pub controller_cpu_seconds: f64,
-    /// Controller peak resident set (MiB).
+    /// Controller CPU seconds in the quiet window after every pod ran.
+    pub controller_idle_cpu_seconds: f64,
+    /// Controller peak resident set (MiB) when every pod ran (as the CPU seconds).
     pub controller_peak_rss_mib: Option<f64>,
     /// The controller's API requests from the scale-up until every pod ran.
     pub api_requests: ApiCounts,
@@ -320,23 +323,34 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
     let before_scale = counter.counts();
     let before_by_resource = counter.by_resource();
     let before_failures = counter.failures();
-    let summary = karpenter_capi::simulate::run_timeline(
+    // The controller's CPU time and peak RSS are taken the moment every pod runs, before this
+    // process lists every object for the summary.
+    let mut at_all_running = None;
+    let summary = karpenter_capi::simulate::run_timeline_observed(
         &workload,
         &management,
         &operator,
         "bench-e2e",
         &steps,
+        &mut |step| {
+            if matches!(step, scenario::Step::WaitForPods { .. }) {
+                at_all_running = Some((cpu_seconds() - cpu_before, peak_rss_mib()));
+            }
+        },
     )
     .await?;
+    let (cpu, peak_rss) =
+        at_all_running.unwrap_or_else(|| (cpu_seconds() - cpu_before, peak_rss_mib()));
     let during = counter.counts().since(&before_scale);
     let during_by_resource = difference(&counter.by_resource(), &before_by_resource);
     let failures = difference(&counter.failures(), &before_failures);
     let settled = counter.counts();
     let settled_by_resource = counter.by_resource();
+    let idle_cpu_before = cpu_seconds();
     tokio::time::sleep(IDLE_WINDOW).await;
+    let idle_cpu = cpu_seconds() - idle_cpu_before;
     let idle = counter.counts().since(&settled);
     let idle_by_resource = difference(&counter.by_resource(), &settled_by_resource);
-    let cpu = cpu_seconds() - cpu_before;
     let seconds = summary
         .steps
         .last()
@@ -363,7 +377,8 @@ async fn measure(args: &E2eArgs) -> anyhow::Result<Report> {
         provisioning_loops: launched.len(),
         provisioning_decisions: launched,
         controller_cpu_seconds: (cpu * 100.0).round() / 100.0,
-        controller_peak_rss_mib: peak_rss_mib().map(|m| (m * 10.0).round() / 10.0),
+        controller_idle_cpu_seconds: (idle_cpu * 100.0).round() / 100.0,
+        controller_peak_rss_mib: peak_rss.map(|m| (m * 10.0).round() / 10.0),
         api_requests: during,
         api_requests_by_resource: during_by_resource,
         api_failures_by_resource: failures,
@@ -404,7 +419,7 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
     Ok(match output {
         Output::Json => serde_json::to_string_pretty(report)?,
         Output::Text => format!(
-            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {} ({})\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s  peak RSS {}\ncontroller API requests: {} reads, {} watches, {} creates, {} updates, {} deletes ({:.2} writes, {:.2} without Events, and {:.2} reads per NodeClaim); idle {:.2} requests/s ({})\nfailed requests: {}",
+            "basic/scaleOut on {:?}: {} pods Running after {:.2}s\nnodes {}  nodeclaims {}  provisioning loops {} ({})\nutilization cpu {:.1}%  memory {:.1}%  cost ${:.3}/hour\ncontroller cpu {:.2}s (idle {:.2}s over {}s)  peak RSS {}\ncontroller API requests: {} reads, {} watches, {} creates, {} updates, {} deletes ({:.2} writes, {:.2} without Events, and {:.2} reads per NodeClaim); idle {:.2} requests/s ({})\nfailed requests: {}",
             report.backend,
             report.pods,
             report.seconds_to_all_running,
@@ -424,6 +439,8 @@ pub fn render(report: &Report, output: Output) -> anyhow::Result<String> {
             report.memory_utilization_percent,
             report.cost_per_hour,
             report.controller_cpu_seconds,
+            report.controller_idle_cpu_seconds,
+            IDLE_WINDOW.as_secs(),
             report
                 .controller_peak_rss_mib
                 .map_or_else(|| "unknown".to_owned(), |m| format!("{m:.1} MiB")),

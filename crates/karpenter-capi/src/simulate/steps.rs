@@ -27,6 +27,7 @@ pub(super) async fn run_steps(
     start: Instant,
     out: &mut Vec<StepSummary>,
     peak: &mut (usize, f64),
+    after_step: &mut (dyn FnMut(&Step) + Send),
 ) -> anyhow::Result<()> {
     let (workload, management) = clients;
     for step in steps {
@@ -124,6 +125,7 @@ pub(super) async fn run_steps(
             }
             Step::Sleep(d) => tokio::time::sleep(api::common::parse_duration(d)?).await,
         }
+        after_step(step);
         if let Ok((nodes, cost)) = nodes_and_cost(workload, management, operator).await
             && cost > peak.1
         {
