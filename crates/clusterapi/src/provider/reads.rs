@@ -116,14 +116,9 @@ impl ClusterApiProvider {
         &self,
         spec: &ClusterAPINodeClassSpec,
     ) -> Result<Catalogue, CloudProviderError> {
-        let mds: Vec<MachineDeployment> = self
-            .machine_deployments()
-            .await?
-            .iter()
-            .map(|md| (**md).clone())
-            .collect();
+        let mds = self.machine_deployments().await?;
         let selected = select(
-            &mds,
+            mds.iter().map(AsRef::as_ref),
             spec.scalable_resource_selector.as_ref(),
             &self.config.scope,
         )
