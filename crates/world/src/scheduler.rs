@@ -13,8 +13,10 @@
 //! for the pod's backoff to pass ([`WriteBackoff`]); a new reason is written at once. Binding
 //! is still tried on every pass.
 //! A pass decides every pending pod first (each placement counted against its node, as
-//! kube-scheduler assumes a pod before its binding is written), then writes its bindings and
-//! conditions concurrently ([`concurrently`]), as kube-scheduler binds from many goroutines.
+//! kube-scheduler assumes a pod before its binding is written), then writes its bindings
+//! concurrently ([`concurrently`]), as kube-scheduler binds from many goroutines, and sends its
+//! failure writes in the background ([`Failing`]), as kube-scheduler's asynchronous API calls
+//! do; while they are out, passes bind but decide no new failures.
 //! Inputs: Pods and Nodes (fresh lists). Outputs: bindings, pod status patches, Events.
 //! Approximations: no preemption, no volume or DRA plugins; Events are not aggregated into a
 //! series.
@@ -39,6 +41,22 @@ pub struct Scheduler {
     config: SchedulerConfig,
     /// Per pending pod (by UID): when its failure may be written again.
     backoff: HashMap<String, WriteBackoff>,
+    /// The failure writes of an earlier pass still going out ([`Failing`]).
+    failing: Option<Failing>,
+}
+
+/// A pass's failure writes (`PodScheduled=False` and the `FailedScheduling` Event), sent in the
+/// background while the next passes bind, as kube-scheduler's asynchronous API calls
+/// (`SchedulerAsyncAPICalls`) patch a pod's status without holding up the pods after it. At a
+/// thousand pending pods a pass's failure writes took over a second, and nodes that became
+/// Ready meanwhile waited for them. While one batch is out, passes decide no new failures (a
+/// pod's backoff only starts when its write is decided). Aborted when dropped.
+struct Failing(tokio::task::JoinHandle<Result<(), WorldError>>);
+
+impl Drop for Failing {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// kube-scheduler's per-pod backoff (`podInitialBackoffSeconds` 1, `podMaxBackoffSeconds`
@@ -88,6 +106,7 @@ impl Scheduler {
             client,
             config,
             backoff: HashMap::new(),
+            failing: None,
         }
     }
 }
@@ -216,6 +235,9 @@ impl Scheduler {
         reason: &str,
         message: &str,
     ) -> Result<Option<Write>, WorldError> {
+        if self.failing.is_some() {
+            return Ok(None);
+        }
         let obj = serde_json::to_value(p)?;
         let previous = condition(&obj, "PodScheduled");
         let same_reason = previous.is_some_and(|c| {
@@ -250,13 +272,14 @@ impl Scheduler {
     /// Writes `PodScheduled=False` and, like kube-scheduler, a Warning Event each time the
     /// verdict changes.
     async fn write_unschedulable(
-        &self,
+        client: &kube::Client,
+        scheduler_name: &str,
         pod: &PodRef,
         conditions: Vec<Value>,
         message: &str,
     ) -> Result<(), WorldError> {
         let (ns, name) = (pod.namespace.as_str(), pod.name.as_str());
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
         let patch = json!({"status": {"conditions": conditions}});
         match api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -266,7 +289,7 @@ impl Scheduler {
             Err(e) if code(&e) == Some(404) => return Ok(()),
             Err(e) => return Err(e.into()),
         }
-        let events: Api<Event> = Api::namespaced(self.client.clone(), ns);
+        let events: Api<Event> = Api::namespaced(client.clone(), ns);
         let now = k8s_openapi::jiff::Timestamp::now();
         let event: Event = serde_json::from_value(json!({
             "metadata": {"name": format!("{name}.{:x}", now.as_nanosecond()), "namespace": ns},
@@ -275,8 +298,8 @@ impl Scheduler {
             "reason": "FailedScheduling",
             "message": message,
             "type": "Warning",
-            "source": {"component": self.config.scheduler_name},
-            "reportingComponent": self.config.scheduler_name,
+            "source": {"component": scheduler_name},
+            "reportingComponent": scheduler_name,
             "firstTimestamp": now.to_string(),
             "lastTimestamp": now.to_string(),
             "count": 1,
@@ -295,8 +318,55 @@ impl Scheduler {
                 pod,
                 conditions,
                 message,
-            } => self.write_unschedulable(&pod, conditions, &message).await,
+            } => {
+                Self::write_unschedulable(
+                    &self.client,
+                    &self.config.scheduler_name,
+                    &pod,
+                    conditions,
+                    &message,
+                )
+                .await
+            }
         }
+    }
+
+    /// The failure writes of the last batch, if it is done (its first error); whether one is
+    /// still going out stays in `self.failing`.
+    async fn collect_failing(&mut self) -> Option<WorldError> {
+        if !self.failing.as_ref().is_some_and(|f| f.0.is_finished()) {
+            return None;
+        }
+        let mut done = self.failing.take()?;
+        match (&mut done.0).await {
+            Ok(Ok(())) | Err(_) => None,
+            Ok(Err(e)) => Some(e),
+        }
+    }
+
+    /// Sends `failures` in the background ([`Failing`]).
+    fn send_failing(&mut self, failures: Vec<Write>) {
+        if failures.is_empty() {
+            return;
+        }
+        let (client, name) = (self.client.clone(), self.config.scheduler_name.clone());
+        self.failing = Some(Failing(tokio::spawn(async move {
+            let (client, name) = (&client, name.as_str());
+            concurrently(failures, |w| async move {
+                match w {
+                    Write::Unschedulable {
+                        pod,
+                        conditions,
+                        message,
+                    } => Self::write_unschedulable(client, name, &pod, conditions, &message).await,
+                    Write::Bind { .. } => Ok(()),
+                }
+            })
+            .await
+            .into_iter()
+            .collect::<Result<Vec<()>, _>>()
+            .map(drop)
+        })));
     }
 }
 
@@ -341,6 +411,7 @@ impl Reconciler for Scheduler {
     }
 
     async fn pass(&mut self) -> PassResult {
+        let earlier_failure = self.collect_failing().await;
         let pods: Api<Pod> = Api::all(self.client.clone());
         let nodes: Api<Node> = Api::all(self.client.clone());
         let pods = pods.list(&ListParams::default()).await?.items;
@@ -408,9 +479,18 @@ impl Reconciler for Scheduler {
                 }
             }
         }
+        // Bindings first and awaited (the next pass must see them); failures go out behind.
+        let (binds, failures): (Vec<Write>, Vec<Write>) = writes
+            .into_iter()
+            .partition(|w| matches!(w, Write::Bind { .. }));
+        waiting |= self.failing.is_some();
         let this = &*self;
-        let results = concurrently(writes, |w| this.write(w)).await;
+        let results = concurrently(binds, |w| this.write(w)).await;
+        self.send_failing(failures);
         results.into_iter().collect::<Result<Vec<()>, _>>()?;
+        if let Some(e) = earlier_failure {
+            return Err(e);
+        }
         Ok(waiting.then_some(self.config.retry_interval))
     }
 }
