@@ -500,6 +500,59 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// A pass's failure writes go out behind it: with every pod status write hanging for ten
+    /// minutes, a pass over an unschedulable pod returns at once, and once a node fits the pod
+    /// the next pass binds it while that write is still out.
+    #[tokio::test(start_paused = true)]
+    async fn failure_writes_go_out_behind_and_do_not_hold_binding_back() {
+        let server = sim::Sim::new(sim::SimConfig::default());
+        server.set_faults(sim::fault::FaultConfig {
+            seed: 1,
+            rules: vec![sim::fault::FaultRule {
+                verbs: vec![sim::fault::Verb::Patch],
+                resources: vec!["pods/status".into()],
+                latency: Duration::from_secs(600),
+                ..sim::fault::FaultRule::default()
+            }],
+        });
+        let client = kube::Client::new(server.router(), "default");
+        let pods: Api<Pod> = Api::default_namespaced(client.clone());
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"requests": {"cpu": "1"}}}]}}))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        let mut scheduler = Scheduler::new(client.clone(), SchedulerConfig::default());
+
+        let first = tokio::time::timeout(Duration::from_secs(5), scheduler.pass()).await;
+        assert!(first.is_ok(), "the pass waited for its failure write");
+        assert!(scheduler.failing.is_some(), "no failure write was sent");
+
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": "n1",
+                "labels": {"kubernetes.io/hostname": "n1"}},
+            "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "10"},
+                "capacity": {"cpu": "2", "memory": "8Gi", "pods": "10"},
+                "conditions": [{"type": "Ready", "status": "True"}]}}))
+        .unwrap();
+        Api::<Node>::all(client.clone())
+            .create(&PostParams::default(), &node)
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(5), scheduler.pass())
+            .await
+            .unwrap()
+            .unwrap();
+        let bound = pods.get("p").await.unwrap();
+        assert_eq!(bound.spec.and_then(|s| s.node_name).as_deref(), Some("n1"));
+        assert!(
+            scheduler
+                .failing
+                .as_ref()
+                .is_some_and(|f| !f.0.is_finished()),
+            "the failure write should still be out"
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_failing_pods_writes_back_off_from_one_to_ten_seconds() {
         let start = Instant::now();
