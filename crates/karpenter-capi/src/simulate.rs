@@ -301,16 +301,7 @@ pub async fn run_timeline(
     name: &str,
     steps: &[Step],
 ) -> anyhow::Result<Summary> {
-    timeline(
-        workload,
-        management,
-        operator,
-        name,
-        steps,
-        false,
-        &mut |_| {},
-    )
-    .await
+    run_timeline_observed(workload, management, operator, name, steps, &mut |_| {}).await
 }
 
 /// [`run_timeline`], calling `after_step` as each step is done, before this process reads

@@ -234,7 +234,7 @@ impl Scheduler {
         p: &Pod,
         reason: &str,
         message: &str,
-    ) -> Result<Option<Write>, WorldError> {
+    ) -> Result<Option<Failure>, WorldError> {
         if self.failing.is_some() {
             return Ok(None);
         }
@@ -262,7 +262,7 @@ impl Scheduler {
             .unwrap_or_default();
         conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
         conditions.push(cond);
-        Ok(Some(Write::Unschedulable {
+        Ok(Some(Failure {
             pod: PodRef::of(p),
             conditions,
             message: message.to_owned(),
@@ -311,26 +311,6 @@ impl Scheduler {
         }
     }
 
-    async fn write(&self, write: Write) -> Result<(), WorldError> {
-        match write {
-            Write::Bind { pod, node } => self.bind(&pod, &node).await,
-            Write::Unschedulable {
-                pod,
-                conditions,
-                message,
-            } => {
-                Self::write_unschedulable(
-                    &self.client,
-                    &self.config.scheduler_name,
-                    &pod,
-                    conditions,
-                    &message,
-                )
-                .await
-            }
-        }
-    }
-
     /// The failure writes of the last batch, if it is done (its first error); whether one is
     /// still going out stays in `self.failing`.
     async fn collect_failing(&mut self) -> Option<WorldError> {
@@ -345,22 +325,15 @@ impl Scheduler {
     }
 
     /// Sends `failures` in the background ([`Failing`]).
-    fn send_failing(&mut self, failures: Vec<Write>) {
+    fn send_failing(&mut self, failures: Vec<Failure>) {
         if failures.is_empty() {
             return;
         }
         let (client, name) = (self.client.clone(), self.config.scheduler_name.clone());
         self.failing = Some(Failing(tokio::spawn(async move {
             let (client, name) = (&client, name.as_str());
-            concurrently(failures, |w| async move {
-                match w {
-                    Write::Unschedulable {
-                        pod,
-                        conditions,
-                        message,
-                    } => Self::write_unschedulable(client, name, &pod, conditions, &message).await,
-                    Write::Bind { .. } => Ok(()),
-                }
+            concurrently(failures, |f| async move {
+                Self::write_unschedulable(client, name, &f.pod, f.conditions, &f.message).await
             })
             .await
             .into_iter()
@@ -370,18 +343,14 @@ impl Scheduler {
     }
 }
 
-/// A write a pass decided on. A pass decides every pod first (each placement counted against
+/// A failure a pass decided on: the pod's `PodScheduled=False` condition (its conditions as
+/// they become), and its Event. A pass decides every pod first (each placement counted against
 /// its node, as kube-scheduler assumes a pod on its node before the binding is written), then
-/// writes concurrently.
-enum Write {
-    /// Bind the pod to the node.
-    Bind { pod: PodRef, node: String },
-    /// The pod's `PodScheduled=False` condition (its conditions as they become), and its Event.
-    Unschedulable {
-        pod: PodRef,
-        conditions: Vec<Value>,
-        message: String,
-    },
+/// binds and sends its failures ([`Failing`]).
+struct Failure {
+    pod: PodRef,
+    conditions: Vec<Value>,
+    message: String,
 }
 
 /// Which pod a write is for.
@@ -426,7 +395,7 @@ impl Reconciler for Scheduler {
         self.backoff
             .retain(|uid, _| pending_uids.contains(uid.as_str()));
         let mut waiting = false;
-        let mut writes = Vec::new();
+        let (mut binds, mut failures) = (Vec::new(), Vec::new());
         for p in pending {
             let gated = p
                 .spec
@@ -434,7 +403,7 @@ impl Reconciler for Scheduler {
                 .and_then(|s| s.scheduling_gates.as_ref())
                 .is_some_and(|g| !g.is_empty());
             if gated {
-                writes.extend(self.unschedulable(
+                failures.extend(self.unschedulable(
                     p,
                     "SchedulingGated",
                     "Scheduling is blocked due to non-empty scheduling gates",
@@ -444,7 +413,7 @@ impl Reconciler for Scheduler {
             let engine = match scheduling::k8s::pod(p) {
                 Ok(e) => e,
                 Err(e) => {
-                    writes.extend(self.unschedulable(p, "Unschedulable", &e.to_string())?);
+                    failures.extend(self.unschedulable(p, "Unschedulable", &e.to_string())?);
                     waiting = true;
                     continue;
                 }
@@ -467,25 +436,23 @@ impl Reconciler for Scheduler {
             match best.and_then(|i| infos.get_mut(i)) {
                 Some(node) => {
                     node.place(&engine);
-                    writes.push(Write::Bind {
-                        pod: PodRef::of(p),
-                        node: node.name.clone(),
-                    });
+                    binds.push((PodRef::of(p), node.name.clone()));
                 }
                 None => {
                     waiting = true;
                     let message = fit::message(infos.len(), &verdicts);
-                    writes.extend(self.unschedulable(p, "Unschedulable", &message)?);
+                    failures.extend(self.unschedulable(p, "Unschedulable", &message)?);
                 }
             }
         }
         // Bindings first and awaited (the next pass must see them); failures go out behind.
-        let (binds, failures): (Vec<Write>, Vec<Write>) = writes
-            .into_iter()
-            .partition(|w| matches!(w, Write::Bind { .. }));
         waiting |= self.failing.is_some();
         let this = &*self;
-        let results = concurrently(binds, |w| this.write(w)).await;
+        let results = concurrently(
+            binds,
+            |(pod, node)| async move { this.bind(&pod, &node).await },
+        )
+        .await;
         self.send_failing(failures);
         results.into_iter().collect::<Result<Vec<()>, _>>()?;
         if let Some(e) = earlier_failure {
