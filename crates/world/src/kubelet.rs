@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -275,7 +275,9 @@ impl Kubelet {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let obj = serde_json::to_value(pod)?;
+        // Only the conditions are read and rewritten: not the whole pod as JSON.
+        let current = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+        let obj = json!({"status": {"conditions": serde_json::to_value(current)?}});
         let now = sim::object::now_rfc3339();
         let fresh = [
             "PodReadyToStartContainers",
@@ -503,10 +505,8 @@ impl Reconciler for Kubelet {
 
     async fn pass(&mut self) -> PassResult {
         let now = Instant::now();
-        let pods: Api<Pod> = Api::all(self.client.clone());
-        let pods = pods.list(&ListParams::default()).await?.items;
-        let node_api: Api<Node> = Api::all(self.client.clone());
-        let nodes = node_api.list(&ListParams::default()).await?.items;
+        let pods: Vec<Pod> = crate::lean::list(&self.client).await?;
+        let nodes: Vec<Node> = crate::lean::list(&self.client).await?;
         let uid = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
             m.uid.clone().unwrap_or_default()
         };

@@ -23,6 +23,7 @@ pub mod daemonsets;
 pub mod driver;
 pub mod fit;
 pub mod kubelet;
+pub mod lean;
 pub mod node_template;
 pub mod objects;
 pub mod replicasets;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kube::Resource;
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject};
 use kube::discovery::ApiResource;
 use serde_json::{Map, Value, json};
 
@@ -45,8 +45,9 @@ pub fn namespaced(client: &kube::Client, ns: &str, resource: &ApiResource) -> Ap
 }
 
 /// Every object of a built-in kind (all namespaces), as JSON: decoded once, straight into
-/// values (not into typed objects converted back), each item with its `apiVersion` and `kind`
-/// (a real server's list items have neither).
+/// values (not into typed objects converted back) and without `metadata.managedFields`
+/// ([`crate::lean`]), each item with its `apiVersion` and `kind` (a real server's list items
+/// have neither).
 pub async fn list_values<K>(client: &kube::Client) -> Result<Vec<Value>, WorldError>
 where
     K: kube::Resource<DynamicType = ()>,
@@ -75,14 +76,7 @@ async fn list_raw(
     api_version: &str,
     kind: &str,
 ) -> Result<Vec<Value>, WorldError> {
-    let request = kube::core::Request::new(url)
-        .list(&ListParams::default())
-        .map_err(kube::Error::BuildRequest)?;
-    let mut list: Value = client.request(request).await?;
-    let items = match list.get_mut("items").map(Value::take) {
-        Some(Value::Array(items)) => items,
-        _ => Vec::new(),
-    };
+    let items = crate::lean::list_values(client, url).await?;
     Ok(items
         .into_iter()
         .map(|mut item| {

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -238,7 +238,9 @@ impl Scheduler {
         if self.failing.is_some() {
             return Ok(None);
         }
-        let obj = serde_json::to_value(p)?;
+        // Only the conditions are read and rewritten: not the whole pod as JSON.
+        let current = p.status.as_ref().and_then(|s| s.conditions.as_ref());
+        let obj = json!({"status": {"conditions": serde_json::to_value(current)?}});
         let previous = condition(&obj, "PodScheduled");
         let same_reason = previous.is_some_and(|c| {
             c.get("status").and_then(Value::as_str) == Some("False")
@@ -381,10 +383,8 @@ impl Reconciler for Scheduler {
 
     async fn pass(&mut self) -> PassResult {
         let earlier_failure = self.collect_failing().await;
-        let pods: Api<Pod> = Api::all(self.client.clone());
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        let pods = pods.list(&ListParams::default()).await?.items;
-        let nodes = nodes.list(&ListParams::default()).await?.items;
+        let pods: Vec<Pod> = crate::lean::list(&self.client).await?;
+        let nodes: Vec<Node> = crate::lean::list(&self.client).await?;
         let mut infos = snapshot(&nodes, &pods);
         let mut pending: Vec<&Pod> = pods.iter().filter(|p| self.pending(p)).collect();
         pending.sort_by_key(|p| key(p));
