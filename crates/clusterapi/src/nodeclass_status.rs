@@ -65,7 +65,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
@@ -634,7 +634,7 @@ pub async fn run(workload: kube::Client, management: kube::Client, config: Statu
             }
         });
     let mut errors = WatchErrors::new("ClusterAPINodeClass (NodeClass status)");
-    Controller::new(nodeclasses, watcher::Config::default())
+    state::controller(nodeclasses, watcher::Config::default())
         .reconcile_all_on(md_changes)
         .run(reconcile, error_policy, ctx)
         .for_each(move |result| {

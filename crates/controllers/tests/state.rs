@@ -110,7 +110,61 @@ async fn cached_objects_carry_no_managed_fields(backend: Backend) {
     assert_eq!(cached.spec, created.spec);
 }
 
+/// Issue 25 item 4: a controller's own store ([`state::controller`], in place of
+/// kube-runtime's `Controller::new`, which keeps whole objects) drops managedFields too, and
+/// its reconciles still come, with the stripped object.
+async fn a_controllers_own_store_carries_no_managed_fields(backend: Backend) {
+    use futures::StreamExt;
+    use kube::runtime::controller::Action;
+    use kube::runtime::reflector::ObjectRef;
+    use kube::runtime::watcher;
+
+    let world = world_on(backend, WorldConfig::default()).await;
+    let created = pod(&world, "tracked", "1").await;
+    assert!(
+        created
+            .metadata
+            .managed_fields
+            .as_ref()
+            .is_some_and(|m| !m.is_empty())
+    );
+    let controller = state::controller(
+        kube::Api::<k8s_openapi::api::core::v1::Pod>::all(world.workload_client()),
+        watcher::Config::default(),
+    );
+    let store = controller.store();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let run = controller
+        .run(
+            move |p: Arc<k8s_openapi::api::core::v1::Pod>, _: Arc<()>| {
+                let tx = tx.clone();
+                async move {
+                    let _ = tx.send(p.metadata.managed_fields.clone());
+                    Ok::<_, kube::Error>(Action::await_change())
+                }
+            },
+            |_, _, _| Action::await_change(),
+            Arc::new(()),
+        )
+        .for_each(|_| async {});
+    let task = tokio::spawn(run);
+    let reconciled = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a reconcile of the pod")
+        .unwrap();
+    assert_eq!(reconciled, None, "the reconciled object has no managedFields");
+    let cached = store
+        .get(&ObjectRef::new("tracked").within("default"))
+        .unwrap();
+    task.abort();
+    assert_eq!(cached.metadata.managed_fields, None);
+    assert_eq!(cached.metadata.uid, created.metadata.uid);
+    assert_eq!(cached.metadata.labels, created.metadata.labels);
+    assert_eq!(cached.spec, created.spec);
+}
+
 world::backend_tests!(
+    a_controllers_own_store_carries_no_managed_fields,
     cached_objects_carry_no_managed_fields,
     the_gate_waits_for_listing_unseen_and_launching_node_claims,
     provisionable_pods_trigger,

@@ -265,6 +265,24 @@ pub fn strip_managed_fields<K: Resource>(obj: &mut K) {
     obj.meta_mut().managed_fields = None;
 }
 
+/// A kube-runtime `Controller` of `K`, as `Controller::new(api, config)` makes it — one watch
+/// of `K` reflected into the controller's own store, each applied object triggering a
+/// reconcile, watch errors handed to the controller's trigger backoff — but with
+/// `metadata.managedFields` stripped before the store keeps an object ([`strip_managed_fields`]).
+/// `Controller::new` keeps whole objects: at a thousand pods the NodeClaim lifecycle's and the
+/// Node termination's stores held 3.8 MiB of managedFields.
+pub fn controller<K>(api: Api<K>, config: watcher::Config) -> kube::runtime::Controller<K>
+where
+    K: Watched,
+{
+    let (reader, writer) = reflector::store();
+    let trigger = watcher(api, config)
+        .modify(strip_managed_fields)
+        .reflect(writer)
+        .applied_objects();
+    kube::runtime::Controller::for_stream(trigger, reader)
+}
+
 /// Whether `nc` is one of ours (its NodeClass is a ClusterAPINodeClass) still launching. A
 /// NodeClaim of another provider's NodeClass never launches here, so it must not hold the
 /// gate (issue 11 item 5: it would stall every provisioning loop).

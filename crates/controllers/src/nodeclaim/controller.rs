@@ -26,7 +26,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -119,7 +119,7 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
             written: super::context::Written::default(),
         });
         let client = self.client;
-        let controller = Controller::new(Api::<NodeClaim>::all(client), watcher::Config::default());
+        let controller = state::controller(Api::<NodeClaim>::all(client), watcher::Config::default());
         let claims = controller.store();
         let mut watch_errors = WatchErrors::new("NodeClaim lifecycle");
         let mut controller = controller.watches_stream(node_events, move |node: Node| {

@@ -32,7 +32,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use scheduling::labels::WellKnownLabels;
 use serde_json::json;
 use state::backoff::WatchBackoff;
@@ -270,7 +270,7 @@ pub async fn run(client: kube::Client, well_known: WellKnownLabels) {
         well_known,
         failures: Mutex::default(),
     });
-    let controller = Controller::new(
+    let controller = state::controller(
         Api::<NodePool>::all(client.clone()),
         watcher::Config::default(),
     );

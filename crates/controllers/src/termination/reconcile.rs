@@ -37,7 +37,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
@@ -92,7 +92,7 @@ impl<P> std::fmt::Debug for Context<P> {
 /// Runs the Node controller until the process ends.
 pub async fn run<P: CloudProvider + 'static>(ctx: Context<P>) {
     let nodes: Api<Node> = Api::all(ctx.client.clone());
-    let mut controller = Controller::new(nodes, watcher::Config::default());
+    let mut controller = state::controller(nodes, watcher::Config::default());
     // A terminating Node waits for its instance to go; a provider that watches its instances
     // says when (the NodeClaim's name, mapped to its Node), so the finalizer goes at once
     // instead of at the next 5 s poll.
