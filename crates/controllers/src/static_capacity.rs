@@ -381,9 +381,9 @@ mod tests {
                 claim("other-provider", "fixed", "karpenter.k8s.aws", Some("d")),
             ],
             pods: vec![
-                pod("guarded", "a", true),
-                pod("free", "a", false),
-                pod("elsewhere", "c", false),
+                pod("guarded", "a", true).into(),
+                pod("free", "a", false).into(),
+                pod("elsewhere", "c", false).into(),
             ],
             ..Snapshot::default()
         };

@@ -119,7 +119,7 @@ fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> anyhow::R
 struct Cluster {
     nodes: Vec<Node>,
     node_claims: Vec<NodeClaim>,
-    pods: Vec<Pod>,
+    pods: Vec<std::sync::Arc<Pod>>,
     pool: NodePool,
     types: Vec<Arc<InstanceType>>,
 }
@@ -211,7 +211,7 @@ fn cluster(nodes: usize, pods_per_node: usize) -> anyhow::Result<Cluster> {
                     json!({"kubernetes.io/arch": "amd64"}),
                 );
             }
-            out.pods.push(object(json!({
+            out.pods.push(std::sync::Arc::new(object(json!({
                 "metadata": {"name": format!("pod-{n}-{p}"), "namespace": "default",
                     "uid": format!("pod-uid-{n}-{p}"), "labels": {"app": app},
                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -219,7 +219,7 @@ fn cluster(nodes: usize, pods_per_node: usize) -> anyhow::Result<Cluster> {
                 "spec": spec,
                 "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
                     "startTime": "2026-01-01T00:00:00Z"}
-            }))?);
+            }))?));
         }
     }
     Ok(out)

@@ -84,7 +84,7 @@ pub struct Dump {
     machine_deployments: Vec<api::MachineDeployment>,
     templates: Vec<serde_json::Value>,
     nodes: Vec<Node>,
-    pods: Vec<Pod>,
+    pods: Vec<std::sync::Arc<Pod>>,
     daemon_sets: Vec<DaemonSet>,
     pdbs: Vec<PodDisruptionBudget>,
     namespaces: Vec<Namespace>,
@@ -312,7 +312,7 @@ impl Dump {
                 self.templates.push(value);
             }
             ("", "Node") => self.nodes.push(typed(&what, &value)?),
-            ("", "Pod") => self.pods.push(typed(&what, &value)?),
+            ("", "Pod") => self.pods.push(std::sync::Arc::new(typed(&what, &value)?)),
             ("", "Namespace") => self.namespaces.push(typed(&what, &value)?),
             ("apps", "DaemonSet") => self.daemon_sets.push(typed(&what, &value)?),
             ("policy", "PodDisruptionBudget") => self.pdbs.push(typed(&what, &value)?),

@@ -90,8 +90,9 @@ pub struct Snapshot {
     pub nodes: Vec<Node>,
     /// NodeClaims.
     pub node_claims: Vec<NodeClaim>,
-    /// Pods.
-    pub pods: Vec<Pod>,
+    /// Pods, shared with the store (a loop reads them; nothing writes them): the biggest
+    /// kind by far, copied once per loop they were most of a loop's memory.
+    pub pods: Vec<Arc<Pod>>,
     /// DaemonSets.
     pub daemon_sets: Vec<DaemonSet>,
     /// Namespaces.
@@ -301,6 +302,20 @@ fn disrupted(node: &Node) -> bool {
         .as_ref()
         .and_then(|s| s.taints.as_ref())
         .is_some_and(|t| t.iter().any(|t| t.key == DISRUPTED))
+}
+
+/// The store's objects themselves (not copies), in [`copies`]' order.
+fn shared<K>(store: &Store<K>) -> Vec<Arc<K>>
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    let mut out = store.state();
+    out.sort_by(|a, b| {
+        (a.meta().namespace.as_deref(), a.meta().name.as_deref())
+            .cmp(&(b.meta().namespace.as_deref(), b.meta().name.as_deref()))
+    });
+    out
 }
 
 fn copies<K>(store: &Store<K>) -> Vec<K>
@@ -523,7 +538,7 @@ impl ClusterState {
         Snapshot {
             nodes,
             node_claims,
-            pods: copies(&self.pods),
+            pods: shared(&self.pods),
             daemon_sets: copies(&self.daemon_sets),
             namespaces: copies(&self.namespaces),
             node_pools: copies(&self.node_pools),

@@ -53,7 +53,7 @@ pub struct NodeCost {
 #[must_use]
 pub fn node_costs(
     nodes: &[Node],
-    pods: &[Pod],
+    pods: &[Arc<Pod>],
     instance_types: &BTreeMap<String, Vec<Arc<InstanceType>>>,
 ) -> Vec<NodeCost> {
     let mut disruption: BTreeMap<&str, f64> = BTreeMap::new();

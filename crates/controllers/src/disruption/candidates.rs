@@ -62,7 +62,7 @@ pub struct Inputs<'a> {
     /// NodeClaims.
     pub node_claims: &'a [NodeClaim],
     /// Pods.
-    pub pods: &'a [Pod],
+    pub pods: &'a [Arc<Pod>],
     /// PodDisruptionBudgets.
     pub pdbs: &'a [PodDisruptionBudget],
     /// NodePools.
@@ -116,8 +116,8 @@ pub struct Candidate {
     /// Whether its price is known. Consolidation replaces only priced nodes, with priced
     /// ones; an unpriced node can still be removed outright.
     pub priced: bool,
-    /// Pods that must find a new home (`namespace/name` and the pod).
-    pub reschedulable: Vec<Pod>,
+    /// Pods that must find a new home (shared with the loop's snapshot, not copies).
+    pub reschedulable: Vec<Arc<Pod>>,
     /// 1 + the positive eviction costs of the reschedulable pods.
     pub disruption_cost: f64,
     /// Consolidatable (spec §5.1).
@@ -221,7 +221,7 @@ fn key(pod: &Pod) -> String {
 }
 
 /// Why the pods on a node keep it (graceful class), if they do.
-fn pod_block(pods: &[&Pod], pdbs: &Pdbs<'_>, now: Timestamp) -> Option<String> {
+fn pod_block(pods: &[&Arc<Pod>], pdbs: &Pdbs<'_>, now: Timestamp) -> Option<String> {
     for pod in pods
         .iter()
         .filter(|p| !is_terminal(p) && !is_terminating(p))
@@ -322,7 +322,7 @@ fn leaving_nodes<'a>(inputs: &Inputs<'a>) -> BTreeSet<&'a str> {
 #[must_use]
 pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blocked>) {
     let pdbs = Pdbs::new(inputs.pdbs);
-    let mut pods_by_node: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+    let mut pods_by_node: BTreeMap<&str, Vec<&Arc<Pod>>> = BTreeMap::new();
     for pod in inputs.pods {
         if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
             pods_by_node.entry(node).or_default().push(pod);
@@ -459,10 +459,10 @@ pub fn candidates(inputs: &Inputs<'_>, class: Class) -> (Vec<Candidate>, Vec<Blo
             .cloned();
         let zone = label(node, TOPOLOGY_ZONE).map(str::to_owned);
         let capacity_type = label(node, CAPACITY_TYPE).map(str::to_owned);
-        let reschedulable: Vec<Pod> = pods
+        let reschedulable: Vec<Arc<Pod>> = pods
             .iter()
             .filter(|p| is_reschedulable(p))
-            .map(|p| (*p).clone())
+            .map(|p| Arc::clone(p))
             .collect();
         let disruption_cost = 1.0
             + reschedulable

@@ -18,6 +18,7 @@
 //! no validation delay).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use api::nodepool::DisruptionReason;
 use scheduling::labels::{NODE_POOL, WellKnownLabels};
@@ -238,7 +239,7 @@ fn without(
     objects: &Objects<'_>,
     gone: &BTreeSet<String>,
     placed: &BTreeMap<String, String>,
-) -> (Vec<Node>, Vec<api::NodeClaim>, Vec<Pod>) {
+) -> (Vec<Node>, Vec<api::NodeClaim>, Vec<Arc<Pod>>) {
     let named = |n: Option<&str>| n.is_some_and(|n| gone.contains(n));
     let nodes = objects
         .cluster
@@ -260,18 +261,18 @@ fn without(
         .iter()
         .filter_map(|p| {
             if !named(p.spec.as_ref().and_then(|s| s.node_name.as_deref())) {
-                return Some(p.clone());
+                return Some(Arc::clone(p));
             }
             if !is_reschedulable(p) {
                 return None;
             }
-            let mut p = p.clone();
+            let mut p = Pod::clone(p);
             let to = p.metadata.uid.as_ref().and_then(|uid| placed.get(uid));
             if let Some(spec) = p.spec.as_mut() {
                 spec.node_name = to.cloned();
             }
             if to.is_some() {
-                return Some(p);
+                return Some(Arc::new(p));
             }
             p.status = Some(k8s_openapi::api::core::v1::PodStatus {
                 phase: Some("Pending".into()),
@@ -283,7 +284,7 @@ fn without(
                 }]),
                 ..Default::default()
             });
-            Some(p)
+            Some(Arc::new(p))
         })
         .collect();
     (nodes, claims, pods)

@@ -60,7 +60,7 @@ fn instance_type_offering(name: &str, cpu: i64, offering: Offering) -> Arc<Insta
 pub struct Fixture {
     pub nodes: Vec<Node>,
     pub node_claims: Vec<NodeClaim>,
-    pub pods: Vec<Pod>,
+    pub pods: Vec<Arc<Pod>>,
     pub pdbs: Vec<PodDisruptionBudget>,
     pub node_pools: Vec<NodePool>,
     pub instance_types: BTreeMap<String, Vec<Arc<InstanceType>>>,
@@ -146,15 +146,15 @@ impl Fixture {
         } else {
             json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]})
         };
-        self.pods.push(from(json!({
+        self.pods.push(Arc::new(from(json!({
             "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
                 "labels": {"app": name},
                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
                     "uid": "rs", "controller": true}]},
             "spec": spec,
             "status": status
-        })));
-        self.pods.last_mut().unwrap()
+        }))));
+        Arc::make_mut(self.pods.last_mut().unwrap())
     }
 
     /// A PDB selecting `app=<app>` with `allowed` disruptions allowed.

@@ -47,7 +47,7 @@ fn do_not_disrupt_on_node_claim_or_pod_blocks_and_names_it() {
         .annotations
         .get_or_insert_with(Default::default)
         .insert(DO_NOT_DISRUPT.into(), "true".into());
-    f.pods[0]
+    Arc::make_mut(&mut f.pods[0])
         .metadata
         .annotations
         .get_or_insert_with(Default::default)
@@ -95,7 +95,7 @@ fn a_pdb_without_allowed_disruptions_blocks_graceful_but_not_eventual_with_a_gra
     assert_eq!(c.len(), 2);
     // A pod that already terminates does not block.
     f.node_claims[0].spec.termination_grace_period = None;
-    f.pods[0].metadata.deletion_timestamp = Some(
+    Arc::make_mut(&mut f.pods[0]).metadata.deletion_timestamp = Some(
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(crate::disruption::testing::now()),
     );
     let (c, _) = f.candidates(Class::Graceful);
@@ -162,7 +162,7 @@ fn a_fresh_node_is_held_for_the_unbound_pods_it_was_created_for() {
     assert!(blocked[0].transient);
 
     let mut bound = f.clone();
-    bound.pods[1].spec.as_mut().unwrap().node_name = Some("n1".into());
+    Arc::make_mut(&mut bound.pods[1]).spec.as_mut().unwrap().node_name = Some("n1".into());
     assert_eq!(
         bound.candidates(Class::Graceful).0.len(),
         2,
@@ -170,7 +170,7 @@ fn a_fresh_node_is_held_for_the_unbound_pods_it_was_created_for() {
     );
 
     let mut deleting = f.clone();
-    deleting.pods[1].metadata.deletion_timestamp =
+    Arc::make_mut(&mut deleting.pods[1]).metadata.deletion_timestamp =
         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
     assert_eq!(
         deleting.candidates(Class::Graceful).0.len(),

@@ -50,7 +50,7 @@ pub struct ClusterObjects<'a> {
     /// NodeClaims.
     pub node_claims: &'a [NodeClaim],
     /// Pods (only the bound ones and the DaemonSet-owned ones are used).
-    pub pods: &'a [core::Pod],
+    pub pods: &'a [Arc<core::Pod>],
     /// DaemonSets.
     pub daemon_sets: &'a [DaemonSet],
     /// Namespaces.
@@ -348,7 +348,7 @@ fn controls(ds: &DaemonSet, owner: &OwnerReference) -> bool {
 }
 
 /// The DaemonSet's representative pod (spec §3.10), `None` when it has no template spec.
-fn daemonset_pod(ds: &DaemonSet, pods: &[core::Pod]) -> Result<Option<Pod>, String> {
+fn daemonset_pod(ds: &DaemonSet, pods: &[Arc<core::Pod>]) -> Result<Option<Pod>, String> {
     let namespace = ds.metadata.namespace.as_deref().unwrap_or("default");
     let name = ds.metadata.name.as_deref().unwrap_or_default();
     let Some(template) = ds.spec.as_ref().map(|s| &s.template) else {
@@ -385,7 +385,7 @@ fn daemonset_pod(ds: &DaemonSet, pods: &[core::Pod]) -> Result<Option<Pod>, Stri
             key(a).cmp(&key(b))
         });
     let mut pod = if let Some(existing) = newest {
-        let mut pod = existing.clone();
+        let mut pod = core::Pod::clone(existing);
         if let Some(spec) = pod.spec.as_mut() {
             spec.node_name = None;
             let affinity = spec.affinity.get_or_insert_with(Default::default);

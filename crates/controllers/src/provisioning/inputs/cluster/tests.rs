@@ -220,7 +220,7 @@ fn bound_non_terminal_pods_and_namespaces_are_read() {
         json!({"metadata": {"name": "x", "labels": {"env": "prod"}}}),
     )];
     let cluster = run(&ClusterObjects {
-        pods: &pods,
+        pods: &pods.iter().cloned().map(Arc::new).collect::<Vec<_>>(),
         namespaces: &namespaces,
         ..ClusterObjects::default()
     });
@@ -275,7 +275,7 @@ fn daemonsets_use_their_newest_pod_with_the_template_affinity() {
         owned("new", "2026-02-01T00:00:00Z", "200m"),
     ];
     let cluster = run(&ClusterObjects {
-        pods: &pods,
+        pods: &pods.map(Arc::new),
         daemon_sets: &[daemon_set()],
         ..ClusterObjects::default()
     });
