@@ -83,6 +83,18 @@ async fn provisionable_pods_trigger(backend: Backend) {
     assert_eq!(trigger, Trigger::Pod(wanted.metadata.uid.unwrap()));
 }
 
+/// The server tracks the pod's fields: it has managedFields to drop.
+fn assert_tracked(pod: &k8s_openapi::api::core::v1::Pod) {
+    assert!(
+        pod.metadata
+            .managed_fields
+            .as_ref()
+            .is_some_and(|m| !m.is_empty()),
+        "the server tracks the pod's fields: {:?}",
+        pod.metadata
+    );
+}
+
 /// Issue 25 item 4: what the caches keep. `metadata.managedFields` (kept by every API server
 /// that tracks server-side apply) is dropped before an object is cached; the rest is kept.
 async fn cached_objects_carry_no_managed_fields(backend: Backend) {
@@ -90,15 +102,7 @@ async fn cached_objects_carry_no_managed_fields(backend: Backend) {
     let state = ClusterState::start(&world.workload_client(), StateConfig::default());
     state.wait_listed(Duration::from_secs(10)).await.unwrap();
     let created = pod(&world, "tracked", "1").await;
-    assert!(
-        created
-            .metadata
-            .managed_fields
-            .as_ref()
-            .is_some_and(|m| !m.is_empty()),
-        "the server tracks the pod's fields: {:?}",
-        created.metadata
-    );
+    assert_tracked(&created);
     let cached = wait_for("the pod in the cache", Duration::from_secs(10), || {
         let pods = state.snapshot().pods;
         async move { pods.into_iter().next() }
@@ -121,13 +125,7 @@ async fn a_controllers_own_store_carries_no_managed_fields(backend: Backend) {
 
     let world = world_on(backend, WorldConfig::default()).await;
     let created = pod(&world, "tracked", "1").await;
-    assert!(
-        created
-            .metadata
-            .managed_fields
-            .as_ref()
-            .is_some_and(|m| !m.is_empty())
-    );
+    assert_tracked(&created);
     let controller = state::controller(
         kube::Api::<k8s_openapi::api::core::v1::Pod>::all(world.workload_client()),
         watcher::Config::default(),
@@ -152,7 +150,10 @@ async fn a_controllers_own_store_carries_no_managed_fields(backend: Backend) {
         .await
         .expect("a reconcile of the pod")
         .unwrap();
-    assert_eq!(reconciled, None, "the reconciled object has no managedFields");
+    assert_eq!(
+        reconciled, None,
+        "the reconciled object has no managedFields"
+    );
     let cached = store
         .get(&ObjectRef::new("tracked").within("default"))
         .unwrap();

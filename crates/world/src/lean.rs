@@ -82,32 +82,28 @@ pub trait LeanKind: Resource<DynamicType = ()> + Sized {
     /// Its `status`.
     type Status: DeserializeOwned;
     /// The object from its parts.
-    fn assemble(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>)
-    -> Self;
+    fn assemble(
+        metadata: ObjectMeta,
+        spec: Option<Self::Spec>,
+        status: Option<Self::Status>,
+    ) -> Self;
 }
 
-impl LeanKind for Pod {
-    type Spec = PodSpec;
-    type Status = PodStatus;
-    fn assemble(metadata: ObjectMeta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Self {
-        Self {
-            metadata,
-            spec,
-            status,
+macro_rules! lean_kind {
+    ($($kind:ty: $spec:ty, $status:ty;)*) => {$(
+        impl LeanKind for $kind {
+            type Spec = $spec;
+            type Status = $status;
+            fn assemble(metadata: ObjectMeta, spec: Option<$spec>, status: Option<$status>) -> Self {
+                Self { metadata, spec, status }
+            }
         }
-    }
+    )*};
 }
 
-impl LeanKind for Node {
-    type Spec = NodeSpec;
-    type Status = NodeStatus;
-    fn assemble(metadata: ObjectMeta, spec: Option<NodeSpec>, status: Option<NodeStatus>) -> Self {
-        Self {
-            metadata,
-            spec,
-            status,
-        }
-    }
+lean_kind! {
+    Pod: PodSpec, PodStatus;
+    Node: NodeSpec, NodeStatus;
 }
 
 #[derive(Deserialize)]
@@ -139,7 +135,8 @@ pub struct LeanValue(pub Value);
 
 impl<'de> Deserialize<'de> for LeanValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ObjectVisitor { top: true }).map(LeanValue)
+        d.deserialize_any(ObjectVisitor { top: true })
+            .map(LeanValue)
     }
 }
 
@@ -154,7 +151,8 @@ struct LeanMeta(Value);
 
 impl<'de> Deserialize<'de> for LeanMeta {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ObjectVisitor { top: false }).map(LeanMeta)
+        d.deserialize_any(ObjectVisitor { top: false })
+            .map(LeanMeta)
     }
 }
 

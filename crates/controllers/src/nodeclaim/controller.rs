@@ -119,7 +119,8 @@ impl<P: CloudProvider + 'static> Lifecycle<P> {
             written: super::context::Written::default(),
         });
         let client = self.client;
-        let controller = state::controller(Api::<NodeClaim>::all(client), watcher::Config::default());
+        let controller =
+            state::controller(Api::<NodeClaim>::all(client), watcher::Config::default());
         let claims = controller.store();
         let mut watch_errors = WatchErrors::new("NodeClaim lifecycle");
         let mut controller = controller.watches_stream(node_events, move |node: Node| {

@@ -296,7 +296,8 @@ impl<P: CloudProvider + 'static> Provisioner<P> {
             .collect();
         // Capacity before eviction: the pods of nodes being deleted need a place too.
         let deleting = inputs::deleting_nodes(&snapshot.nodes, &snapshot.node_claims);
-        let leaving: Vec<&Pod> = inputs::pods_leaving(snapshot.pods.iter().map(AsRef::as_ref), &deleting).collect();
+        let leaving: Vec<&Pod> =
+            inputs::pods_leaving(snapshot.pods.iter().map(AsRef::as_ref), &deleting).collect();
         let buffer_pods = self.state.buffer_pods();
         let mut decision = Decision {
             window_opened: opened,

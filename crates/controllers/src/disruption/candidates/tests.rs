@@ -162,7 +162,11 @@ fn a_fresh_node_is_held_for_the_unbound_pods_it_was_created_for() {
     assert!(blocked[0].transient);
 
     let mut bound = f.clone();
-    Arc::make_mut(&mut bound.pods[1]).spec.as_mut().unwrap().node_name = Some("n1".into());
+    Arc::make_mut(&mut bound.pods[1])
+        .spec
+        .as_mut()
+        .unwrap()
+        .node_name = Some("n1".into());
     assert_eq!(
         bound.candidates(Class::Graceful).0.len(),
         2,
@@ -170,8 +174,9 @@ fn a_fresh_node_is_held_for_the_unbound_pods_it_was_created_for() {
     );
 
     let mut deleting = f.clone();
-    Arc::make_mut(&mut deleting.pods[1]).metadata.deletion_timestamp =
-        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    Arc::make_mut(&mut deleting.pods[1])
+        .metadata
+        .deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
     assert_eq!(
         deleting.candidates(Class::Graceful).0.len(),
         2,

@@ -348,7 +348,11 @@ fn pods_that_fit_nowhere_keep_their_node_but_pending_pods_do_not_block() {
             .starts_with("Can't replace with a cheaper node"),
         "{reasons:?}"
     );
-    std::sync::Arc::make_mut(&mut f.pods[1]).spec.as_mut().unwrap().containers[0]
+    std::sync::Arc::make_mut(&mut f.pods[1])
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
         .resources
         .as_mut()
         .unwrap()
@@ -592,7 +596,11 @@ fn a_balanced_candidate_whose_deletion_could_not_pass_is_not_simulated() {
         .find(|p| p.metadata.name.as_deref() == Some("b-3"))
         .unwrap();
     // Eviction cost 1 + 2^28 / 2^25 = 9: b-half's disruption is 10 of 32.
-    std::sync::Arc::make_mut(heavy).spec.as_mut().unwrap().priority = Some(1 << 28);
+    std::sync::Arc::make_mut(heavy)
+        .spec
+        .as_mut()
+        .unwrap()
+        .priority = Some(1 << 28);
     let (mut c, _) = f.candidates(Class::Graceful);
     c.retain(|c| c.node_pool == "balanced");
     let b = budgets(&f, DisruptionReason::Underutilized);
