@@ -304,7 +304,7 @@ fn disrupted(node: &Node) -> bool {
         .is_some_and(|t| t.iter().any(|t| t.key == DISRUPTED))
 }
 
-/// The store's objects themselves (not copies), in [`copies`]' order.
+/// The store's objects themselves (not copies), by namespace and name.
 fn shared<K>(store: &Store<K>) -> Vec<Arc<K>>
 where
     K: kube::Resource + Clone + 'static,
@@ -323,12 +323,7 @@ where
     K: kube::Resource + Clone + 'static,
     K::DynamicType: std::hash::Hash + Eq + Clone,
 {
-    let mut out: Vec<K> = store.state().iter().map(|o| (**o).clone()).collect();
-    out.sort_by(|a, b| {
-        (a.meta().namespace.as_deref(), a.meta().name.as_deref())
-            .cmp(&(b.meta().namespace.as_deref(), b.meta().name.as_deref()))
-    });
-    out
+    shared(store).into_iter().map(|o| (*o).clone()).collect()
 }
 
 impl ClusterState {
