@@ -3,7 +3,8 @@
 //! Responsibility:
 //! - [`ClusterState::start`] runs one kube-runtime watcher + reflector per kind the core
 //!   controllers read (Nodes, Pods, NodeClaims, NodePools, DaemonSets, Namespaces,
-//!   ClusterAPINodeClasses, PodDisruptionBudgets) and keeps the stores;
+//!   ClusterAPINodeClasses, PodDisruptionBudgets) and keeps the stores, without
+//!   `metadata.managedFields` and, for Pods, without what no controller reads ([`slim`]);
 //! - per node, the last pod event ([`pod_events`]) for `status.lastPodEventTime`;
 //! - [`ClusterState::snapshot`] copies them for one provisioning loop (nodes are copied before
 //!   pods, so a loop undershoots rather than overshoots: spec §3.4 item 1);
@@ -29,6 +30,7 @@ pub mod bookkeeping;
 pub mod buffers;
 pub mod listed;
 pub mod pod_events;
+pub mod slim;
 pub mod watch_errors;
 
 use crate::backoff::WatchBackoff;
@@ -197,6 +199,7 @@ fn spawn_reflector<K>(
     client: &kube::Client,
     tick: Arc<watch::Sender<u64>>,
     on_event: Option<OnEvent<K>>,
+    slim: fn(&mut K),
 ) -> (Store<K>, (String, JoinHandle<()>))
 where
     K: Watched,
@@ -206,7 +209,7 @@ where
     let task = tokio::spawn(async move {
         let stream = watcher(api, watcher::Config::default())
             .retry_backoff()
-            .modify(strip_managed_fields)
+            .modify(slim)
             .reflect(writer);
         let mut stream = std::pin::pin!(stream);
         let mut errors = watch_errors::WatchErrors::new(K::kind(&()));
@@ -254,7 +257,7 @@ pub fn watch_store<K>(
 where
     K: Watched,
 {
-    spawn_reflector(client, tick, None)
+    spawn_reflector(client, tick, None, strip_managed_fields)
 }
 
 /// Drops `metadata.managedFields` before an object is cached, as controller-runtime's
@@ -362,21 +365,30 @@ impl ClusterState {
                 let _ = tx.send(Trigger::Pod(pod.uid().unwrap_or_default()));
             }
         });
-        let (nodes, t) = spawn_reflector(&client.clone(), Arc::clone(&tick), node_trigger);
+        let (nodes, t) = spawn_reflector(
+            &client.clone(),
+            Arc::clone(&tick),
+            node_trigger,
+            strip_managed_fields,
+        );
         tasks.push(t);
-        let (pods, t) = spawn_reflector(client, Arc::clone(&tick), Some(on_pod));
+        let (pods, t) = spawn_reflector(client, Arc::clone(&tick), Some(on_pod), slim::pod);
         tasks.push(t);
-        let (node_claims, t) = spawn_reflector(client, Arc::clone(&tick), None);
+        let (node_claims, t) =
+            spawn_reflector(client, Arc::clone(&tick), None, strip_managed_fields);
         tasks.push(t);
-        let (node_pools, t) = spawn_reflector(client, Arc::clone(&tick), None);
+        let (node_pools, t) =
+            spawn_reflector(client, Arc::clone(&tick), None, strip_managed_fields);
         tasks.push(t);
-        let (daemon_sets, t) = spawn_reflector(client, Arc::clone(&tick), None);
+        let (daemon_sets, t) =
+            spawn_reflector(client, Arc::clone(&tick), None, strip_managed_fields);
         tasks.push(t);
-        let (namespaces, t) = spawn_reflector(client, Arc::clone(&tick), None);
+        let (namespaces, t) =
+            spawn_reflector(client, Arc::clone(&tick), None, strip_managed_fields);
         tasks.push(t);
-        let (pdbs, t) = spawn_reflector(client, Arc::clone(&tick), None);
+        let (pdbs, t) = spawn_reflector(client, Arc::clone(&tick), None, strip_managed_fields);
         tasks.push(t);
-        let (node_classes, t) = spawn_reflector(client, tick, None);
+        let (node_classes, t) = spawn_reflector(client, tick, None, strip_managed_fields);
         tasks.push(t);
         let listed = vec![
             listed::listed(&nodes),
