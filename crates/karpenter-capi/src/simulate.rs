@@ -13,10 +13,9 @@ use std::time::Duration;
 use anyhow::Context;
 use api::NodeClaim;
 use api::common::Conditions;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::ResourceExt;
 use kube::api::{Api, ListParams};
-use kube::{Resource, ResourceExt};
 use scheduling::quantity::Quantity;
 use serde::Serialize;
 use tokio::time::Instant;
@@ -27,9 +26,12 @@ use controllers::disruption::methods::{self, Method};
 use crate::connect::client_from_kubeconfig;
 
 mod groups;
+mod pods;
 mod render;
 mod settle;
 mod steps;
+
+use pods::pod_counts;
 
 use crate::operator::{Operator, OperatorConfig};
 use crate::scenario::{self, Scenario, Step};
@@ -377,119 +379,6 @@ async fn timeline(
     summary
 }
 
-/// (replicas wanted over all Deployments, Running pods, non-terminating pods) — DaemonSet
-/// pods excluded.
-async fn pod_counts(workload: &kube::Client) -> anyhow::Result<(usize, usize, usize)> {
-    let deployments: Api<Deployment> = Api::all(workload.clone());
-    let want: i64 = deployments
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .map(|d| i64::from(d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)))
-        .sum();
-    // Page by page: this runs every 250 ms in the process whose peak RSS `bench e2e`
-    // reports as the controller's, and one list of every pod held at once was a third of it.
-    // A continue token outlives only so much history (410 Expired, on `sim` after 1,000 pod
-    // events, on kube-apiserver after a compaction): start again, and after a few such
-    // restarts under heavy churn list everything at once.
-    let (running, total) = restarting(|page| count_pods(workload, page)).await?;
-    Ok((usize::try_from(want).unwrap_or(0), running, total))
-}
-
-/// Runs `list` with pages of [`POD_PAGE`]; after each 410 (its continue token expired) again,
-/// and after [`EXPIRED_RESTARTS`] of them once more unpaged (`0`).
-async fn restarting<T, F>(mut list: impl FnMut(u32) -> F) -> Result<T, kube::Error>
-where
-    F: std::future::Future<Output = Result<T, kube::Error>>,
-{
-    let mut restarts = 0;
-    loop {
-        let page = if restarts < EXPIRED_RESTARTS {
-            POD_PAGE
-        } else {
-            0
-        };
-        match list(page).await {
-            Err(kube::Error::Api(e)) if e.code == 410 && page > 0 => restarts += 1,
-            result => return result,
-        }
-    }
-}
-
-/// The fields of a pod [`count_pods`] reads. Decoding only these (the rest of each pod is
-/// skipped, not built) keeps the polling cheap in the process whose CPU time and memory
-/// `bench e2e` reports as the controller's.
-#[derive(Clone, Debug, serde::Deserialize)]
-struct PodPhase {
-    #[serde(default)]
-    metadata: PodPhaseMeta,
-    #[serde(default)]
-    status: PodPhaseStatus,
-}
-
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PodPhaseMeta {
-    #[serde(default)]
-    deletion_timestamp: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    owner_references: Vec<OwnerKind>,
-}
-
-#[derive(Clone, Debug, serde::Deserialize)]
-struct OwnerKind {
-    kind: String,
-}
-
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-struct PodPhaseStatus {
-    phase: Option<String>,
-}
-
-impl PodPhase {
-    /// As [`workload_pod`]: not terminating and not a DaemonSet's.
-    fn counted(&self) -> bool {
-        self.metadata.deletion_timestamp.is_none()
-            && !self
-                .metadata
-                .owner_references
-                .iter()
-                .any(|o| o.kind == "DaemonSet")
-    }
-}
-
-/// (Running, all) workload pods, listed `page` at a time (0: all at once).
-async fn count_pods(workload: &kube::Client, page: u32) -> Result<(usize, usize), kube::Error> {
-    let (mut running, mut total) = (0, 0);
-    let mut params = match page {
-        0 => ListParams::default(),
-        n => ListParams::default().limit(n),
-    };
-    let pods = kube::core::Request::new(Pod::url_path(&(), None));
-    loop {
-        let request = pods.list(&params).map_err(kube::Error::BuildRequest)?;
-        let page: kube::core::ObjectList<PodPhase> = workload.request(request).await?;
-        for p in page.items.iter().filter(|p| p.counted()) {
-            total += 1;
-            if p.status.phase.as_deref() == Some("Running") {
-                running += 1;
-            }
-        }
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => break,
-        }
-    }
-    Ok((running, total))
-}
-
-/// How often [`pod_counts`] starts a paged list again after its continue token expired.
-const EXPIRED_RESTARTS: u32 = 3;
-
-/// Pods per page when [`pod_counts`] lists them.
-const POD_PAGE: u32 = 100;
-
 /// Not terminating and not a DaemonSet's.
 fn workload_pod(p: &Pod) -> bool {
     p.metadata.deletion_timestamp.is_none()
@@ -661,54 +550,4 @@ async fn summarize(
         decisions,
         steps,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use std::cell::RefCell;
-
-    use super::*;
-
-    fn status(code: u16) -> kube::Error {
-        kube::Error::Api(Box::new(
-            serde_json::from_value(serde_json::json!({
-                "status": "Failure", "code": code, "message": "m", "reason": "Expired"}))
-            .unwrap(),
-        ))
-    }
-
-    /// Runs `restarting` over answers that fail with `codes` first, then succeed; returns the
-    /// result and the page sizes asked for.
-    fn run(codes: &[u16]) -> (Result<u32, u16>, Vec<u32>) {
-        let asked = RefCell::new(Vec::new());
-        let result = futures::executor::block_on(restarting(|page| {
-            let n = asked.borrow().len();
-            asked.borrow_mut().push(page);
-            let answer = codes.get(n).map_or(Ok(page), |c| Err(status(*c)));
-            async move { answer }
-        }));
-        let result = result.map_err(|e| match e {
-            kube::Error::Api(s) => s.code,
-            _ => 0,
-        });
-        (result, asked.into_inner())
-    }
-
-    #[test]
-    fn an_expired_continue_token_starts_the_list_again_then_lists_unpaged() {
-        assert_eq!(run(&[]), (Ok(POD_PAGE), vec![POD_PAGE]));
-        assert_eq!(run(&[410]), (Ok(POD_PAGE), vec![POD_PAGE, POD_PAGE]));
-        assert_eq!(
-            run(&[410, 410, 410]),
-            (Ok(0), vec![POD_PAGE, POD_PAGE, POD_PAGE, 0])
-        );
-        // The unpaged list has no token to expire: its error is the answer.
-        assert_eq!(
-            run(&[410, 410, 410, 410]),
-            (Err(410), vec![POD_PAGE, POD_PAGE, POD_PAGE, 0])
-        );
-        // Any other error is the answer at once.
-        assert_eq!(run(&[500]), (Err(500), vec![POD_PAGE]));
-    }
 }

@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::time::Instant;
 use world::objects::machines;
 
-use super::{StepSummary, nodes_and_cost, pod_counts, settle};
+use super::{StepSummary, nodes_and_cost, pods, settle};
 use crate::operator::Operator;
 use crate::scenario::Step;
 
@@ -51,19 +51,7 @@ pub(super) async fn run_steps(
             }
             Step::WaitForPods { timeout } => {
                 let timeout = api::common::parse_duration(timeout)?;
-                let deadline = Instant::now() + timeout;
-                loop {
-                    let (want, running, total) = pod_counts(workload).await?;
-                    if running == want && total == want {
-                        break;
-                    }
-                    if Instant::now() >= deadline {
-                        bail!(
-                            "step `{step}`: after {timeout:?}, {running} of {want} pods are Running"
-                        );
-                    }
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                }
+                pods::wait_all_running(workload, timeout, &step.to_string()).await?;
             }
             Step::WaitForConsolidation { timeout } => {
                 let timeout = api::common::parse_duration(timeout)?;
