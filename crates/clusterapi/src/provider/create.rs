@@ -241,6 +241,7 @@ impl ClusterApiProvider {
                 .map_err(|e| CloudProviderError::Transient(e.to_string()))?;
         }
         let mut reasons = Vec::new();
+        let mut reserved = None;
         for choice in compatible_offerings(&its, &requirements, &requests, &self.well_known) {
             let Some(entry) = catalogue.entries().get(choice.instance_type) else {
                 continue;
@@ -249,48 +250,54 @@ impl ClusterApiProvider {
                 continue;
             };
             let md = origin.machine_deployment.clone();
-            let baseline = match self.reserve(&md, &cluster).await? {
-                Scaled::AtMaxSize(why) => {
-                    reasons.push(why);
-                    continue;
-                }
-                Scaled::Reserved(baseline) => baseline,
-            };
-            // Held across the claim; a create dropped while it waits (shutdown, a cancelled
-            // caller) gives its reservation back too, so the replica is not taken as wanted.
-            let reservation = Reservation {
-                provider: self,
-                md: &md,
-            };
-            let claimed = self.claim(&md, &baseline, &name, &uid, &cluster).await;
-            drop(reservation);
-            if let Err(CloudProviderError::InsufficientCapacity(why)) = &claimed
-                && !self.failed_machine_of(&md, &baseline)
-            {
-                // No Machine came for the replica we raised: let it go now (unless a rollout
-                // or another create needs it), so it cannot bring an unclaimed Machine later.
-                match self.release_unborn(&md, 1).await {
-                    Ok((lowered, _)) => {
-                        tracing::info!(machine_deployment = %md, lowered, reason = %why,
-                        "the launch could not complete; released the replica raised for it")
-                    }
-                    Err(e) => tracing::warn!(machine_deployment = %md, error = %e,
-                        "the launch could not complete; its replica is left to garbage collection"),
+            match self.reserve(&md, &cluster).await? {
+                Scaled::AtMaxSize(why) => reasons.push(why),
+                Scaled::Reserved(baseline) => {
+                    reserved = Some((md, baseline, entry.clone(), origin.clone()));
+                    break;
                 }
             }
-            let machine = claimed?;
-            // The binding annotation ([`MACHINE`]) reaches the NodeClaim with the lifecycle's
-            // launch write (one write, not two); until then, and after a restart, the claim on
-            // the Machine (the NodeClaim's UID) finds it.
-            return Ok(launch_of(&machine, Some((entry, origin))));
         }
-        Err(CloudProviderError::InsufficientCapacity(
-            if reasons.is_empty() {
-                format!("no available offering satisfies NodeClaim {name}")
-            } else {
-                reasons.join("; ")
-            },
-        ))
+        // Only the chosen entry is held across the claim, which waits for Cluster API to
+        // create the Machine: with a hundred launches in flight, a whole catalogue each was
+        // over a megabyte.
+        drop((its, catalogue));
+        let Some((md, baseline, entry, origin)) = reserved else {
+            return Err(CloudProviderError::InsufficientCapacity(
+                if reasons.is_empty() {
+                    format!("no available offering satisfies NodeClaim {name}")
+                } else {
+                    reasons.join("; ")
+                },
+            ));
+        };
+        // Held across the claim; a create dropped while it waits (shutdown, a cancelled
+        // caller) gives its reservation back too, so the replica is not taken as wanted.
+        let reservation = Reservation {
+            provider: self,
+            md: &md,
+        };
+        let claimed = self.claim(&md, &baseline, &name, &uid, &cluster).await;
+        drop(reservation);
+        if let Err(CloudProviderError::InsufficientCapacity(why)) = &claimed
+            && !self.failed_machine_of(&md, &baseline)
+        {
+            // No Machine came for the replica we raised: let it go now (unless a rollout
+            // or another create needs it), so it cannot bring an unclaimed Machine later.
+            match self.release_unborn(&md, 1).await {
+                Ok((lowered, _)) => {
+                    tracing::info!(machine_deployment = %md, lowered, reason = %why,
+                    "the launch could not complete; released the replica raised for it")
+                }
+                Err(e) => tracing::warn!(machine_deployment = %md, error = %e,
+                    "the launch could not complete; its replica is left to garbage collection"),
+            }
+        }
+        let machine = claimed?;
+        // The binding annotation ([`MACHINE`]) reaches the NodeClaim with the lifecycle's
+        // launch write (one write, not two); until then, and after a restart, the claim on
+        // the Machine (the NodeClaim's UID) finds it.
+        Ok(launch_of(&machine, Some((&entry, &origin))))
     }
 }
 
