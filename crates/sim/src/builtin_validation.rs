@@ -24,7 +24,12 @@ use serde_json::Value;
 
 use crate::registry::ResourceDef;
 
+/// Whether `obj` decodes as `T`. The path of a failure is found by decoding again with
+/// `serde_path_to_error`, whose per-field tracking would cost every valid write.
 fn decodes<T: DeserializeOwned>(obj: &Value) -> Result<(), String> {
+    if T::deserialize(obj).is_ok() {
+        return Ok(());
+    }
     serde_path_to_error::deserialize::<_, T>(obj)
         .map(|_| ())
         .map_err(|e| format!("{}: Invalid value: {}", e.path(), e.inner()))

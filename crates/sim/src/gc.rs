@@ -49,11 +49,11 @@ fn blocks(dependent: &Value, owner_uid: &str) -> bool {
 
 impl State {
     /// The resource type whose objects are stored under `key`.
-    pub fn def_for_store(&self, key: &StoreKey) -> Option<ResourceDef> {
+    pub fn def_for_store(&self, key: &StoreKey) -> Option<std::sync::Arc<ResourceDef>> {
         self.registry
-            .iter()
+            .iter_shared()
             .find(|d| &d.store == key && d.group == key.group)
-            .or_else(|| self.registry.iter().find(|d| &d.store == key))
+            .or_else(|| self.registry.iter_shared().find(|d| &d.store == key))
             .cloned()
     }
 

@@ -419,7 +419,7 @@ fn watch_response(
     sim: &Sim,
     ep: &Endpoint,
     list: ListOptions,
-    as_table: Option<(crate::registry::ResourceDef, table::Include)>,
+    as_table: Option<(std::sync::Arc<crate::registry::ResourceDef>, table::Include)>,
     faults: &Decision,
 ) -> ApiResult<Response> {
     let stream = if faults.gone {

@@ -57,13 +57,15 @@ pub fn generation(obj: &Value) -> i64 {
         .unwrap_or(0)
 }
 
-/// `metadata.labels` as pairs.
-pub fn labels(obj: &Value) -> Map<String, Value> {
+/// `metadata.labels`, borrowed (an empty map when absent).
+pub fn labels(obj: &Value) -> std::borrow::Cow<'_, Map<String, Value>> {
     obj.get("metadata")
         .and_then(|m| m.get("labels"))
         .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
+        .map_or_else(
+            || std::borrow::Cow::Owned(Map::new()),
+            std::borrow::Cow::Borrowed,
+        )
 }
 
 /// The `metadata` map, created if missing (or replacing a non-object).

@@ -249,8 +249,9 @@ pub fn version_priority(v: &str) -> (u8, i64, u8, i64, String) {
 /// All served resource types.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
-    /// By `(group, plural)`.
-    defs: BTreeMap<GroupResource, ResourceDef>,
+    /// By `(group, plural)`. Shared: a request holds its type's definition (with a custom
+    /// resource's schemas) without copying it; a change replaces it (copy on write).
+    defs: BTreeMap<GroupResource, Arc<ResourceDef>>,
 }
 
 impl Registry {
@@ -265,16 +266,16 @@ impl Registry {
 
     /// Add or replace a resource type.
     pub fn insert(&mut self, def: ResourceDef) {
-        self.defs.insert(def.group_resource(), def);
+        self.defs.insert(def.group_resource(), Arc::new(def));
     }
 
     /// Remove a resource type.
-    pub fn remove(&mut self, gr: &GroupResource) -> Option<ResourceDef> {
+    pub fn remove(&mut self, gr: &GroupResource) -> Option<Arc<ResourceDef>> {
         self.defs.remove(gr)
     }
 
     /// The resource type served at `group/version/plural`.
-    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceDef> {
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceDef>> {
         self.defs
             .get(&GroupResource::new(group, plural))
             .filter(|d| d.versions.iter().any(|v| v == version))
@@ -282,17 +283,22 @@ impl Registry {
 
     /// A resource type by group and plural, whatever the version.
     pub fn get(&self, gr: &GroupResource) -> Option<&ResourceDef> {
-        self.defs.get(gr)
+        self.defs.get(gr).map(Arc::as_ref)
     }
 
     /// Every resource type.
     pub fn iter(&self) -> impl Iterator<Item = &ResourceDef> {
+        self.defs.values().map(Arc::as_ref)
+    }
+
+    /// Every resource type, shared.
+    pub fn iter_shared(&self) -> impl Iterator<Item = &Arc<ResourceDef>> {
         self.defs.values()
     }
 
     /// Every resource type, to change.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut ResourceDef> {
-        self.defs.values_mut()
+        self.defs.values_mut().map(Arc::make_mut)
     }
 
     /// Groups with their served versions, preferred first; the core group is not included.
@@ -320,6 +326,7 @@ impl Registry {
         self.defs
             .values()
             .filter(|d| d.group == group && d.versions.iter().any(|v| v == version))
+            .map(Arc::as_ref)
             .collect()
     }
 }

@@ -186,7 +186,10 @@ impl Sim {
     }
 
     /// The resource type an endpoint serves, or 404.
-    pub fn resource_def(&self, ep: &Endpoint) -> ApiResult<crate::registry::ResourceDef> {
+    pub fn resource_def(
+        &self,
+        ep: &Endpoint,
+    ) -> ApiResult<std::sync::Arc<crate::registry::ResourceDef>> {
         self.lock().resolve(ep)
     }
 

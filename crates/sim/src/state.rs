@@ -112,7 +112,7 @@ impl ListItem {
 /// every LIST and watch that serves that version of it.
 #[derive(Debug)]
 pub struct ListPage {
-    def: ResourceDef,
+    def: Arc<ResourceDef>,
     version: String,
     /// `kind`, `apiVersion` and `metadata` of the list.
     head: Value,
@@ -184,7 +184,7 @@ impl State {
     }
 
     /// The resource type an endpoint serves.
-    pub fn resolve(&self, ep: &Endpoint) -> ApiResult<ResourceDef> {
+    pub fn resolve(&self, ep: &Endpoint) -> ApiResult<Arc<ResourceDef>> {
         let def = self
             .registry
             .find(&ep.group, &ep.version, &ep.plural)
@@ -192,7 +192,7 @@ impl State {
         if !def.namespaced && ep.namespace.is_some() {
             return Err(ApiError::NoRoute);
         }
-        Ok(def.clone())
+        Ok(Arc::clone(def))
     }
 
     /// The stored object, or 404.

@@ -20,7 +20,11 @@ use crate::semantics::{WriteMode, check_resource_version, prepare_update};
 use crate::state::{Endpoint, State};
 
 impl State {
-    fn scaled(&self, ep: &Endpoint, name: &str) -> ApiResult<(ResourceDef, ScalePaths, Value)> {
+    fn scaled(
+        &self,
+        ep: &Endpoint,
+        name: &str,
+    ) -> ApiResult<(std::sync::Arc<ResourceDef>, ScalePaths, Value)> {
         let def = self.resolve(ep)?;
         let paths = def.scale.clone().ok_or(ApiError::NoRoute)?;
         let old = self.stored(&def, ep.namespace.as_deref().unwrap_or_default(), name)?;

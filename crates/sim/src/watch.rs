@@ -36,7 +36,7 @@ use crate::store::{EventType, StoredEvent};
 /// A running watch: call [`WatchStream::next`] for each event.
 #[derive(Debug)]
 pub struct WatchStream {
-    def: ResourceDef,
+    def: std::sync::Arc<ResourceDef>,
     version: String,
     namespace: Option<String>,
     opts: ListOptions,
@@ -147,7 +147,7 @@ impl State {
         );
         bookmarks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stream = WatchStream {
-            def: def.clone(),
+            def: Arc::clone(&def),
             version: ep.version.clone(),
             namespace: ep.namespace.clone(),
             deadline: opts.timeout.map(|t| Instant::now() + t),
@@ -476,7 +476,7 @@ mod tests {
         let mut st = State::new(10);
         let mut slow = watch(&mut st, ListOptions::default(), &signals);
         let mut fast = watch(&mut st, ListOptions::default(), &signals);
-        let key = st.resolve(&pods()).unwrap().store;
+        let key = st.resolve(&pods()).unwrap().store.clone();
         // More than the 4096 events a fixed live channel used to hold (written to the store
         // directly: this is about fan-out, not about creates).
         for i in 0..5000 {
