@@ -17,11 +17,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::Api;
 use kube::runtime::{WatchStreamExt, watcher};
-use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::WorldError;
+use crate::touch::Touch;
 
 /// What a pass returns: when it wants to run again at the latest (something falls due), or an
 /// error (the pass is retried soon).
@@ -106,27 +106,28 @@ pub async fn drive<R: Reconciler>(
     }
 }
 
-/// Watch a resource and wake `wake` on every event.
-pub fn watch<K>(api: Api<K>, wake: Arc<Notify>) -> JoinHandle<()>
+/// Watch a resource and wake `wake` on every event. Objects are decoded as [`Touch`]es only
+/// (their identity and version): the passes read what they need themselves.
+pub fn watch<K>(api: Api<Touch<K>>, wake: Arc<Notify>) -> JoinHandle<()>
 where
-    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K: kube::Resource + Send + 'static,
 {
     watch_for_all(api, vec![wake])
 }
 
 /// Watch a resource once for several controllers: wake each of `wakes` on every event (one
 /// watch and one decode per event, however many controllers want it).
-pub fn watch_for_all<K>(api: Api<K>, wakes: Vec<Arc<Notify>>) -> JoinHandle<()>
+pub fn watch_for_all<K>(api: Api<Touch<K>>, wakes: Vec<Arc<Notify>>) -> JoinHandle<()>
 where
-    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K: kube::Resource + Send + 'static,
 {
     tokio::spawn(run_watch(api, wakes))
 }
 
 /// What [`watch_for_all`] spawns: watch until the task is aborted.
-pub async fn run_watch<K>(api: Api<K>, wakes: Vec<Arc<Notify>>)
+pub async fn run_watch<K>(api: Api<Touch<K>>, wakes: Vec<Arc<Notify>>)
 where
-    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K: kube::Resource + Send + 'static,
 {
     let mut events = watcher(api, watcher::Config::default())
         .default_backoff()

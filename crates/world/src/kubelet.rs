@@ -41,6 +41,7 @@ use crate::WorldError;
 use crate::config::KubeletConfig;
 use crate::driver::{PassResult, Reconciler};
 use crate::objects::{code, concurrently, condition, ignore_not_found, new_condition};
+use crate::touch::Touch;
 
 /// kubelet-lite.
 pub struct Kubelet {
@@ -318,7 +319,8 @@ impl Kubelet {
             map.insert("hostIPs".into(), json!([{"ip": host_ip}]));
         }
         let patch = json!({ "status": status });
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        // The answer is not read: decode only its identity.
+        let api: Api<Touch<Pod>> = Api::namespaced(self.client.clone(), ns);
         ignore_not_found(
             api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await,

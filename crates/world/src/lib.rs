@@ -30,6 +30,7 @@ pub mod replicasets;
 pub mod scheduler;
 pub mod serve;
 pub mod topology;
+pub mod touch;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -120,8 +121,14 @@ pub fn start_controllers(
         tasks.start(r, config.workloads.resync, health, |wake| {
             pod_wakes.push(Arc::clone(wake));
             vec![
-                driver::watch(Api::<Deployment>::all(workload.clone()), wake.clone()),
-                driver::watch(Api::<ReplicaSet>::all(workload.clone()), wake.clone()),
+                driver::watch(
+                    Api::<touch::Touch<Deployment>>::all(workload.clone()),
+                    wake.clone(),
+                ),
+                driver::watch(
+                    Api::<touch::Touch<ReplicaSet>>::all(workload.clone()),
+                    wake.clone(),
+                ),
             ]
         });
     }
@@ -131,17 +138,19 @@ pub fn start_controllers(
             pod_wakes.push(Arc::clone(wake));
             node_wakes.push(Arc::clone(wake));
             vec![driver::watch(
-                Api::<DaemonSet>::all(workload.clone()),
+                Api::<touch::Touch<DaemonSet>>::all(workload.clone()),
                 wake.clone(),
             )]
         });
     }
     if !pod_wakes.is_empty() {
-        let watch = driver::watch_for_all(Api::<Pod>::all(workload.clone()), pod_wakes);
+        let watch =
+            driver::watch_for_all(Api::<touch::Touch<Pod>>::all(workload.clone()), pod_wakes);
         tasks.0.push(watch);
     }
     if !node_wakes.is_empty() {
-        let watch = driver::watch_for_all(Api::<Node>::all(workload.clone()), node_wakes);
+        let watch =
+            driver::watch_for_all(Api::<touch::Touch<Node>>::all(workload.clone()), node_wakes);
         tasks.0.push(watch);
     }
     c

@@ -34,6 +34,7 @@ use crate::config::SchedulerConfig;
 use crate::driver::{PassResult, Reconciler};
 use crate::fit::{self, NodeInfo};
 use crate::objects::{code, concurrently, condition, new_condition};
+use crate::touch::Touch;
 
 /// kube-scheduler-lite.
 pub struct Scheduler {
@@ -281,7 +282,8 @@ impl Scheduler {
         message: &str,
     ) -> Result<(), WorldError> {
         let (ns, name) = (pod.namespace.as_str(), pod.name.as_str());
-        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+        // The answer is not read: decode only its identity.
+        let api: Api<Touch<Pod>> = Api::namespaced(client.clone(), ns);
         let patch = json!({"status": {"conditions": conditions}});
         match api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))

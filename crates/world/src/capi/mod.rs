@@ -32,6 +32,7 @@ use tokio::task::JoinHandle;
 
 use super::config::CapiConfig;
 use super::driver::{Health, Tasks, run_watch, watch};
+use crate::touch::Touch;
 use client::Capi;
 use sim::convert::capi::CapiKind;
 
@@ -48,7 +49,7 @@ fn watch_capi(capi: &Arc<Capi>, kind: CapiKind, wakes: Vec<Arc<Notify>>) -> Join
                 }
             }
         };
-        let api: Api<DynamicObject> = Api::all_with(capi.client().clone(), &resource);
+        let api: Api<Touch<DynamicObject>> = Api::all_with(capi.client().clone(), &resource);
         run_watch(api, wakes).await;
     })
 }
@@ -62,7 +63,7 @@ pub fn start(
     config: &CapiConfig,
 ) {
     let capi = Arc::new(Capi::new(management.clone()));
-    let nodes: Api<Node> = Api::all(workload.clone());
+    let nodes: Api<Touch<Node>> = Api::all(workload.clone());
     if !config.core {
         start_infrastructure(tasks, health, &capi, nodes, workload, config);
         return;
@@ -117,7 +118,10 @@ pub fn start(
             vec![Arc::clone(&pools), Arc::clone(&machines)],
         ),
         watch(
-            Api::<DynamicObject>::all_with(capi.client().clone(), &pools::docker_machine_pools()),
+            Api::<Touch<DynamicObject>>::all_with(
+                capi.client().clone(),
+                &pools::docker_machine_pools(),
+            ),
             pools,
         ),
         crate::driver::watch_for_all(nodes, vec![machines, health_checks]),
@@ -129,7 +133,7 @@ fn start_infrastructure(
     tasks: &mut Tasks,
     health: &Health,
     capi: &Arc<Capi>,
-    nodes: Api<Node>,
+    nodes: Api<Touch<Node>>,
     workload: &kube::Client,
     config: &CapiConfig,
 ) {
@@ -143,7 +147,7 @@ fn start_infrastructure(
         infrastructure::SIM_CLUSTER,
         infrastructure::SIM_CONTROL_PLANE,
     ] {
-        let api: Api<DynamicObject> = Api::all_with(capi.client().clone(), &kind.resource());
+        let api: Api<Touch<DynamicObject>> = Api::all_with(capi.client().clone(), &kind.resource());
         tasks.0.push(watch(api, Arc::clone(&infra)));
     }
     tasks.0.extend([
