@@ -14,6 +14,8 @@ pub mod capi;
 #[cfg(test)]
 mod capi_tests;
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use crate::object::as_map;
@@ -72,6 +74,35 @@ pub fn to_served(def: &ResourceDef, version: &str, mut obj: Value) -> Value {
     obj
 }
 
+/// `obj` as served at `version`, borrowed when it already is: no conversion, and the
+/// `apiVersion` and `kind` [`to_served`] would set are the ones it has (the same value, without
+/// a copy).
+pub fn served<'a>(def: &ResourceDef, version: &str, obj: &'a Value) -> Cow<'a, Value> {
+    let text = |f: &str| obj.get(f).and_then(Value::as_str);
+    let as_served = matches!(def.conversion, Conversion::None)
+        && text("kind") == Some(def.kind.as_str())
+        && text("apiVersion").is_some_and(|v| {
+            if def.group.is_empty() {
+                v == version
+            } else {
+                v.strip_prefix(def.group.as_str())
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    == Some(version)
+            }
+        });
+    if as_served {
+        Cow::Borrowed(obj)
+    } else {
+        Cow::Owned(to_served(def, version, obj.clone()))
+    }
+}
+
+/// `obj`'s JSON as served at `version` (converted first only if it must be).
+pub fn encode_served(def: &ResourceDef, version: &str, obj: &Value) -> Vec<u8> {
+    // Encoding a `Value` into memory cannot fail (its keys are strings).
+    serde_json::to_vec(&*served(def, version, obj)).unwrap_or_default()
+}
+
 /// A request body (already in `def`'s served form) as stored.
 pub fn to_stored(def: &ResourceDef, mut obj: Value) -> Value {
     match &def.conversion {
@@ -113,5 +144,51 @@ mod tests {
         let back = to_stored(v1, served);
         assert_eq!(back["involvedObject"]["name"], "p");
         assert_eq!(back["message"], "hi");
+    }
+
+    #[test]
+    fn an_object_already_in_its_served_form_is_borrowed_and_encoded_the_same() {
+        let reg = Registry::with_builtins();
+        let pods = reg.get(&GroupResource::new("", "pods")).unwrap();
+        let deployments = reg.get(&GroupResource::new("apps", "deployments")).unwrap();
+        let events = reg
+            .get(&GroupResource::new("events.k8s.io", "events"))
+            .unwrap();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+        let deployment =
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}});
+        let event = json!({"apiVersion": "v1", "kind": "Event", "message": "hi"});
+        let cases = [
+            (pods, "v1", &pod, true),
+            (deployments, "v1", &deployment, true),
+            // Another version, a wrong kind, a missing apiVersion, a converted type: copied
+            // and converted, exactly as `to_served` does.
+            (pods, "v2", &pod, false),
+            (
+                deployments,
+                "v1",
+                &json!({"apiVersion": "apps/v1", "kind": "Pod"}),
+                false,
+            ),
+            (pods, "v1", &json!({"kind": "Pod"}), false),
+            (
+                deployments,
+                "v1",
+                &json!({"apiVersion": "appsx/v1", "kind": "Deployment"}),
+                false,
+            ),
+            (events, "v1", &event, false),
+        ];
+        for (def, version, obj, borrowed) in cases {
+            let got = served(def, version, obj);
+            assert_eq!(matches!(got, Cow::Borrowed(_)), borrowed, "{obj}");
+            let expected = to_served(def, version, obj.clone());
+            assert_eq!(*got, expected, "{obj}");
+            assert_eq!(
+                encode_served(def, version, obj),
+                expected.to_string().into_bytes(),
+                "{obj}"
+            );
+        }
     }
 }

@@ -21,6 +21,7 @@ use crate::options::WriteOptions;
 use crate::pdb;
 use crate::registry::{ResourceDef, Special};
 use crate::state::{Endpoint, State};
+use crate::store::Stored;
 
 fn pdb_key() -> GroupResource {
     GroupResource::new("policy", "poddisruptionbudgets")
@@ -111,7 +112,8 @@ impl State {
             );
             let disrupted = object::as_map(st.entry("disruptedPods").or_insert(json!({})));
             disrupted.insert(name.to_owned(), json!(object::now_rfc3339()));
-            self.store.put(&pdb_key(), updated, Some(budget));
+            self.store
+                .put(&pdb_key(), updated, Some(Stored::new(budget)));
         }
         self.evict_now(&def, ep, name, &delete_options, opts)
     }
@@ -191,7 +193,8 @@ impl State {
             if !unchanged {
                 let mut updated = budget.clone();
                 object::as_map(&mut updated).insert("status".into(), status);
-                self.store.put(&pdb_key(), updated, Some(budget));
+                self.store
+                    .put(&pdb_key(), updated, Some(Stored::new(budget)));
             }
         }
     }

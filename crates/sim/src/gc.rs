@@ -29,7 +29,7 @@ use crate::object;
 use crate::options::WriteOptions;
 use crate::registry::{ResourceDef, StoreKey};
 use crate::state::State;
-use crate::store::Location;
+use crate::store::{Location, Stored};
 
 /// Whether an owner is waiting for its dependents (deleting in the foreground).
 fn waiting(owner: &Value) -> bool {
@@ -120,7 +120,7 @@ impl State {
                 json!(kept)
             },
         );
-        self.store.put(key, new, Some(dependent));
+        self.store.put(key, new, Some(Stored::new(dependent)));
         for r in gone {
             if let Some(uid) = r.get("uid").and_then(Value::as_str) {
                 self.finish_foreground(uid);
@@ -254,6 +254,6 @@ impl State {
                 json!(finalizers)
             },
         );
-        self.store.put(&key, new, Some(old));
+        self.store.put(&key, new, Some(Stored::new(old)));
     }
 }

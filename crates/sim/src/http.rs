@@ -110,7 +110,8 @@ async fn handle(State(served): State<Served>, req: Request) -> Response {
 
 /// A JSON response.
 fn json_response(code: u16, v: &Value) -> Response {
-    bytes_response(code, v.to_string().into_bytes())
+    // Encoding a `Value` into memory cannot fail (its keys are strings).
+    bytes_response(code, serde_json::to_vec(v).unwrap_or_default())
 }
 
 /// A JSON body already encoded.

@@ -27,6 +27,7 @@ use crate::object;
 use crate::options::{ListOptions, WriteOptions};
 use crate::registry::{ResourceDef, Special, StoreKey};
 use crate::state::{Endpoint, State, namespaces_key};
+use crate::store::Stored;
 
 /// A graceful deletion whose period runs out: the object (if it is still this one) is then
 /// deleted with grace period 0.
@@ -125,7 +126,7 @@ impl State {
                 if opts.dry_run {
                     return to_served(def, version, shorter);
                 }
-                let stored = self.store.put(&def.store, shorter, Some(old));
+                let stored = self.store.put(&def.store, shorter, Some(Stored::new(old)));
                 self.after_write(def, object::namespace(&stored));
                 self.queue_reap(def, &stored, grace);
                 to_served(def, version, stored)
@@ -137,7 +138,7 @@ impl State {
                 if terminating_namespace {
                     object::set_path(&mut marked, ".status.phase", json!("Terminating"));
                 }
-                let stored = self.store.put(&def.store, marked, Some(old));
+                let stored = self.store.put(&def.store, marked, Some(Stored::new(old)));
                 self.after_write(def, object::namespace(&stored));
                 self.queue_reap(def, &stored, grace);
                 if terminating_namespace {

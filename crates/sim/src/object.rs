@@ -186,18 +186,23 @@ pub fn random_suffix() -> String {
         .collect()
 }
 
-/// The object without `metadata` and (if `without_status`) `status`: what `generation` tracks.
-pub fn spec_part(obj: &Value, without_status: bool) -> Value {
-    let mut copy = obj.clone();
-    if let Value::Object(map) = &mut copy {
-        map.remove("metadata");
-        map.remove("apiVersion");
-        map.remove("kind");
-        if without_status {
-            map.remove("status");
+/// Whether `a` and `b` differ outside `metadata`, `apiVersion`, `kind` and (if
+/// `without_status`) `status`: what `generation` tracks. Compared in place, without copying
+/// either object.
+pub fn spec_part_differs(a: &Value, b: &Value, without_status: bool) -> bool {
+    let tracked = |k: &String| {
+        let untracked = matches!(k.as_str(), "metadata" | "apiVersion" | "kind")
+            || (without_status && k == "status");
+        !untracked
+    };
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let count =
+                |m: &serde_json::Map<String, Value>| m.keys().filter(|k| tracked(k)).count();
+            count(a) != count(b) || a.iter().any(|(k, v)| tracked(k) && b.get(k) != Some(v))
         }
+        _ => a != b,
     }
-    copy
 }
 
 /// The HTTP code of an API error.
@@ -237,6 +242,39 @@ mod tests {
         assert_eq!(obj["status"]["nodes"], 3);
         set_path(&mut obj, ".spec.replicas", json!(5));
         assert_eq!(obj["spec"]["replicas"], 5);
+    }
+
+    #[test]
+    fn generation_tracks_everything_but_metadata_and_the_status_subresource() {
+        let a = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "a"},
+            "spec": {"n": 1}, "status": {"s": 1}});
+        let differs = |b: Value, without_status| spec_part_differs(&a, &b, without_status);
+        assert!(!differs(a.clone(), true));
+        let mut b = a.clone();
+        b["metadata"]["labels"] = json!({"l": "v"});
+        b["apiVersion"] = json!("v2");
+        assert!(
+            !differs(b, true),
+            "metadata, apiVersion and kind are not tracked"
+        );
+        let mut b = a.clone();
+        b["status"]["s"] = json!(2);
+        assert!(!differs(b.clone(), true));
+        assert!(
+            differs(b, false),
+            "without a status subresource, status is tracked"
+        );
+        let mut b = a.clone();
+        b["spec"]["n"] = json!(2);
+        assert!(differs(b, true));
+        let mut b = a.clone();
+        b["data"] = json!({});
+        assert!(differs(b, true), "a field added");
+        let mut b = a.clone();
+        as_map(&mut b).remove("spec");
+        assert!(differs(b, true), "a field removed");
+        assert!(differs(json!(1), false));
+        assert!(!differs(a.clone(), false));
     }
 
     #[test]

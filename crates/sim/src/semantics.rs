@@ -290,19 +290,31 @@ pub fn prepare_update(
             n
         }
         WriteMode::Status => {
-            let mut n = old.clone();
-            set_or_remove(&mut n, "status", new.get("status").cloned());
+            // The old object but its status (not copied only to be replaced), and the new
+            // status (moved, not copied).
+            let mut new = new;
+            let status = new.as_object_mut().and_then(|m| m.remove("status"));
+            let mut n = match old {
+                Value::Object(m) => Value::Object(
+                    m.iter()
+                        .filter(|(k, _)| k.as_str() != "status")
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+                other => other.clone(),
+            };
+            set_or_remove(&mut n, "status", status);
             n
         }
     };
     for f in ["apiVersion", "kind"] {
         set_or_remove(&mut out, f, old.get(f).cloned());
     }
+    let no_meta = serde_json::Map::new();
     let old_meta = old
         .get("metadata")
         .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+        .unwrap_or(&no_meta);
     let meta = object::metadata_mut(&mut out);
     for f in [
         "name",
@@ -351,7 +363,7 @@ pub fn prepare_update(
             });
         }
     }
-    if def.generation && object::spec_part(old, def.status) != object::spec_part(&out, def.status) {
+    if def.generation && object::spec_part_differs(old, &out, def.status) {
         let g = object::generation(old) + 1;
         object::set_meta(&mut out, "generation", json!(g));
     }

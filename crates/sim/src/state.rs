@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::convert::{to_served, to_stored};
+use crate::convert::{encode_served, served, to_served, to_stored};
 use crate::crd;
 use crate::error::{ApiError, ApiResult, GroupResource};
 use crate::managed::{self, Part};
@@ -139,7 +139,7 @@ impl ListPage {
     /// The list's JSON, the items' bytes taken from their cached encodings.
     pub fn to_json(&self) -> Vec<u8> {
         let api_version = self.def.api_version(&self.version);
-        let mut out = self.head.to_string().into_bytes();
+        let mut out = serde_json::to_vec(&self.head).unwrap_or_default();
         // `head` is a non-empty object: replace its closing brace with the items.
         out.pop();
         out.extend_from_slice(b",\"items\":[");
@@ -150,12 +150,13 @@ impl ListPage {
             match item {
                 ListItem::Shared(s) => {
                     out.extend_from_slice(&s.encoded.get_or_encode(&api_version, || {
-                        to_served(&self.def, &self.version, s.value.clone())
-                            .to_string()
-                            .into_bytes()
+                        encode_served(&self.def, &self.version, &s.value)
                     }))
                 }
-                ListItem::Served(v) => out.extend_from_slice(v.to_string().as_bytes()),
+                ListItem::Served(v) => {
+                    // Writing a `Value` into a `Vec` cannot fail (its keys are strings).
+                    let _ = serde_json::to_writer(&mut out, v);
+                }
             }
         }
         out.extend_from_slice(b"]}");
@@ -193,6 +194,18 @@ impl State {
             return Err(ApiError::NoRoute);
         }
         Ok(Arc::clone(def))
+    }
+
+    /// The stored object, shared (not copied), or 404.
+    pub fn stored_shared(&self, def: &ResourceDef, ns: &str, name: &str) -> ApiResult<Arc<Stored>> {
+        let ns = if def.namespaced { ns } else { "" };
+        self.store
+            .get_shared(&def.store, ns, name)
+            .cloned()
+            .ok_or_else(|| ApiError::NotFound {
+                resource: def.group_resource(),
+                name: name.to_owned(),
+            })
     }
 
     /// The stored object, or 404.
@@ -455,7 +468,7 @@ impl State {
     ) -> ApiResult<(Value, bool)> {
         let def = self.resolve(ep)?;
         let obj = self.incoming(&def, ep, body, Some(name))?;
-        let Some(old) = self.store.get(&def.store, ep.ns(), name).cloned() else {
+        let Some(old) = self.store.get_shared(&def.store, ep.ns(), name).cloned() else {
             if def.create_on_update && mode == WriteMode::Main {
                 let mut fresh = obj;
                 object::set_meta(&mut fresh, "resourceVersion", Value::Null);
@@ -489,7 +502,7 @@ impl State {
         &mut self,
         def: &ResourceDef,
         version: &str,
-        old: Value,
+        old: Arc<Stored>,
         mut new: Value,
         mode: WriteMode,
         opts: &WriteOptions,
@@ -504,8 +517,8 @@ impl State {
         if !opts.applying {
             managed::record_update(Some(&old), &mut new, &opts.manager(), part(def, mode));
         }
-        if new == old {
-            return Ok(to_served(def, version, old));
+        if new == old.value {
+            return Ok(served(def, version, &old).into_owned());
         }
         if opts.dry_run {
             return Ok(to_served(def, version, new));
@@ -558,9 +571,9 @@ impl State {
         if kind == PatchType::Apply {
             return self.apply(&def, ep, name, body, mode, opts);
         }
-        let old = self.stored(&def, ep.ns(), name)?;
-        let served = to_served(&def, &ep.version, old.clone());
-        let patched = apply_patch(kind, &served, body, def.custom).map_err(patch_error)?;
+        let old = self.stored_shared(&def, ep.ns(), name)?;
+        let patched = apply_patch(kind, &served(&def, &ep.version, &old), body, def.custom)
+            .map_err(patch_error)?;
         let obj = self.incoming(&def, ep, patched, Some(name))?;
         check_resource_version(&def, &old, &obj)?;
         let new = prepare_update(&def, &old, obj, mode)?;
@@ -602,7 +615,7 @@ impl State {
             ..opts.clone()
         };
         let part = part(def, mode);
-        match self.store.get(&def.store, ep.ns(), name).cloned() {
+        match self.store.get_shared(&def.store, ep.ns(), name).cloned() {
             None => {
                 if mode == WriteMode::Status {
                     return Err(ApiError::NotFound {

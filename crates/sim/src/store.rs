@@ -262,10 +262,14 @@ impl Store {
 
     /// One object.
     pub fn get(&self, key: &StoreKey, ns: &str, name: &str) -> Option<&Value> {
+        self.get_shared(key, ns, name).map(|s| &s.value)
+    }
+
+    /// An object as stored, shared (not copied).
+    pub fn get_shared(&self, key: &StoreKey, ns: &str, name: &str) -> Option<&Arc<Stored>> {
         self.objects
             .get(key)?
             .get(&(ns.to_owned(), name.to_owned()))
-            .map(|s| &s.value)
     }
 
     /// Objects in key order, in one namespace if given, starting after `after` if given.
@@ -360,8 +364,8 @@ impl Store {
     }
 
     /// Write an object (create if `old` is `None`), stamping the next resourceVersion. Returns
-    /// the stored object.
-    pub fn put(&mut self, key: &StoreKey, mut obj: Value, old: Option<Value>) -> Value {
+    /// the stored object. `old` (the version replaced, for watchers) is shared, not copied.
+    pub fn put(&mut self, key: &StoreKey, mut obj: Value, old: Option<Arc<Stored>>) -> Value {
         self.rv += 1;
         object::set_meta(&mut obj, "resourceVersion", json!(self.rv.to_string()));
         let k = (
@@ -384,7 +388,7 @@ impl Store {
             EventType::Added
         };
         let value = stored.value.clone();
-        self.record(key, kind, stored, old.map(Stored::new));
+        self.record(key, kind, stored, old);
         value
     }
 
@@ -546,7 +550,7 @@ mod tests {
         assert_eq!(object::name(s.get_by_uid("u-x").unwrap()), "x");
         let mut orphan = stored.clone();
         object::set_meta(&mut orphan, "ownerReferences", Value::Null);
-        s.put(&key(), orphan, Some(stored));
+        s.put(&key(), orphan, Some(Stored::new(stored)));
         assert!(s.dependents_of("u-o").is_empty());
         s.remove(&key(), "d", "x");
         assert!(s.get_by_uid("u-x").is_none());
@@ -560,7 +564,7 @@ mod tests {
         let b = s.put(&key(), cm("d", "b"), None);
         let mut changed = b.clone();
         changed["data"] = json!({"x": "1"});
-        s.put(&key(), changed, Some(b));
+        s.put(&key(), changed, Some(Stored::new(b)));
         s.remove(&key(), "d", "a");
         let names =
             |v: Vec<(ObjKey, Arc<Stored>)>| v.into_iter().map(|(k, _)| k.1).collect::<Vec<_>>();

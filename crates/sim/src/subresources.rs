@@ -18,6 +18,7 @@ use crate::registry::{ResourceDef, ScalePaths, Special};
 use crate::scale::{from_scale, to_scale};
 use crate::semantics::{WriteMode, check_resource_version, prepare_update};
 use crate::state::{Endpoint, State};
+use crate::store::Stored;
 
 impl State {
     fn scaled(
@@ -50,7 +51,14 @@ impl State {
         let new = to_stored(&def, from_scale(&paths, &served, scale)?);
         check_resource_version(&def, &old, &new)?;
         let new = prepare_update(&def, &old, new, WriteMode::Main)?;
-        let out = self.commit(&def, &ep.version, old, new, WriteMode::Main, opts)?;
+        let out = self.commit(
+            &def,
+            &ep.version,
+            Stored::new(old),
+            new,
+            WriteMode::Main,
+            opts,
+        )?;
         to_scale(&paths, &out)
     }
 
@@ -98,7 +106,7 @@ impl State {
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| ApiError::invalid("Binding", "", name, "target.name: Required value"))?;
-        let old = self.stored(&def, ep.namespace.as_deref().unwrap_or_default(), name)?;
+        let old = self.stored_shared(&def, ep.namespace.as_deref().unwrap_or_default(), name)?;
         let conflict = |why: String| ApiError::Conflict {
             resource: def.group_resource(),
             name: name.to_owned(),
@@ -116,7 +124,7 @@ impl State {
                 "pod {name} is already assigned to node {bound:?}"
             )));
         }
-        let mut new = old.clone();
+        let mut new = old.value.clone();
         object::set_path(&mut new, ".spec.nodeName", json!(node));
         let condition = json!({"type": "PodScheduled", "status": "True",
             "lastProbeTime": null, "lastTransitionTime": object::now_rfc3339()});

@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::{Instant, Interval};
 
-use crate::convert::to_served;
+use crate::convert::{encode_served, served};
 use crate::error::{ApiError, ApiResult};
 use crate::feed;
 use crate::object;
@@ -97,7 +97,8 @@ impl WatchEvent {
     pub fn into_line(self) -> Vec<u8> {
         match self {
             Self::Json(v) => {
-                let mut line = v.to_string().into_bytes();
+                // Encoding a `Value` into memory cannot fail (its keys are strings).
+                let mut line = serde_json::to_vec(&v).unwrap_or_default();
                 line.push(b'\n');
                 line
             }
@@ -240,11 +241,11 @@ impl WatchStream {
                 ev.old.as_deref().is_some_and(|o| in_ns(o)),
             )
         } else {
-            let new = to_served(&self.def, &self.version, ev.object.value.clone());
+            let new = served(&self.def, &self.version, &ev.object.value);
             let old = ev
                 .old
                 .as_ref()
-                .map(|o| to_served(&self.def, &self.version, o.value.clone()));
+                .map(|o| served(&self.def, &self.version, &o.value));
             (
                 self.matches(&new),
                 old.as_ref().is_some_and(|o| self.matches(o)),
@@ -259,9 +260,7 @@ impl WatchStream {
             _ => return None,
         };
         let object = ev.object.encoded.get_or_encode(&self.api_version, || {
-            to_served(&self.def, &self.version, ev.object.value.clone())
-                .to_string()
-                .into_bytes()
+            encode_served(&self.def, &self.version, &ev.object.value)
         });
         Some(WatchEvent::Shared { kind, object })
     }
