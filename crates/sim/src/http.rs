@@ -25,7 +25,7 @@ use crate::registry::Special;
 use crate::route::{self, Route};
 use crate::semantics::WriteMode;
 use crate::sim::Sim;
-use crate::state::Endpoint;
+use crate::state::{Answer, Endpoint};
 use crate::watch::WatchEvent;
 use crate::{discovery, openapi, table};
 
@@ -114,9 +114,14 @@ fn json_response(code: u16, v: &Value) -> Response {
     bytes_response(code, serde_json::to_vec(v).unwrap_or_default())
 }
 
+/// A write's answer ([`Answer`]): a stored object's JSON is shared with its watchers.
+fn answer_response(code: u16, answer: &Answer) -> Response {
+    bytes_response(code, Bytes::from_owner(answer.encode()))
+}
+
 /// A JSON body already encoded.
-fn bytes_response(code: u16, json: Vec<u8>) -> Response {
-    let mut resp = Response::new(Body::from(json));
+fn bytes_response(code: u16, json: impl Into<Bytes>) -> Response {
+    let mut resp = Response::new(Body::from(json.into()));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -305,7 +310,8 @@ fn resource(
         }
     };
     let as_table = wants_table.then(|| (def.clone(), include));
-    let created = |(v, created): (Value, bool)| json_response(if created { 201 } else { 200 }, &v);
+    let created =
+        |(a, created): (Answer, bool)| answer_response(if created { 201 } else { 200 }, &a);
     let method = &parts.method;
     match (sub, name) {
         (None, None) if *method == Method::GET => {
@@ -319,7 +325,7 @@ fn resource(
             }
             Ok(bytes_response(200, page.to_json()))
         }
-        (None, None) if *method == Method::POST => Ok(json_response(
+        (None, None) if *method == Method::POST => Ok(answer_response(
             201,
             &sim.create(ep, body_object(parts, bytes)?, &opts)?,
         )),
@@ -413,7 +419,7 @@ fn access_review(
         return Err(ApiError::MethodNotAllowed);
     }
     let body = body_object(req.parts, req.bytes)?;
-    Ok(json_response(201, &sim.create(req.ep, body, opts)?))
+    Ok(answer_response(201, &sim.create(req.ep, body, opts)?))
 }
 
 fn watch_response(

@@ -92,4 +92,4 @@ pub mod watch;
 pub use error::{ApiError, ApiResult};
 pub use server::{RunningServer, serve, serve_pair};
 pub use sim::{Sim, SimConfig};
-pub use state::Endpoint;
+pub use state::{Answer, Endpoint};

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::convert::to_served;
+use crate::convert::{served, to_served};
 use crate::deletion::{DeleteAction, DeleteOptions, Propagation, grace_period, plan_delete};
 use crate::error::{ApiResult, success_status};
 use crate::object;
@@ -129,7 +129,7 @@ impl State {
                 let stored = self.store.put(&def.store, shorter, Some(Stored::new(old)));
                 self.after_write(def, object::namespace(&stored));
                 self.queue_reap(def, &stored, grace);
-                to_served(def, version, stored)
+                served(def, version, &stored).into_owned()
             }
             DeleteAction::MarkDeleting(mut marked) => {
                 if opts.dry_run {
@@ -152,7 +152,7 @@ impl State {
                 }
                 // The answer is the object as marked, whatever the garbage collector did next
                 // (kube-controller-manager's runs later).
-                to_served(def, version, stored)
+                served(def, version, &stored).into_owned()
             }
             DeleteAction::Remove => {
                 if opts.dry_run {

@@ -21,7 +21,7 @@ use crate::options::{ListOptions, WriteOptions};
 use crate::patch::PatchType;
 use crate::registry::Registry;
 use crate::semantics::WriteMode;
-use crate::state::{Endpoint, State};
+use crate::state::{Answer, Endpoint, State};
 use crate::watch::{Signals, WatchStream};
 
 /// Server settings.
@@ -222,7 +222,7 @@ impl Sim {
     }
 
     /// Create.
-    pub fn create(&self, ep: &Endpoint, body: Value, opts: &WriteOptions) -> ApiResult<Value> {
+    pub fn create(&self, ep: &Endpoint, body: Value, opts: &WriteOptions) -> ApiResult<Answer> {
         self.write(|st| st.create(ep, body, opts))
     }
 
@@ -254,7 +254,7 @@ impl Sim {
         body: Value,
         mode: WriteMode,
         opts: &WriteOptions,
-    ) -> ApiResult<(Value, bool)> {
+    ) -> ApiResult<(Answer, bool)> {
         self.write(|st| st.update(ep, name, body, mode, opts))
     }
 
@@ -267,7 +267,7 @@ impl Sim {
         body: &[u8],
         mode: WriteMode,
         opts: &WriteOptions,
-    ) -> ApiResult<(Value, bool)> {
+    ) -> ApiResult<(Answer, bool)> {
         self.write(|st| st.patch(ep, name, kind, body, mode, opts))
     }
 

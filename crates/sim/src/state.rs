@@ -164,6 +164,64 @@ impl ListPage {
     }
 }
 
+/// A write's answer: the object as stored, shared with the store and its watchers (its JSON
+/// encoded once for the answer and every watch event of this version), or a value made for the
+/// answer alone (a dry run, a deletion's last state, a review).
+#[derive(Debug)]
+pub enum Answer {
+    /// The stored object, to be served at `version` of `def`.
+    Stored {
+        /// Its resource type.
+        def: Arc<ResourceDef>,
+        /// The version the request named.
+        version: String,
+        /// The object.
+        object: Arc<Stored>,
+    },
+    /// An answer of its own.
+    Value(Value),
+}
+
+impl Answer {
+    fn stored(def: &Arc<ResourceDef>, version: &str, object: Arc<Stored>) -> Self {
+        Self::Stored {
+            def: Arc::clone(def),
+            version: version.to_owned(),
+            object,
+        }
+    }
+
+    /// The answer as served.
+    #[must_use]
+    pub fn into_value(self) -> Value {
+        match self {
+            Self::Stored {
+                def,
+                version,
+                object,
+            } => served(&def, &version, &object).into_owned(),
+            Self::Value(v) => v,
+        }
+    }
+
+    /// The answer's JSON: a stored object's cached bytes when a LIST or watch encoded them
+    /// already (else encoded and cached for them).
+    #[must_use]
+    pub fn encode(&self) -> Arc<[u8]> {
+        match self {
+            Self::Stored {
+                def,
+                version,
+                object,
+            } => object.encoded.get_or_encode(&def.api_version(version), || {
+                encode_served(def, version, object)
+            }),
+            // Encoding a `Value` into memory cannot fail (its keys are strings).
+            Self::Value(v) => serde_json::to_vec(v).unwrap_or_default().into(),
+        }
+    }
+}
+
 impl State {
     /// A store with the built-in types and the default namespaces.
     pub fn new(history: usize) -> Self {
@@ -246,10 +304,10 @@ impl State {
     }
 
     /// POST: create an object.
-    pub fn create(&mut self, ep: &Endpoint, body: Value, opts: &WriteOptions) -> ApiResult<Value> {
+    pub fn create(&mut self, ep: &Endpoint, body: Value, opts: &WriteOptions) -> ApiResult<Answer> {
         let def = self.resolve(ep)?;
         if def.special == Special::AccessReview {
-            return crate::access_review::create(&def, ep, body, opts);
+            return crate::access_review::create(&def, ep, body, opts).map(Answer::Value);
         }
         let obj = self.incoming(&def, ep, body, None)?;
         self.create_stored(&def, &ep.version, obj, opts)
@@ -258,11 +316,11 @@ impl State {
     /// Create from an object already in stored form.
     pub fn create_stored(
         &mut self,
-        def: &ResourceDef,
+        def: &Arc<ResourceDef>,
         version: &str,
         mut obj: Value,
         opts: &WriteOptions,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Answer> {
         let ns = object::namespace(&obj).to_owned();
         if def.namespaced {
             self.check_namespace_open(def, &ns, object::name(&obj))?;
@@ -302,7 +360,7 @@ impl State {
             managed::record_update(None, &mut obj, &opts.manager(), part(def, WriteMode::Main));
         }
         if opts.dry_run {
-            return Ok(to_served(def, version, obj));
+            return Ok(Answer::Value(to_served(def, version, obj)));
         }
         let stored = self.store.put(&def.store, obj, None);
         if let Some(d) = new_def {
@@ -310,7 +368,7 @@ impl State {
             self.refresh_ref_versions();
         }
         self.after_write(def, object::namespace(&stored));
-        Ok(to_served(def, version, stored))
+        Ok(Answer::stored(def, version, stored))
     }
 
     /// Namespaced creates need an existing namespace that is not terminating.
@@ -465,7 +523,7 @@ impl State {
         body: Value,
         mode: WriteMode,
         opts: &WriteOptions,
-    ) -> ApiResult<(Value, bool)> {
+    ) -> ApiResult<(Answer, bool)> {
         let def = self.resolve(ep)?;
         let obj = self.incoming(&def, ep, body, Some(name))?;
         let Some(old) = self.store.get_shared(&def.store, ep.ns(), name).cloned() else {
@@ -500,13 +558,13 @@ impl State {
     /// deleting object went, a new version otherwise.
     pub fn commit(
         &mut self,
-        def: &ResourceDef,
+        def: &Arc<ResourceDef>,
         version: &str,
         old: Arc<Stored>,
         mut new: Value,
         mode: WriteMode,
         opts: &WriteOptions,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Answer> {
         structural(def, &mut new, Some(&old), !opts.binding)?;
         let mut new_def = None;
         if def.special == Special::Crd && mode == WriteMode::Main {
@@ -518,10 +576,10 @@ impl State {
             managed::record_update(Some(&old), &mut new, &opts.manager(), part(def, mode));
         }
         if new == old.value {
-            return Ok(served(def, version, &old).into_owned());
+            return Ok(Answer::stored(def, version, old));
         }
         if opts.dry_run {
-            return Ok(to_served(def, version, new));
+            return Ok(Answer::Value(to_served(def, version, new)));
         }
         if object::is_deleting(&new)
             && object::finalizers(&new).is_empty()
@@ -534,7 +592,7 @@ impl State {
                 let rv = object::resource_version(&last).to_owned();
                 object::set_meta(&mut new, "resourceVersion", json!(rv));
             }
-            return Ok(to_served(def, version, new));
+            return Ok(Answer::Value(to_served(def, version, new)));
         }
         let released: Vec<String> = {
             let now = object::owner_uids(&new);
@@ -554,7 +612,7 @@ impl State {
                 .iter().map(|u| json!({"uid": u})).collect::<Vec<_>>()}});
             self.dependent_removed(&gone);
         }
-        Ok(to_served(def, version, stored))
+        Ok(Answer::stored(def, version, stored))
     }
 
     /// PATCH an object (or its status). Server-side apply may create it.
@@ -566,7 +624,7 @@ impl State {
         body: &[u8],
         mode: WriteMode,
         opts: &WriteOptions,
-    ) -> ApiResult<(Value, bool)> {
+    ) -> ApiResult<(Answer, bool)> {
         let def = self.resolve(ep)?;
         if kind == PatchType::Apply {
             return self.apply(&def, ep, name, body, mode, opts);
@@ -582,13 +640,13 @@ impl State {
 
     fn apply(
         &mut self,
-        def: &ResourceDef,
+        def: &Arc<ResourceDef>,
         ep: &Endpoint,
         name: &str,
         body: &[u8],
         mode: WriteMode,
         opts: &WriteOptions,
-    ) -> ApiResult<(Value, bool)> {
+    ) -> ApiResult<(Answer, bool)> {
         let Some(manager) = opts.field_manager.clone() else {
             return Err(ApiError::Invalid {
                 group: "meta.k8s.io".into(),
@@ -764,6 +822,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::options::parse_query;
+    use crate::registry::StoreKey;
 
     fn list_opts(query: &str) -> ListOptions {
         ListOptions::parse(&parse_query(Some(query))).unwrap()
@@ -814,5 +873,74 @@ mod tests {
         let served = page_json(&st, &events, "");
         assert_eq!(served, st.list(&events, &list_opts("")).unwrap());
         assert_eq!(served["items"][0]["note"], "m");
+    }
+
+    #[test]
+    fn a_writes_answer_is_the_stored_object_encoded_once_for_it_and_its_watchers() {
+        let mut st = State::new(100);
+        let pods = Endpoint::namespaced("", "v1", "pods", "default");
+        let opts = WriteOptions::default();
+        let pod = json!({"metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "pause"}]}});
+        let created = st.create(&pods, pod, &opts).unwrap();
+        assert!(matches!(created, Answer::Stored { .. }));
+        let bytes = created.encode();
+        let stored = Arc::clone(
+            st.store
+                .get_shared(&StoreKey::new("", "pods"), "default", "p")
+                .unwrap(),
+        );
+        // The answer's bytes are cached on the stored object: a watcher asking for v1 gets
+        // the same allocation, not a second encoding.
+        let cached = stored
+            .encoded
+            .get_or_encode("v1", || unreachable!("encoded again"));
+        assert!(Arc::ptr_eq(&bytes, &cached));
+        let value = created.into_value();
+        assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), value);
+        assert_eq!(value, st.get(&pods, "p").unwrap());
+        // A patch's answer is the new version; an unchanged one answers the stored object.
+        let (patched, _) = st
+            .patch(
+                &pods,
+                "p",
+                PatchType::Merge,
+                br#"{"metadata":{"labels":{"a":"b"}}}"#,
+                WriteMode::Main,
+                &opts,
+            )
+            .unwrap();
+        let patched = patched.into_value();
+        assert_eq!(patched["metadata"]["labels"]["a"], "b");
+        assert_eq!(patched, st.get(&pods, "p").unwrap());
+        let (same, _) = st
+            .patch(
+                &pods,
+                "p",
+                PatchType::Merge,
+                br#"{"metadata":{"labels":{"a":"b"}}}"#,
+                WriteMode::Main,
+                &opts,
+            )
+            .unwrap();
+        assert_eq!(same.into_value(), patched);
+        // A dry run answers with a value of its own and stores nothing.
+        let dry = WriteOptions {
+            dry_run: true,
+            ..WriteOptions::default()
+        };
+        let (tried, _) = st
+            .patch(
+                &pods,
+                "p",
+                PatchType::Merge,
+                br#"{"metadata":{"labels":{"a":"c"}}}"#,
+                WriteMode::Main,
+                &dry,
+            )
+            .unwrap();
+        assert!(matches!(tried, Answer::Value(_)));
+        assert_eq!(tried.into_value()["metadata"]["labels"]["a"], "c");
+        assert_eq!(st.get(&pods, "p").unwrap(), patched);
     }
 }

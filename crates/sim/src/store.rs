@@ -365,7 +365,7 @@ impl Store {
 
     /// Write an object (create if `old` is `None`), stamping the next resourceVersion. Returns
     /// the stored object. `old` (the version replaced, for watchers) is shared, not copied.
-    pub fn put(&mut self, key: &StoreKey, mut obj: Value, old: Option<Arc<Stored>>) -> Value {
+    pub fn put(&mut self, key: &StoreKey, mut obj: Value, old: Option<Arc<Stored>>) -> Arc<Stored> {
         self.rv += 1;
         object::set_meta(&mut obj, "resourceVersion", json!(self.rv.to_string()));
         let k = (
@@ -387,9 +387,8 @@ impl Store {
         } else {
             EventType::Added
         };
-        let value = stored.value.clone();
-        self.record(key, kind, stored, old);
-        value
+        self.record(key, kind, Arc::clone(&stored), old);
+        stored
     }
 
     /// Remove an object, stamping its last state with the next resourceVersion. Returns that
@@ -548,9 +547,9 @@ mod tests {
         let stored = s.put(&key(), dep, None);
         assert_eq!(s.dependents_of("u-o").len(), 1);
         assert_eq!(object::name(s.get_by_uid("u-x").unwrap()), "x");
-        let mut orphan = stored.clone();
+        let mut orphan = stored.value.clone();
         object::set_meta(&mut orphan, "ownerReferences", Value::Null);
-        s.put(&key(), orphan, Some(Stored::new(stored)));
+        s.put(&key(), orphan, Some(stored));
         assert!(s.dependents_of("u-o").is_empty());
         s.remove(&key(), "d", "x");
         assert!(s.get_by_uid("u-x").is_none());
@@ -562,9 +561,9 @@ mod tests {
         s.put(&key(), cm("d", "a"), None);
         let at = s.current_rv();
         let b = s.put(&key(), cm("d", "b"), None);
-        let mut changed = b.clone();
+        let mut changed = b.value.clone();
         changed["data"] = json!({"x": "1"});
-        s.put(&key(), changed, Some(Stored::new(b)));
+        s.put(&key(), changed, Some(b));
         s.remove(&key(), "d", "a");
         let names =
             |v: Vec<(ObjKey, Arc<Stored>)>| v.into_iter().map(|(k, _)| k.1).collect::<Vec<_>>();

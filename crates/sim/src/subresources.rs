@@ -59,7 +59,7 @@ impl State {
             WriteMode::Main,
             opts,
         )?;
-        to_scale(&paths, &out)
+        to_scale(&paths, &out.into_value())
     }
 
     /// PATCH `…/scale`: the patch applies to the Scale, then as PUT.

@@ -502,7 +502,7 @@ mod tests {
         let mut w = watch(&mut st, selected, &signals);
         let opts = WriteOptions::default();
         let created = st.create(&pods(), pod("p", "a"), &opts).unwrap();
-        let mut relabelled = created.clone();
+        let mut relabelled = created.into_value();
         relabelled["metadata"]["labels"]["app"] = json!("b");
         st.update(
             &pods(),
