@@ -205,7 +205,7 @@ where
 }
 
 /// A client for the kubeconfig at `path` whose requests `counter` counts (no transparent
-/// retry, as [`crate::connect`]'s clients).
+/// retry and a bound on outstanding requests, as [`crate::connect`]'s clients).
 ///
 /// # Errors
 /// The kubeconfig cannot be read or its TLS material loaded; the message names the file.
@@ -214,6 +214,7 @@ pub async fn counted_client(path: &Path, counter: &ApiCounter) -> anyhow::Result
     let config = crate::connect::without_retry(crate::connect::config_from_kubeconfig(path).await?);
     Ok(kube::client::ClientBuilder::try_from(config)
         .with_context(|| format!("cannot build a client from kubeconfig {}", path.display()))?
+        .with_layer(&crate::in_flight::InFlightLimit::DEFAULT)
         .with_layer(counter)
         .build())
 }

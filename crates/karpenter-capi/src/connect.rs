@@ -22,7 +22,8 @@
 //! (no cmake, no system OpenSSL) and is the provider kube documents for rustls.
 //!
 //! [`connect_limited`] adds client-side rate limiting ([`crate::rate_limit`]; `run`'s
-//! `--kube-client-qps` / `--kube-client-burst`).
+//! `--kube-client-qps` / `--kube-client-burst`). Every client built here bounds its outstanding
+//! requests ([`crate::in_flight`]).
 //!
 //! Inputs: paths, URLs, tokens, a rate limit. Outputs: clients, or errors that name the source.
 
@@ -31,6 +32,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
+use crate::in_flight::InFlightLimit;
 use crate::rate_limit::RateLimit;
 
 /// Installs rustls' ring provider as the process default (idempotent). Call before building a
@@ -98,8 +100,10 @@ pub async fn config_from_kubeconfig(path: &Path) -> anyhow::Result<kube::Config>
 pub async fn client_from_kubeconfig(path: &Path) -> anyhow::Result<kube::Client> {
     install_crypto_provider();
     let config = config_from_kubeconfig(path).await?;
-    kube::Client::try_from(without_retry(config))
-        .with_context(|| format!("cannot build a client from kubeconfig {}", path.display()))
+    Ok(kube::client::ClientBuilder::try_from(without_retry(config))
+        .with_context(|| format!("cannot build a client from kubeconfig {}", path.display()))?
+        .with_layer(&InFlightLimit::DEFAULT)
+        .build())
 }
 
 /// `config` without kube's transparent retry (see the module docs).
@@ -246,7 +250,8 @@ pub async fn connect_as(
     }
     let server = config.cluster_url.to_string();
     let builder = kube::client::ClientBuilder::try_from(without_retry(config))
-        .with_context(|| format!("{role} cluster ({source}): cannot build a client"))?;
+        .with_context(|| format!("{role} cluster ({source}): cannot build a client"))?
+        .with_layer(&InFlightLimit::DEFAULT);
     let client = match limit {
         Some(limit) => builder.with_layer(&limit).build(),
         None => builder.build(),

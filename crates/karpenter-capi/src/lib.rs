@@ -7,6 +7,7 @@
 //! - [`doctor`]: `karpenter-capi doctor`, what blocks provisioning in a real installation;
 //! - [`connect`]: clients for the workload and management clusters (TLS, every kubeconfig
 //!   authentication, the management URL flags), checked once with errors naming the source;
+//! - [`in_flight`]: the bound on each client's outstanding requests (their connections);
 //! - [`operator`]: every controller wired to a workload and a management cluster;
 //! - [`probes`]: `/healthz` (every long-running task alive) and `/readyz` (caches synced,
 //!   CRDs served) of `run`;
@@ -21,6 +22,7 @@ pub mod chaos;
 pub mod connect;
 pub mod doctor;
 pub mod feature_gates;
+pub mod in_flight;
 pub mod operator;
 pub mod probes;
 pub mod process;
