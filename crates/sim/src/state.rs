@@ -900,45 +900,29 @@ mod tests {
         assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), value);
         assert_eq!(value, st.get(&pods, "p").unwrap());
         // A patch's answer is the new version; an unchanged one answers the stored object.
-        let (patched, _) = st
-            .patch(
+        let label = |st: &mut State, value: &str, opts: &WriteOptions| {
+            let body = json!({"metadata": {"labels": {"a": value}}}).to_string();
+            st.patch(
                 &pods,
                 "p",
                 PatchType::Merge,
-                br#"{"metadata":{"labels":{"a":"b"}}}"#,
+                body.as_bytes(),
                 WriteMode::Main,
-                &opts,
+                opts,
             )
-            .unwrap();
-        let patched = patched.into_value();
+            .unwrap()
+            .0
+        };
+        let patched = label(&mut st, "b", &opts).into_value();
         assert_eq!(patched["metadata"]["labels"]["a"], "b");
         assert_eq!(patched, st.get(&pods, "p").unwrap());
-        let (same, _) = st
-            .patch(
-                &pods,
-                "p",
-                PatchType::Merge,
-                br#"{"metadata":{"labels":{"a":"b"}}}"#,
-                WriteMode::Main,
-                &opts,
-            )
-            .unwrap();
-        assert_eq!(same.into_value(), patched);
+        assert_eq!(label(&mut st, "b", &opts).into_value(), patched);
         // A dry run answers with a value of its own and stores nothing.
         let dry = WriteOptions {
             dry_run: true,
             ..WriteOptions::default()
         };
-        let (tried, _) = st
-            .patch(
-                &pods,
-                "p",
-                PatchType::Merge,
-                br#"{"metadata":{"labels":{"a":"c"}}}"#,
-                WriteMode::Main,
-                &dry,
-            )
-            .unwrap();
+        let tried = label(&mut st, "c", &dry);
         assert!(matches!(tried, Answer::Value(_)));
         assert_eq!(tried.into_value()["metadata"]["labels"]["a"], "c");
         assert_eq!(st.get(&pods, "p").unwrap(), patched);
