@@ -266,16 +266,9 @@ impl State {
             })
     }
 
-    /// The stored object, or 404.
+    /// The stored object (a copy), or 404.
     pub fn stored(&self, def: &ResourceDef, ns: &str, name: &str) -> ApiResult<Value> {
-        let ns = if def.namespaced { ns } else { "" };
-        self.store
-            .get(&def.store, ns, name)
-            .cloned()
-            .ok_or_else(|| ApiError::NotFound {
-                resource: def.group_resource(),
-                name: name.to_owned(),
-            })
+        self.stored_shared(def, ns, name).map(|s| s.value.clone())
     }
 
     /// A request body turned into the stored form for this endpoint, with its name checked
