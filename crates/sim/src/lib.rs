@@ -20,7 +20,8 @@
 //!   history.
 //! - [`pdb`]: disruption budget arithmetic.
 //! - [`state`], [`lifecycle`], [`gc`], [`subresources`], [`eviction`], [`watch`]: operations on
-//!   the locked state; [`access_review`]: the `authorization.k8s.io` reviews (never stored); [`sim`]: the shared server value; [`fault`]: fault injection.
+//!   the locked state; [`answer`]: what they hand back out of the lock (list pages, write
+//!   answers), encoded after it is let go; [`access_review`]: the `authorization.k8s.io` reviews (never stored); [`sim`]: the shared server value; [`fault`]: fault injection.
 //! - [`discovery`], [`openapi`], [`table`], [`http`]: the HTTP API; [`server`]: TCP serving and
 //!   kubeconfig files.
 //! - [`crds`]: the CustomResourceDefinitions the simulated clusters serve (Cluster API's, as a
@@ -48,6 +49,7 @@
 //!   request is allowed, and access reviews say so ([`access_review`]).
 
 pub mod access_review;
+pub mod answer;
 pub mod builtin_schemas;
 pub mod builtin_validation;
 pub mod builtins;
