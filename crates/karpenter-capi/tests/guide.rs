@@ -77,11 +77,14 @@ fn the_guides_simulated_path_runs_as_written() {
             "target/release/karpenter-capi",
             env!("CARGO_BIN_EXE_karpenter-capi"),
         );
-    // The background jobs (`sim serve`, `run`) end with the script, however it ends; a guide
-    // step that never finishes (the `until` loop) fails the test with its output instead of
-    // running into nextest's limit.
+    // The background jobs (`sim serve`, `run`) end with the script, however it ends: the newest
+    // first, each gone before the next is killed, so the controller never outlives its cluster
+    // and logs the lost connection. A guide step that never finishes (the `until` loop) fails
+    // the test with its output instead of running into nextest's limit.
     let script = format!(
-        "set -euo pipefail\ntrap 'kill -9 $(jobs -p) 2>/dev/null || true' EXIT\n\
+        "set -euo pipefail\n\
+         trap 'for p in $(jobs -p | tac); do kill -9 \"$p\" 2>/dev/null || true; \
+         wait \"$p\" 2>/dev/null || true; done' EXIT\n\
          trap 'exit 124' TERM\n{body}"
     );
     let out = Command::new("timeout")
