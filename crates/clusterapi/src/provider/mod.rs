@@ -107,6 +107,7 @@
 
 mod adopt;
 pub mod cache;
+mod catalogue_memo;
 mod claim;
 mod create;
 pub mod health_checks;
@@ -236,6 +237,8 @@ pub struct ClusterApiProvider {
     removals: Mutex<HashMap<MachineDeploymentRef, Vec<RemovalRequest>>>,
     /// Per MD: until when it is unavailable after a launch that could not complete, and why.
     launch_failures: Mutex<HashMap<MachineDeploymentRef, (tokio::time::Instant, String)>>,
+    /// The last catalogues built, shared by launches whose inputs have not changed.
+    catalogues: catalogue_memo::CatalogueMemo,
     /// Events on NodeClaims (the workload cluster).
     /// The NodeOverlay store (the `NodeOverlay` gate): a launch ranks offerings at the prices
     /// the scheduler planned with.
@@ -420,6 +423,7 @@ impl ClusterApiProvider {
             batches: Arc::default(),
             removals: Mutex::default(),
             launch_failures: Mutex::default(),
+            catalogues: catalogue_memo::CatalogueMemo::default(),
             overlays: None,
             recorder,
         }

@@ -56,7 +56,7 @@ impl ClusterApiProvider {
             let class = &nc.spec.node_class_ref.name;
             if !catalogues.contains_key(class) {
                 let built = match self.nodeclass(class).await {
-                    Ok(nodeclass) => self.catalogue(&nodeclass.spec).await.map(Arc::new),
+                    Ok(nodeclass) => self.catalogue(&nodeclass.spec).await,
                     Err(e) => Err(e),
                 };
                 catalogues.insert(class.clone(), built);

@@ -112,10 +112,12 @@ impl ClusterApiProvider {
         }
     }
 
+    /// The catalogue of `spec` over the cached node groups; the same `Arc` as the last caller's
+    /// when nothing it is built from has changed ([`super::catalogue_memo`]).
     pub(super) async fn catalogue(
         &self,
         spec: &ClusterAPINodeClassSpec,
-    ) -> Result<Catalogue, CloudProviderError> {
+    ) -> Result<Arc<Catalogue>, CloudProviderError> {
         let mds = self.machine_deployments().await?;
         let selected = select(
             mds.iter().map(AsRef::as_ref),
@@ -139,8 +141,18 @@ impl ClusterApiProvider {
                     .with_scale_up_blocked(crate::scale_up::blocked(md, &sets).is_some())
             })
             .collect();
-        build_catalogue(spec, &inputs)
-            .map_err(|e| CloudProviderError::NodeClassNotReady(e.to_string()))
+        let key = super::catalogue_memo::Key::of(spec, &inputs);
+        if let Some(known) = key.as_ref().and_then(|k| self.catalogues.get(k)) {
+            return Ok(known);
+        }
+        let built = Arc::new(
+            build_catalogue(spec, &inputs)
+                .map_err(|e| CloudProviderError::NodeClassNotReady(e.to_string()))?,
+        );
+        if let Some(key) = key {
+            self.catalogues.remember(key, &built);
+        }
+        Ok(built)
     }
 
     /// Describe the Machine `m` (its MD from the cache; `spec` the NodeClass, if known).
