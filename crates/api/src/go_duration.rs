@@ -368,6 +368,8 @@ mod tests {
                     .enumerate()
                     .map(|(i, (w, f, u))| format!("{w}{f}{}", if i == broken { unit.as_str() } else { u }))
                     .collect();
+                // Go's one exception: "0" alone needs no unit.
+                prop_assume!(text != "0");
                 prop_assert!(parse_nanos(&text).is_err(), "{}", text);
             }
         }
