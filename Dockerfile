@@ -5,8 +5,10 @@
 FROM rust:1-bookworm AS builder
 WORKDIR /src
 COPY . .
-RUN cargo build --release -p karpenter-capi --locked \
-    && cp target/release/karpenter-capi /karpenter-capi
+# The `dist` profile (Cargo.toml): release with whole-program optimization, a smaller binary
+# and a smaller resident set; it takes about twice as long to build as `--release`.
+RUN cargo build --profile dist -p karpenter-capi --locked \
+    && cp target/dist/karpenter-capi /karpenter-capi
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=builder /karpenter-capi /karpenter-capi
