@@ -40,29 +40,7 @@ async fn empty_nodes_are_removed_after_a_scale_in(backend: Backend) {
     assert_eq!(replicas(&world).await, 1);
     // The pod that stays is one of the three from before: never evicted and made again.
     assert!(before.contains(&pods[0].name_any()), "{before:?} {pods:?}");
-    // Two nodes went, by deletion alone. Usually by emptiness; with a real kube-controller-
-    // manager the ReplicaSet deletes its pods over a moment, and a pass in between may delete
-    // a node whose pod is about to go by consolidation instead (moving it onto a node that
-    // just emptied; with `consolidateAfter: 0s` that node is a valid destination).
-    let records = operator.disruptions();
-    assert!(
-        records.iter().all(
-            |r| r.decision == controllers::disruption::methods::Decision::Delete
-                && r.replacements.is_empty()
-        ),
-        "{records:?}"
-    );
-    assert!(
-        records
-            .iter()
-            .any(|r| r.method == controllers::disruption::methods::Method::Emptiness),
-        "{records:?}"
-    );
-    assert_eq!(
-        records.iter().map(|r| r.nodes.len()).sum::<usize>(),
-        2,
-        "{records:?}"
-    );
+    assert_two_nodes_went_by_deletion(&operator.disruptions());
 }
 
 /// #23 item 3, found against Cluster API: after a 3→1 scale-in, the busy node — quiet for

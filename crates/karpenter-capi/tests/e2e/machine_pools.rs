@@ -3,7 +3,6 @@
 //! exactly the empty nodes' Machines, lowering the pool's replicas.
 
 use api::{Machine, MachinePool};
-use controllers::disruption::methods::{Decision, Method};
 use k8s_openapi::api::core::v1::Node;
 use karpenter_capi::scenario;
 use kube::ResourceExt;
@@ -85,25 +84,7 @@ async fn a_machine_pool_launches_and_scales_in(backend: Backend) {
         },
     )
     .await;
-    // Two nodes went, by deletion alone: by emptiness, or (a real ReplicaSet deletes its pods
-    // over a moment) by consolidation of a node whose pod was about to go, onto one that had
-    // just emptied — as `disruption::empty_nodes_are_removed_after_a_scale_in` explains.
-    let records = operator.disruptions();
-    assert!(
-        records
-            .iter()
-            .all(|r| r.decision == Decision::Delete && r.replacements.is_empty()),
-        "{records:?}"
-    );
-    assert!(
-        records.iter().any(|r| r.method == Method::Emptiness),
-        "{records:?}"
-    );
-    assert_eq!(
-        records.iter().map(|r| r.nodes.len()).sum::<usize>(),
-        2,
-        "{records:?}"
-    );
+    assert_two_nodes_went_by_deletion(&operator.disruptions());
 }
 
 world::backend_tests!(a_machine_pool_launches_and_scales_in);

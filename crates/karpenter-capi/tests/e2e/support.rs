@@ -335,3 +335,26 @@ pub(crate) async fn events(world: &World) -> Vec<k8s_openapi::api::events::v1::E
         .unwrap()
         .items
 }
+
+/// After a 3→1 scale-in with `consolidateAfter: 0s`: two nodes went, by deletion alone, at
+/// least one by emptiness. A real ReplicaSet deletes its pods over a moment, so a pass in
+/// between may delete a node whose pod is about to go by consolidation instead, moving it onto
+/// a node that had just emptied (a valid destination with no `consolidateAfter` window).
+pub fn assert_two_nodes_went_by_deletion(records: &[controllers::disruption::Record]) {
+    use controllers::disruption::methods::{Decision, Method};
+    assert!(
+        records
+            .iter()
+            .all(|r| r.decision == Decision::Delete && r.replacements.is_empty()),
+        "{records:?}"
+    );
+    assert!(
+        records.iter().any(|r| r.method == Method::Emptiness),
+        "{records:?}"
+    );
+    assert_eq!(
+        records.iter().map(|r| r.nodes.len()).sum::<usize>(),
+        2,
+        "{records:?}"
+    );
+}
